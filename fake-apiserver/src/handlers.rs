@@ -1,0 +1,759 @@
+//! HTTP handlers: URL and query parsing, content negotiation and the verbs.
+
+use crate::error::{ApiError, ApiResult};
+use crate::objects::{self, DeleteOptions, Deleted, UpdateMode, Write};
+use crate::registry::ResourceType;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::server::Inner;
+use crate::store::{State, StoredObject, WriteContext, parse_rv};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State as AxState};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use base64::Engine;
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+pub(crate) fn router(inner: Arc<Inner>) -> Router {
+    Router::new()
+        .route("/version", get(version))
+        .route("/healthz", get(healthy))
+        .route("/livez", get(healthy))
+        .route("/readyz", get(healthy))
+        .fallback(dispatch)
+        .with_state(inner)
+}
+
+async fn version(AxState(inner): AxState<Arc<Inner>>) -> Response {
+    let v = &inner.config.kubernetes_version;
+    let minor: String = v.split('.').nth(1).unwrap_or("0").to_string();
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "major": "1",
+            "minor": minor,
+            "emulationMajor": "1",
+            "emulationMinor": minor,
+            "gitVersion": v,
+            "gitCommit": "0000000000000000000000000000000000000000",
+            "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z",
+            "goVersion": "kproof",
+            "compiler": "rustc",
+            "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+        }),
+    )
+}
+
+async fn healthy() -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "ok").into_response()
+}
+
+/// A JSON response from a value.
+pub(crate) fn json_response(code: StatusCode, v: &Value) -> Response {
+    bytes_response(code, Bytes::from(serde_json::to_vec(v).unwrap_or_default()))
+}
+
+/// A JSON response from bytes that are already JSON.
+pub(crate) fn bytes_response(code: StatusCode, body: Bytes) -> Response {
+    let mut r = (code, body).into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// The query parameters the API understands.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Query {
+    pub label_selector: String,
+    pub field_selector: String,
+    pub limit: Option<usize>,
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
+    pub watch: bool,
+    pub allow_watch_bookmarks: bool,
+    pub timeout_seconds: Option<u64>,
+    pub send_initial_events: Option<bool>,
+    pub field_manager: Option<String>,
+    pub dry_run: bool,
+    pub propagation_policy: Option<String>,
+    pub grace_period_seconds: Option<i64>,
+    pub orphan_dependents: Option<bool>,
+}
+
+fn parse_bool(name: &str, v: &str) -> ApiResult<bool> {
+    match v {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
+        _ => Err(ApiError::bad_request(format!("invalid value for {name}: {v:?} is not a boolean"))),
+    }
+}
+
+fn parse_int<T: std::str::FromStr>(name: &str, v: &str) -> ApiResult<T> {
+    v.parse().map_err(|_| ApiError::bad_request(format!("invalid value for {name}: {v:?} is not an integer")))
+}
+
+impl Query {
+    pub fn parse(raw: Option<&str>) -> ApiResult<Self> {
+        let mut q = Query::default();
+        for (k, v) in url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+            let v = v.into_owned();
+            match k.as_ref() {
+                "labelSelector" => q.label_selector = v,
+                "fieldSelector" => q.field_selector = v,
+                "limit" => {
+                    let n: i64 = parse_int("limit", &v)?;
+                    q.limit = (n > 0).then_some(n as usize);
+                }
+                "continue" => q.continue_token = Some(v).filter(|s| !s.is_empty()),
+                "resourceVersion" => q.resource_version = Some(v).filter(|s| !s.is_empty()),
+                "resourceVersionMatch" => q.resource_version_match = Some(v).filter(|s| !s.is_empty()),
+                "watch" => q.watch = parse_bool("watch", &v)?,
+                "allowWatchBookmarks" => q.allow_watch_bookmarks = parse_bool("allowWatchBookmarks", &v)?,
+                "timeoutSeconds" => q.timeout_seconds = Some(parse_int("timeoutSeconds", &v)?),
+                "sendInitialEvents" => q.send_initial_events = Some(parse_bool("sendInitialEvents", &v)?),
+                "fieldManager" => q.field_manager = Some(v).filter(|s| !s.is_empty()),
+                "dryRun" => {
+                    if v != "All" {
+                        return Err(ApiError::bad_request(format!(
+                            "dryRun: Unsupported value: \"{v}\": supported values: \"All\""
+                        )));
+                    }
+                    q.dry_run = true;
+                }
+                "propagationPolicy" => q.propagation_policy = Some(v),
+                "gracePeriodSeconds" => q.grace_period_seconds = Some(parse_int("gracePeriodSeconds", &v)?),
+                "orphanDependents" => q.orphan_dependents = Some(parse_bool("orphanDependents", &v)?),
+                _ => {}
+            }
+        }
+        Ok(q)
+    }
+
+    pub fn selectors(&self, rt: &ResourceType) -> ApiResult<(LabelSelector, FieldSelector)> {
+        let labels = LabelSelector::parse(&self.label_selector)
+            .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
+        let fields = FieldSelector::parse(&self.field_selector)
+            .map_err(|e| ApiError::bad_request(format!("invalid field selector: {e}")))?;
+        if let Some(f) = fields.fields().find(|f| !rt.supports_field(f)) {
+            return Err(ApiError::bad_request(format!("field label not supported: {f}")));
+        }
+        Ok((labels, fields))
+    }
+}
+
+/// Whether an object passes a label and a field selector.
+pub(crate) fn matches(obj: &StoredObject, labels: &LabelSelector, fields: &FieldSelector) -> bool {
+    labels.matches(&obj.labels) && fields.matches(|f| obj.field(f))
+}
+
+/// What kind of body a write carries, from its Content-Type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyFormat {
+    Json,
+    Yaml,
+    MergePatch,
+    JsonPatch,
+    StrategicMergePatch,
+    ApplyPatch,
+}
+
+const WRITE_MEDIA_TYPES: &[&str] = &["application/json", "application/yaml"];
+const PATCH_MEDIA_TYPES: &[&str] = &["application/json-patch+json", "application/merge-patch+json"];
+
+fn body_format(headers: &HeaderMap) -> ApiResult<BodyFormat> {
+    let raw = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let media = raw.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    Ok(match media.as_str() {
+        // The Python client sends POST bodies with no Content-Type: read them as JSON.
+        "" | "application/json" | "*/*" => BodyFormat::Json,
+        "application/yaml" => BodyFormat::Yaml,
+        "application/merge-patch+json" => BodyFormat::MergePatch,
+        "application/json-patch+json" => BodyFormat::JsonPatch,
+        "application/strategic-merge-patch+json" => BodyFormat::StrategicMergePatch,
+        "application/apply-patch+yaml" => BodyFormat::ApplyPatch,
+        _ => return Err(ApiError::unsupported_media_type(raw, WRITE_MEDIA_TYPES)),
+    })
+}
+
+/// Checks the Accept header allows JSON (406 otherwise).
+fn accept_json(headers: &HeaderMap) -> ApiResult<()> {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else { return Ok(()) };
+    if accept.trim().is_empty() {
+        return Ok(());
+    }
+    let ok = accept.split(',').any(|range| {
+        let mut parts = range.split(';').map(str::trim);
+        let media = parts.next().unwrap_or_default().to_ascii_lowercase();
+        let params: Vec<&str> = parts.collect();
+        // A Table or PartialObjectMetadata rendering is a different answer, not plain JSON.
+        let transformed = params.iter().any(|p| p.starts_with("as="));
+        matches!(media.as_str(), "*/*" | "application/*" | "application/json") && !transformed
+    });
+    if ok { Ok(()) } else { Err(ApiError::not_acceptable(accept)) }
+}
+
+/// A request for a resource, resolved against the registry.
+pub(crate) struct Target {
+    pub rt: Arc<ResourceType>,
+    /// The namespace from the URL (empty for cluster-scoped resources and all-namespace lists).
+    pub namespace: String,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+}
+
+fn decode_segment(s: &str) -> String {
+    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
+}
+
+fn resolve(st: &State, group: &str, version: &str, rest: &[String]) -> ApiResult<Target> {
+    let lookup = |plural: &str| st.registry.get(group, version, plural).ok_or_else(ApiError::path_not_found);
+    let (namespace, rest) = match rest {
+        [ns_word, ns, res, tail @ ..] if ns_word == "namespaces" && group.is_empty() && st.registry.get(group, version, res).is_none() && tail.is_empty() => {
+            // /api/v1/namespaces/{name}/{status|finalize}
+            let rt = lookup("namespaces")?;
+            return Ok(Target { rt, namespace: String::new(), name: Some(ns.clone()), subresource: Some(res.clone()) });
+        }
+        [ns_word, ns, tail @ ..] if ns_word == "namespaces" && !tail.is_empty() => (ns.clone(), tail),
+        _ => (String::new(), rest),
+    };
+    let (plural, name, sub) = match rest {
+        [p] => (p, None, None),
+        [p, n] => (p, Some(n.clone()), None),
+        [p, n, s] => (p, Some(n.clone()), Some(s.clone())),
+        _ => return Err(ApiError::path_not_found()),
+    };
+    let rt = lookup(plural)?;
+    if !namespace.is_empty() && !rt.namespaced {
+        return Err(ApiError::path_not_found());
+    }
+    if rt.namespaced && namespace.is_empty() && name.is_some() {
+        return Err(ApiError::path_not_found());
+    }
+    Ok(Target { rt, namespace, name, subresource: sub })
+}
+
+async fn dispatch(AxState(inner): AxState<Arc<Inner>>, req: Request) -> Response {
+    match handle(inner, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn read_body(inner: &Inner, body: Body, headers: &HeaderMap) -> ApiResult<Bytes> {
+    let limit = inner.config.max_request_body_bytes;
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(ApiError::too_large(limit));
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_large = std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("length limit"))
+            || e.to_string().contains("length limit");
+        if too_large { ApiError::too_large(limit) } else { ApiError::bad_request(format!("unable to read the request body: {e}")) }
+    })
+}
+
+async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
+    let (parts, body) = req.into_parts();
+    let segs: Vec<String> = parts.uri.path().split('/').filter(|s| !s.is_empty()).map(decode_segment).collect();
+    let query = Query::parse(parts.uri.query())?;
+    let (group, version, rest): (String, String, &[String]) = match segs.as_slice() {
+        [api] if api == "api" => return crate::discovery::core_versions(&inner, &parts.headers),
+        [apis] if apis == "apis" => return crate::discovery::groups(&inner, &parts.headers),
+        [apis, g] if apis == "apis" => return crate::discovery::group(&inner, g),
+        [api, v, rest @ ..] if api == "api" => (String::new(), v.clone(), rest),
+        [apis, g, v, rest @ ..] if apis == "apis" => (g.clone(), v.clone(), rest),
+        _ => return Err(ApiError::path_not_found()),
+    };
+    if rest.is_empty() {
+        return crate::discovery::resource_list(&inner, &group, &version);
+    }
+    let target = {
+        let st = inner.state.read();
+        if !st.registry.has_group_version(&group, &version) {
+            return Err(ApiError::path_not_found());
+        }
+        resolve(&st, &group, &version, rest)?
+    };
+    let user_agent = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let field_manager =
+        query.field_manager.clone().or_else(|| Some(user_agent.split('/').next().unwrap_or_default().to_string()).filter(|s| !s.is_empty()));
+    let mut ctx = WriteContext { verb: String::new(), subresource: target.subresource.clone(), user_agent, field_manager };
+    let method = parts.method.clone();
+    let sub = target.subresource.as_deref();
+    match (&method, target.name.as_deref(), sub) {
+        (&Method::GET, None, None) if query.watch => {
+            accept_json(&parts.headers)?;
+            let stop = parts.extensions.get::<crate::server::ListenerStop>().cloned();
+            crate::watch::watch(inner, target, query, stop)
+        }
+        (&Method::GET, None, None) => {
+            accept_json(&parts.headers)?;
+            list(&inner, &target, &query)
+        }
+        (&Method::GET, Some(name), None | Some("status")) => {
+            accept_json(&parts.headers)?;
+            get_one(&inner, &target, name)
+        }
+        (&Method::GET, Some(name), Some("scale")) if target.rt.scale.is_some() => {
+            accept_json(&parts.headers)?;
+            let obj = fetch(&inner, &target, name)?;
+            Ok(json_response(StatusCode::OK, &objects::scale_of(&target.rt, &obj)?))
+        }
+        (&Method::POST, None, None) => {
+            if target.rt.namespaced && target.namespace.is_empty() {
+                return Err(ApiError::method_not_allowed());
+            }
+            let format = body_format(&parts.headers)?;
+            let body = read_body(&inner, body, &parts.headers).await?;
+            if !matches!(format, BodyFormat::Json | BodyFormat::Yaml) {
+                return Err(ApiError::unsupported_media_type(&format!("{format:?}"), WRITE_MEDIA_TYPES));
+            }
+            let obj = objects::parse_object(&body, format == BodyFormat::Yaml)?;
+            ctx.verb = "create".into();
+            let now = inner.clock.now();
+            let created = write(&inner, query.dry_run, |st| {
+                objects::create(st, &target.rt, &target.namespace, obj, &Write { ctx: &ctx, now, dry_run: query.dry_run })
+            })?;
+            Ok(bytes_response(StatusCode::CREATED, objects::render(&target.rt, &created)))
+        }
+        (&Method::PUT, Some(name), None | Some("status")) => {
+            let format = body_format(&parts.headers)?;
+            if !matches!(format, BodyFormat::Json | BodyFormat::Yaml) {
+                return Err(ApiError::unsupported_media_type(&format!("{format:?}"), WRITE_MEDIA_TYPES));
+            }
+            let body = read_body(&inner, body, &parts.headers).await?;
+            let obj = objects::parse_object(&body, format == BodyFormat::Yaml)?;
+            let mode = if sub == Some("status") { status_mode(&target.rt)? } else { UpdateMode::Main };
+            ctx.verb = "update".into();
+            let now = inner.clock.now();
+            let updated = write(&inner, query.dry_run, |st| {
+                objects::update(st, &target.rt, &target.namespace, name, obj, mode, &Write { ctx: &ctx, now, dry_run: query.dry_run })
+            })?;
+            Ok(bytes_response(StatusCode::OK, objects::render(&target.rt, &updated)))
+        }
+        (&Method::PATCH, Some(name), None | Some("status")) => {
+            let format = body_format(&parts.headers)?;
+            let body = read_body(&inner, body, &parts.headers).await?;
+            let mode = if sub == Some("status") { status_mode(&target.rt)? } else { UpdateMode::Main };
+            ctx.verb = "patch".into();
+            let now = inner.clock.now();
+            let updated = write(&inner, query.dry_run, |st| {
+                let old = current(st, &target, name)?;
+                let mut patched = apply_patch(format, &target.rt, &old.value(), &body)?;
+                keep_resource_version(&mut patched, &old);
+                objects::update(st, &target.rt, &target.namespace, name, patched, mode, &Write { ctx: &ctx, now, dry_run: query.dry_run })
+            })?;
+            Ok(bytes_response(StatusCode::OK, objects::render(&target.rt, &updated)))
+        }
+        (&Method::PUT | &Method::PATCH, Some(name), Some("scale")) if target.rt.scale.is_some() => {
+            let format = body_format(&parts.headers)?;
+            let body = read_body(&inner, body, &parts.headers).await?;
+            ctx.verb = if method == Method::PUT { "update" } else { "patch" }.into();
+            let now = inner.clock.now();
+            let rt = target.rt.clone();
+            let updated = write(&inner, query.dry_run, |st| {
+                let old = current(st, &target, name)?;
+                let mut obj = old.value();
+                let scale = objects::scale_of(&rt, &obj)?;
+                let new_scale = if method == Method::PUT {
+                    if !matches!(format, BodyFormat::Json | BodyFormat::Yaml) {
+                        return Err(ApiError::unsupported_media_type(&format!("{format:?}"), WRITE_MEDIA_TYPES));
+                    }
+                    objects::parse_object(&body, format == BodyFormat::Yaml)?
+                } else {
+                    apply_patch(format, &rt, &scale, &body)?
+                };
+                objects::apply_scale(&rt, &mut obj, &new_scale)?;
+                objects::update(st, &rt, &target.namespace, name, obj, UpdateMode::Main, &Write { ctx: &ctx, now, dry_run: query.dry_run })
+            })?;
+            Ok(json_response(StatusCode::OK, &objects::scale_of(&rt, &updated.value())?))
+        }
+        (&Method::PUT, Some(name), Some("finalize")) if target.rt.group.is_empty() && target.rt.plural == "namespaces" => {
+            let body = read_body(&inner, body, &parts.headers).await?;
+            let obj = objects::parse_object(&body, false)?;
+            ctx.verb = "update".into();
+            let now = inner.clock.now();
+            let updated = write(&inner, query.dry_run, |st| {
+                let old = current(st, &target, name)?;
+                let mut v = old.value();
+                v["spec"]["finalizers"] = obj["spec"]["finalizers"].clone();
+                let w = Write { ctx: &ctx, now, dry_run: query.dry_run };
+                Ok(st_commit_modified(st, &target.rt, v, old, &w))
+            })?;
+            Ok(bytes_response(StatusCode::OK, objects::render(&target.rt, &updated)))
+        }
+        (&Method::DELETE, Some(name), None) => {
+            let body = read_body(&inner, body, &parts.headers).await?;
+            let opts = delete_options(&query, &body)?;
+            ctx.verb = "delete".into();
+            let now = inner.clock.now();
+            let result = write(&inner, opts.dry_run, |st| {
+                objects::delete(st, &target.rt, &target.namespace, name, &opts, &Write { ctx: &ctx, now, dry_run: opts.dry_run })
+            })?;
+            Ok(match result {
+                Deleted::Pending(obj) => bytes_response(StatusCode::OK, objects::render(&target.rt, &obj)),
+                Deleted::Now(obj) => json_response(
+                    StatusCode::OK,
+                    &json!({
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "metadata": {},
+                        "status": "Success",
+                        "details": {"name": obj.name, "group": target.rt.group, "kind": target.rt.plural, "uid": obj.uid},
+                    }),
+                ),
+            })
+        }
+        (&Method::DELETE, None, None) => {
+            let body = read_body(&inner, body, &parts.headers).await?;
+            let opts = delete_options(&query, &body)?;
+            let (labels, fields) = query.selectors(&target.rt)?;
+            ctx.verb = "deletecollection".into();
+            let now = inner.clock.now();
+            let rt = target.rt.clone();
+            let deleted = write(&inner, opts.dry_run, |st| {
+                let key = rt.storage_key();
+                let items: Vec<Arc<StoredObject>> = st
+                    .collections
+                    .get(&key)
+                    .map(|c| {
+                        c.values()
+                            .filter(|o| target.namespace.is_empty() || o.namespace == target.namespace)
+                            .filter(|o| matches(o, &labels, &fields))
+                            .cloned()
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let w = Write { ctx: &ctx, now, dry_run: opts.dry_run };
+                let mut out = Vec::new();
+                for o in items {
+                    match objects::delete(st, &rt, &o.namespace, &o.name, &opts, &w)? {
+                        Deleted::Now(x) | Deleted::Pending(x) => out.push(objects::render(&rt, &x)),
+                    }
+                }
+                Ok(out)
+            })?;
+            let rv = inner.state.read().resource_version;
+            Ok(bytes_response(StatusCode::OK, list_body(&target.rt, deleted.into_iter(), rv, None, None)))
+        }
+        (_, _, Some(_)) if !matches!(sub, Some("status" | "scale" | "finalize")) || sub == Some("scale") => Err(ApiError::path_not_found()),
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+fn st_commit_modified(
+    st: &mut State,
+    rt: &ResourceType,
+    v: Value,
+    old: Arc<StoredObject>,
+    w: &Write,
+) -> Arc<StoredObject> {
+    if w.dry_run {
+        return Arc::new(crate::store::preview(rt, &v));
+    }
+    st.commit(rt, crate::store::ChangeKind::Modified, v, Some(old), w.ctx, w.now)
+}
+
+fn status_mode(rt: &ResourceType) -> ApiResult<UpdateMode> {
+    if rt.status { Ok(UpdateMode::Status) } else { Err(ApiError::path_not_found()) }
+}
+
+/// Runs a write under the lock, then the system controllers it triggers (not for dry runs).
+fn write<T>(inner: &Inner, dry_run: bool, f: impl FnOnce(&mut State) -> ApiResult<T>) -> ApiResult<T> {
+    let now = inner.clock.now();
+    inner.write(|st| {
+        let out = f(st)?;
+        if !dry_run {
+            objects::reconcile_system(st, now);
+        }
+        Ok(out)
+    })
+}
+
+fn current(st: &State, target: &Target, name: &str) -> ApiResult<Arc<StoredObject>> {
+    let rt = &target.rt;
+    st.get(&rt.storage_key(), &target.namespace, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
+}
+
+fn fetch(inner: &Inner, target: &Target, name: &str) -> ApiResult<Value> {
+    let st = inner.state.read();
+    Ok(current(&st, target, name)?.value())
+}
+
+fn get_one(inner: &Inner, target: &Target, name: &str) -> ApiResult<Response> {
+    let obj = {
+        let st = inner.state.read();
+        current(&st, target, name)?
+    };
+    Ok(bytes_response(StatusCode::OK, objects::render(&target.rt, &obj)))
+}
+
+/// A patch that leaves out `metadata.resourceVersion` is unconditional: it applies to the
+/// current version. One that names a different version fails the update with 409.
+fn keep_resource_version(patched: &mut Value, old: &StoredObject) {
+    let has = patched["metadata"]["resourceVersion"].as_str().is_some_and(|s| !s.is_empty());
+    if !has && patched["metadata"].is_object() {
+        patched["metadata"]["resourceVersion"] = json!(old.resource_version.to_string());
+    }
+}
+
+fn apply_patch(format: BodyFormat, rt: &ResourceType, old: &Value, body: &[u8]) -> ApiResult<Value> {
+    let mut doc = old.clone();
+    match format {
+        BodyFormat::MergePatch => {
+            let patch: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            json_patch::merge(&mut doc, &patch);
+        }
+        BodyFormat::JsonPatch => {
+            let patch: json_patch::Patch =
+                serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            json_patch::patch(&mut doc, &patch).map_err(|e| ApiError::unprocessable(format!("the server rejected our request due to an error in our request: {e}")))?;
+        }
+        BodyFormat::StrategicMergePatch if rt.custom => {
+            return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json", PATCH_MEDIA_TYPES));
+        }
+        other => {
+            let media = match other {
+                BodyFormat::StrategicMergePatch => "application/strategic-merge-patch+json",
+                BodyFormat::ApplyPatch => "application/apply-patch+yaml",
+                BodyFormat::Yaml => "application/yaml",
+                _ => "application/json",
+            };
+            return Err(ApiError::unsupported_media_type(media, PATCH_MEDIA_TYPES));
+        }
+    }
+    if !doc.is_object() {
+        return Err(ApiError::unprocessable("the patch turned the object into something that is not an object"));
+    }
+    Ok(doc)
+}
+
+fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
+    let mut o = DeleteOptions {
+        grace_period_seconds: query.grace_period_seconds,
+        propagation_policy: query.propagation_policy.clone(),
+        orphan_dependents: query.orphan_dependents,
+        dry_run: query.dry_run,
+        ..Default::default()
+    };
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+        if let Some(g) = v.get("gracePeriodSeconds").filter(|g| !g.is_null()) {
+            o.grace_period_seconds = Some(g.as_i64().ok_or_else(|| ApiError::bad_request("gracePeriodSeconds must be an integer"))?);
+        }
+        if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
+            o.propagation_policy = Some(p.to_string());
+        }
+        if let Some(b) = v.get("orphanDependents").and_then(Value::as_bool) {
+            o.orphan_dependents = Some(b);
+        }
+        o.precondition_uid = v["preconditions"]["uid"].as_str().map(str::to_string);
+        o.precondition_resource_version = v["preconditions"]["resourceVersion"].as_str().map(str::to_string);
+        if let Some(d) = v.get("dryRun").and_then(Value::as_array) {
+            for x in d {
+                if x != "All" {
+                    return Err(ApiError::bad_request(format!("dryRun: Unsupported value: {x}: supported values: \"All\"")));
+                }
+                o.dry_run = true;
+            }
+        }
+    }
+    if let Some(p) = &o.propagation_policy {
+        if !matches!(p.as_str(), "Foreground" | "Background" | "Orphan") {
+            return Err(ApiError::invalid(
+                "",
+                "DeleteOptions",
+                "",
+                vec![crate::error::StatusCause::field(
+                    "FieldValueNotSupported",
+                    "propagationPolicy",
+                    format!("Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\""),
+                )],
+            ));
+        }
+        if o.orphan_dependents.is_some() {
+            return Err(ApiError::invalid(
+                "",
+                "DeleteOptions",
+                "",
+                vec![crate::error::StatusCause::field(
+                    "FieldValueInvalid",
+                    "propagationPolicy",
+                    "Invalid value: orphanDependents and deletionPropagation cannot be both set",
+                )],
+            ));
+        }
+    }
+    Ok(o)
+}
+
+/// A list page: `metadata.resourceVersion`, optional continue token and remaining count.
+pub(crate) fn list_body(
+    rt: &ResourceType,
+    items: impl Iterator<Item = Bytes>,
+    rv: u64,
+    cont: Option<String>,
+    remaining: Option<usize>,
+) -> Bytes {
+    let mut meta = serde_json::Map::new();
+    meta.insert("resourceVersion".into(), json!(rv.to_string()));
+    if let Some(c) = cont {
+        meta.insert("continue".into(), json!(c));
+    }
+    if let Some(r) = remaining {
+        meta.insert("remainingItemCount".into(), json!(r));
+    }
+    let head = json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta});
+    let mut out = BytesMut::new();
+    let head_bytes = serde_json::to_vec(&head).unwrap_or_default();
+    // Splice the items array into the head object without re-serializing the items.
+    out.put_slice(&head_bytes[..head_bytes.len().saturating_sub(1)]);
+    out.put_slice(b",\"items\":[");
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            out.put_u8(b',');
+        }
+        out.put_slice(&item);
+    }
+    out.put_slice(b"]}");
+    out.freeze()
+}
+
+/// Continue token: where the next page starts and which snapshot it reads.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    v: String,
+    rv: u64,
+    ns: String,
+    name: String,
+}
+
+fn encode_continue(rv: u64, last: &(String, String)) -> String {
+    let t = ContinueToken { v: "meta.k8s.io/v1".into(), rv, ns: last.0.clone(), name: last.1.clone() };
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(&t).unwrap_or_default())
+}
+
+fn decode_continue(s: &str) -> ApiResult<ContinueToken> {
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(s)
+        .map_err(|e| ApiError::bad_request(format!("continue key is not valid: {e}")))?;
+    let t: ContinueToken =
+        serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("continue key is not valid: {e}")))?;
+    if t.v != "meta.k8s.io/v1" {
+        return Err(ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"));
+    }
+    Ok(t)
+}
+
+const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// Which snapshot a LIST reads, from resourceVersion and resourceVersionMatch.
+fn list_snapshot(query: &Query, current: u64) -> ApiResult<Option<u64>> {
+    let rv = query.resource_version.as_deref();
+    let parsed = match rv {
+        Some(s) => Some(parse_rv(s).ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {s:?}")))?),
+        None => None,
+    };
+    match (query.resource_version_match.as_deref(), parsed) {
+        (None, None) | (None, Some(0)) | (Some("NotOlderThan"), Some(0)) => Ok(None),
+        (Some(m), None) => Err(ApiError::invalid(
+            "",
+            "ListOptions",
+            "",
+            vec![crate::error::StatusCause::field(
+                "FieldValueForbidden",
+                "resourceVersionMatch",
+                format!("Forbidden: resourceVersionMatch \"{m}\" is forbidden unless resourceVersion is provided"),
+            )],
+        )),
+        (Some("Exact"), Some(0)) => Err(ApiError::invalid(
+            "",
+            "ListOptions",
+            "",
+            vec![crate::error::StatusCause::field(
+                "FieldValueForbidden",
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            )],
+        )),
+        (Some("Exact"), Some(n)) => {
+            if n > current {
+                return Err(ApiError::too_large_resource_version(n, current));
+            }
+            Ok(Some(n))
+        }
+        (None | Some("NotOlderThan"), Some(n)) => {
+            if n > current {
+                return Err(ApiError::too_large_resource_version(n, current));
+            }
+            Ok(None)
+        }
+        (Some(m), _) => Err(ApiError::invalid(
+            "",
+            "ListOptions",
+            "",
+            vec![crate::error::StatusCause::field(
+                "FieldValueNotSupported",
+                "resourceVersionMatch",
+                format!("Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\""),
+            )],
+        )),
+    }
+}
+
+fn list(inner: &Inner, target: &Target, query: &Query) -> ApiResult<Response> {
+    let rt = &target.rt;
+    let (labels, fields) = query.selectors(rt)?;
+    let st = inner.state.read();
+    let token = query.continue_token.as_deref().map(decode_continue).transpose()?;
+    if token.is_some() && query.resource_version.as_deref().is_some_and(|r| r != "0") {
+        return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
+    }
+    let (snapshot_rv, snapshot) = match &token {
+        Some(t) => (t.rv, Some(st.snapshot_at(&rt.storage_key(), t.rv).ok_or_else(|| ApiError::expired(CONTINUE_EXPIRED))?)),
+        None => match list_snapshot(query, st.resource_version)? {
+            Some(rv) => (
+                rv,
+                Some(st.snapshot_at(&rt.storage_key(), rv).ok_or_else(|| ApiError::too_old_resource_version(rv, st.compacted + 1))?),
+            ),
+            None => (st.resource_version, None),
+        },
+    };
+    let empty = Default::default();
+    let coll = snapshot.as_ref().unwrap_or_else(|| st.collections.get(&rt.storage_key()).unwrap_or(&empty));
+    let start = match &token {
+        Some(t) => std::ops::Bound::Excluded((t.ns.clone(), t.name.clone())),
+        None if !target.namespace.is_empty() => std::ops::Bound::Included((target.namespace.clone(), String::new())),
+        None => std::ops::Bound::Unbounded,
+    };
+    let in_scope = |o: &&Arc<StoredObject>| target.namespace.is_empty() || o.namespace == target.namespace;
+    let mut iter = coll
+        .range((start, std::ops::Bound::Unbounded))
+        .map(|(_, o)| o)
+        .take_while(|o| target.namespace.is_empty() || o.namespace == target.namespace)
+        .filter(in_scope)
+        .filter(|o| matches(o, &labels, &fields));
+    let limit = query.limit.unwrap_or(usize::MAX);
+    let page: Vec<&Arc<StoredObject>> = iter.by_ref().take(limit).collect();
+    let mut cont = None;
+    let mut remaining = None;
+    if query.limit.is_some() {
+        let rest = iter.count();
+        if rest > 0 {
+            if let Some(last) = page.last() {
+                cont = Some(encode_continue(snapshot_rv, &(last.namespace.clone(), last.name.clone())));
+            }
+            // Like the apiserver, only an unfiltered list knows how many items remain.
+            if labels.is_empty() && fields.is_empty() {
+                remaining = Some(rest);
+            }
+        }
+    }
+    let items: Vec<Bytes> = page.iter().map(|o| objects::render(rt, o)).collect();
+    drop(st);
+    Ok(bytes_response(StatusCode::OK, list_body(rt, items.into_iter(), snapshot_rv, cont, remaining)))
+}

@@ -1,0 +1,68 @@
+//! `fake-apiserver`: serve the fake Kubernetes API on loopback and write a kubeconfig.
+
+use anyhow::Context;
+use clap::Parser;
+use fake_apiserver::{ApiServer, Config};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+/// A fake Kubernetes API server on 127.0.0.1, for kubectl, kube-rs, client-go and Python clients.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// TCP port (0 picks a free one).
+    #[arg(long, default_value_t = 6443)]
+    port: u16,
+    /// Where to write the kubeconfig that points at the server.
+    #[arg(long, default_value = "kproof.kubeconfig")]
+    kubeconfig: PathBuf,
+    /// How many changes the watch history keeps before older resourceVersions get 410 Expired.
+    #[arg(long, default_value_t = 10_000)]
+    history: usize,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, default_value_t = 3 * 1024 * 1024)]
+    max_body_bytes: usize,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let config = Config { history: args.history, max_request_body_bytes: args.max_body_bytes, ..Config::default() };
+    let server = ApiServer::new(config);
+    let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), args.port);
+    let tcp = server.serve_tcp(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    tcp.write_kubeconfig(&args.kubeconfig)
+        .with_context(|| format!("cannot write the kubeconfig to {}", args.kubeconfig.display()))?;
+    println!("fake-apiserver listening on {}", tcp.url());
+    println!("kubeconfig written to {}", args.kubeconfig.display());
+    println!("try: kubectl --kubeconfig {} get namespaces", args.kubeconfig.display());
+    shutdown_signal().await;
+    eprintln!("shutting down");
+    tcp.shutdown().await.context("server error during shutdown")?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

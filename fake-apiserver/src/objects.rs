@@ -1,0 +1,815 @@
+//! The write pipelines (create, update, delete) with the apiserver's metadata rules, and the
+//! system controllers every real cluster runs (CRD establishment and cleanup, namespace
+//! finalization), run under the store lock right after the write that needs them.
+
+use crate::error::{ApiError, ApiResult, StatusCause};
+use crate::names::{generate_name, validate_name};
+use crate::registry::{ResourceType, StorageKey, crd_resource_types};
+use crate::server::Inner;
+use crate::store::{ChangeKind, State, StoredObject, WriteContext, get_path};
+use bytes::Bytes;
+use jiff::Timestamp;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// Finalizer the apiserver puts on CRDs so their instances are deleted first.
+pub const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+/// Finalizer on `spec.finalizers` of namespaces, cleared once their content is gone.
+pub const NAMESPACE_FINALIZER: &str = "kubernetes";
+
+/// Everything a write needs besides the object: who, when, and whether to persist.
+pub struct Write<'a> {
+    pub ctx: &'a WriteContext,
+    pub now: Timestamp,
+    pub dry_run: bool,
+}
+
+impl Write<'_> {
+    fn time(&self) -> String {
+        crate::clock::format_time(self.now)
+    }
+
+    fn persist(
+        &self,
+        st: &mut State,
+        rt: &ResourceType,
+        kind: ChangeKind,
+        value: Value,
+        previous: Option<Arc<StoredObject>>,
+    ) -> Arc<StoredObject> {
+        if self.dry_run {
+            return Arc::new(crate::store::preview(rt, &value));
+        }
+        let obj = st.commit(rt, kind, value, previous, self.ctx, self.now);
+        if rt.storage_key() == StorageKey::crds() {
+            sync_crd(st, &obj, kind);
+        }
+        obj
+    }
+}
+
+/// The object as served through `rt`: the stored bytes, or (when it was written through
+/// another version or an older schema) a copy with `apiVersion` rewritten and defaults applied.
+pub fn render(rt: &ResourceType, obj: &StoredObject) -> Bytes {
+    if obj.api_version == rt.api_version() && obj.schema_epoch == rt.schema_epoch {
+        return obj.bytes.clone();
+    }
+    let mut v = obj.value();
+    v["apiVersion"] = Value::String(rt.api_version());
+    if let Some(schema) = &rt.schema {
+        schema.apply_defaults(&mut v);
+    }
+    Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+}
+
+/// Parses a request body (JSON or YAML) into an object.
+pub fn parse_object(body: &[u8], yaml: bool) -> ApiResult<Value> {
+    let v: Value = if yaml {
+        let text = std::str::from_utf8(body).map_err(|e| ApiError::bad_request(format!("body is not UTF-8: {e}")))?;
+        serde_saphyr::from_str(text).map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?
+    };
+    if !v.is_object() {
+        return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+    }
+    Ok(v)
+}
+
+fn meta_mut(obj: &mut Value) -> ApiResult<&mut Map<String, Value>> {
+    let o = obj.as_object_mut().ok_or_else(|| ApiError::bad_request("the body of the request must be a JSON object"))?;
+    let m = o.entry("metadata").or_insert_with(|| json!({}));
+    if m.is_null() {
+        *m = json!({});
+    }
+    m.as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))
+}
+
+fn str_field<'a>(obj: &'a Value, path: &str) -> &'a str {
+    get_path(obj, path).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array).map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect()).unwrap_or_default()
+}
+
+/// Checks that apiVersion and kind, when given, match the URL, and fills them in when not.
+pub fn check_type_meta(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+    let api_version = rt.api_version();
+    match obj.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if !v.is_empty() && v != api_version => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({api_version})"
+            )));
+        }
+        _ => obj["apiVersion"] = Value::String(api_version),
+    }
+    match obj.get("kind").and_then(Value::as_str) {
+        Some(k) if !k.is_empty() && k != rt.kind => {
+            return Err(ApiError::bad_request(format!("the kind in the data ({k}) does not match the expected kind ({})", rt.kind)));
+        }
+        _ => obj["kind"] = Value::String(rt.kind.clone()),
+    }
+    Ok(())
+}
+
+/// Checks the shapes of ObjectMeta fields the store relies on (a decode error in the apiserver).
+fn check_meta_shape(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    let meta = &obj["metadata"];
+    let bad = |field: &str, want: &str| {
+        Err(ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: metadata.{field} must be {want}",
+            rt.kind, rt.version, rt.kind
+        )))
+    };
+    for field in ["labels", "annotations"] {
+        match meta.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) if m.values().all(Value::is_string) => {}
+            Some(_) => return bad(field, "a map of strings"),
+        }
+    }
+    for field in ["finalizers"] {
+        match meta.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(a)) if a.iter().all(Value::is_string) => {}
+            Some(_) => return bad(field, "a list of strings"),
+        }
+    }
+    for field in ["name", "generateName", "namespace", "resourceVersion", "uid"] {
+        match meta.get(field) {
+            None | Some(Value::Null) | Some(Value::String(_)) => {}
+            Some(_) => return bad(field, "a string"),
+        }
+    }
+    Ok(())
+}
+
+/// Runs the kind's validation: the CRD schema (prune, default, validate) or the built-in decoder.
+fn validate_content(rt: &ResourceType, obj: &mut Value, name: &str) -> ApiResult<()> {
+    if let Some(schema) = &rt.schema {
+        schema.prune(obj);
+        schema.apply_defaults(obj);
+        let causes: Vec<StatusCause> = schema
+            .validate(obj)
+            .into_iter()
+            .map(|c| StatusCause::field(c.reason, c.field, c.message))
+            .collect();
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&rt.group, &rt.kind, name, causes));
+        }
+    }
+    if let Some(check) = rt.decode_check {
+        check(obj).map_err(|e| {
+            ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {e}", rt.kind, rt.version, rt.kind))
+        })?;
+    }
+    if rt.storage_key() == StorageKey::crds() {
+        crd_resource_types(obj).map_err(|causes| ApiError::invalid(&rt.group, &rt.kind, name, causes))?;
+    }
+    Ok(())
+}
+
+fn namespace_check(st: &State, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
+    if !rt.namespaced {
+        return Ok(());
+    }
+    match st.get(&StorageKey::namespaces(), "", ns) {
+        None => Err(ApiError::not_found("", "namespaces", ns)),
+        Some(n) if n.deleting => Err(ApiError::forbidden(
+            &rt.group,
+            &rt.plural,
+            name,
+            format!("unable to create new content in namespace {ns} because it is being terminated"),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Pod QoS class from requests and limits (as kubelet/apiserver compute it).
+fn pod_qos(pod: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|k| pod["spec"][k].as_array())
+        .flatten()
+        .collect();
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in containers {
+        let req = &c["resources"]["requests"];
+        let lim = &c["resources"]["limits"];
+        for res in ["cpu", "memory"] {
+            let (r, l) = (req.get(res), lim.get(res));
+            any |= r.is_some() || l.is_some();
+            if l.is_none() || (r.is_some() && r != l) {
+                guaranteed = false;
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// What the apiserver's per-kind strategies do on create.
+fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
+    if rt.status && rt.plural != "nodes" {
+        if let Some(o) = obj.as_object_mut() {
+            o.remove("status");
+        }
+    }
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("", "pods") => {
+            let qos = pod_qos(obj);
+            obj["status"] = json!({"phase": "Pending", "qosClass": qos});
+        }
+        ("", "namespaces") => {
+            let name = str_field(obj, "metadata.name").to_string();
+            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = Value::String(name);
+            obj["spec"] = json!({"finalizers": [NAMESPACE_FINALIZER]});
+            obj["status"] = json!({"phase": "Active"});
+        }
+        ("apiextensions.k8s.io", "customresourcedefinitions") => {
+            add_finalizer(obj, CRD_CLEANUP_FINALIZER);
+            if obj["spec"]["conversion"].is_null() {
+                obj["spec"]["conversion"] = json!({"strategy": "None"});
+            }
+        }
+        _ => {}
+    }
+}
+
+fn add_finalizer(obj: &mut Value, f: &str) {
+    let list = &mut obj["metadata"]["finalizers"];
+    if !list.is_array() {
+        *list = json!([]);
+    }
+    if let Some(a) = list.as_array_mut() {
+        if !a.iter().any(|x| x == f) {
+            a.push(Value::String(f.into()));
+        }
+    }
+}
+
+fn new_uid() -> String {
+    use rand::Rng;
+    let b: [u8; 16] = rand::rng().random();
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-4{}-{}{}-{}", &h[0..8], &h[8..12], &h[13..16], ["8", "9", "a", "b"][(b[8] & 3) as usize], &h[17..20], &h[20..32])
+}
+
+/// Create: name and generateName, namespace checks, server-set metadata, validation, store.
+pub fn create(st: &mut State, rt: &ResourceType, ns: &str, mut obj: Value, w: &Write) -> ApiResult<Arc<StoredObject>> {
+    check_type_meta(rt, &mut obj)?;
+    check_meta_shape(rt, &obj)?;
+    let meta = meta_mut(&mut obj)?;
+    if rt.namespaced {
+        match meta.get("namespace").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() && n != ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {
+                meta.insert("namespace".into(), Value::String(ns.to_string()));
+            }
+        }
+    } else {
+        meta.remove("namespace");
+    }
+    let mut name = meta.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let generate = meta.get("generateName").and_then(Value::as_str).unwrap_or_default().to_string();
+    if name.is_empty() && !generate.is_empty() {
+        name = generate_name(&generate);
+        meta.insert("name".into(), Value::String(name.clone()));
+    }
+    if name.is_empty() {
+        return Err(ApiError::invalid(
+            &rt.group,
+            &rt.kind,
+            "",
+            vec![StatusCause::field("FieldValueRequired", "metadata.name", "Required value: name or generateName is required")],
+        ));
+    }
+    if let Some(msg) = validate_name(&name, rt.name_rule) {
+        return Err(ApiError::invalid(&rt.group, &rt.kind, &name, vec![StatusCause::field("FieldValueInvalid", "metadata.name", msg)]));
+    }
+    namespace_check(st, rt, ns, &name)?;
+    let key = rt.storage_key();
+    let stored_ns = if rt.namespaced { ns } else { "" };
+    if st.get(&key, stored_ns, &name).is_some() {
+        return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+    }
+    for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+        meta.remove(f);
+    }
+    meta.insert("uid".into(), Value::String(new_uid()));
+    meta.insert("creationTimestamp".into(), Value::String(w.time()));
+    if rt.tracks_generation {
+        meta.insert("generation".into(), json!(1));
+    } else {
+        meta.remove("generation");
+    }
+    prepare_for_create(rt, &mut obj);
+    validate_content(rt, &mut obj, &name)?;
+    if let Some(crd) = (rt.storage_key() == StorageKey::crds()).then(|| obj.clone()) {
+        let g = str_field(&crd, "spec.group");
+        if let Some(why) = st.registry.names_conflict(&name, g, str_field(&crd, "spec.names.plural"), str_field(&crd, "spec.names.kind")) {
+            return Err(ApiError::invalid(&rt.group, &rt.kind, &name, vec![StatusCause::field("FieldValueInvalid", "spec.names", why)]));
+        }
+    }
+    let created = w.persist(st, rt, ChangeKind::Added, obj, None);
+    if !w.dry_run && rt.storage_key() == StorageKey::crds() {
+        return Ok(establish_crd(st, rt, created, w.now));
+    }
+    Ok(created)
+}
+
+/// Which part of an object an update may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateMode {
+    /// The main resource: everything but `.status` (when there is a status subresource).
+    Main,
+    /// The `/status` subresource: only `.status`.
+    Status,
+}
+
+/// Server-owned metadata an update cannot change.
+const IMMUTABLE_META: &[&str] =
+    &["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace", "name"];
+
+fn without(v: &Value, skip: &[&str]) -> Map<String, Value> {
+    v.as_object().map(|o| o.iter().filter(|(k, _)| !skip.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default()
+}
+
+/// Update (PUT, and the tail of PATCH): optimistic concurrency, status/spec split, finalizer
+/// rules, validation, generation, and removal once the last finalizer of a deleting object goes.
+pub fn update(
+    st: &mut State,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+    mut new: Value,
+    mode: UpdateMode,
+    w: &Write,
+) -> ApiResult<Arc<StoredObject>> {
+    let key = rt.storage_key();
+    let stored_ns = if rt.namespaced { ns } else { "" };
+    let old = st.get(&key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+    check_type_meta(rt, &mut new)?;
+    check_meta_shape(rt, &new)?;
+    let meta = meta_mut(&mut new)?;
+    match meta.get("name").and_then(Value::as_str) {
+        Some(n) if !n.is_empty() && n != name => {
+            return Err(ApiError::bad_request(format!("the name of the object ({n}) does not match the name on the URL ({name})")));
+        }
+        _ => {}
+    }
+    if rt.namespaced {
+        if let Some(n) = meta.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty() && *n != ns) {
+            let _ = n;
+            return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+        }
+    }
+    match meta.get("resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        Some(rv) => {
+            if crate::store::parse_rv(rv) != Some(old.resource_version) {
+                return Err(ApiError::conflict(&rt.group, &rt.plural, name));
+            }
+        }
+        None if rt.custom => {
+            return Err(ApiError::invalid(
+                &rt.group,
+                &rt.kind,
+                name,
+                vec![StatusCause::field("FieldValueInvalid", "metadata.resourceVersion", "Invalid value: 0: must be specified for an update")],
+            ));
+        }
+        None => {}
+    }
+    let old_value = old.value();
+    let mut merged = match mode {
+        UpdateMode::Main => {
+            let mut m = new;
+            if rt.status {
+                match old_value.get("status") {
+                    Some(s) => m["status"] = s.clone(),
+                    None => {
+                        if let Some(o) = m.as_object_mut() {
+                            o.remove("status");
+                        }
+                    }
+                }
+            }
+            m
+        }
+        UpdateMode::Status => {
+            let mut m = old_value.clone();
+            match new.get("status") {
+                Some(s) => m["status"] = s.clone(),
+                None => {
+                    if let Some(o) = m.as_object_mut() {
+                        o.remove("status");
+                    }
+                }
+            }
+            m
+        }
+    };
+    {
+        let old_meta = &old_value["metadata"];
+        let meta = meta_mut(&mut merged)?;
+        for f in IMMUTABLE_META {
+            match old_meta.get(*f) {
+                Some(v) => meta.insert(f.to_string(), v.clone()),
+                None => meta.remove(*f),
+            };
+        }
+        meta.insert("resourceVersion".into(), Value::String(old.resource_version.to_string()));
+    }
+    if old.deleting {
+        let new_finalizers = string_list(merged["metadata"].get("finalizers"));
+        let added: Vec<&String> = new_finalizers.iter().filter(|f| !old.finalizers.contains(f)).collect();
+        if !added.is_empty() {
+            return Err(ApiError::invalid(
+                &rt.group,
+                &rt.kind,
+                name,
+                vec![StatusCause::field(
+                    "FieldValueForbidden",
+                    "metadata.finalizers",
+                    format!("Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+                )],
+            ));
+        }
+    }
+    if rt.storage_key() == StorageKey::namespaces() && mode == UpdateMode::Main {
+        merged["spec"] = old_value["spec"].clone();
+    }
+    validate_content(rt, &mut merged, name)?;
+    if rt.tracks_generation {
+        let skip: &[&str] = if rt.status { &["metadata", "status", "apiVersion", "kind"] } else { &["metadata", "apiVersion", "kind"] };
+        if without(&merged, skip) != without(&old_value, skip) {
+            let g = old_value["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+            merged["metadata"]["generation"] = json!(g);
+        }
+    }
+    if merged == old_value {
+        // Nothing changed: the apiserver skips the write, so no new resourceVersion or event.
+        return Ok(old);
+    }
+    let finalizers_left = !string_list(merged["metadata"].get("finalizers")).is_empty();
+    let kind = if old.deleting && !finalizers_left && grace_elapsed(&old_value) { ChangeKind::Deleted } else { ChangeKind::Modified };
+    Ok(w.persist(st, rt, kind, merged, Some(old)))
+}
+
+fn grace_elapsed(v: &Value) -> bool {
+    v["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0
+}
+
+/// Options of a DELETE, from its body and query.
+#[derive(Debug, Default, Clone)]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    pub precondition_uid: Option<String>,
+    pub precondition_resource_version: Option<String>,
+    pub propagation_policy: Option<String>,
+    pub orphan_dependents: Option<bool>,
+    pub dry_run: bool,
+}
+
+/// The answer to a DELETE of one object.
+pub enum Deleted {
+    /// Gone now; the last state (stamped with the deletion's resourceVersion).
+    Now(Arc<StoredObject>),
+    /// Marked for deletion; waits for finalizers or a grace period.
+    Pending(Arc<StoredObject>),
+}
+
+/// Delete: preconditions, finalizers (deletionTimestamp then removal), pod graceful deletion.
+pub fn delete(st: &mut State, rt: &ResourceType, ns: &str, name: &str, opts: &DeleteOptions, w: &Write) -> ApiResult<Deleted> {
+    let key = rt.storage_key();
+    let stored_ns = if rt.namespaced { ns } else { "" };
+    let old = st.get(&key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+    if let Some(uid) = opts.precondition_uid.as_deref().filter(|u| *u != old.uid) {
+        return Err(ApiError::conflict_because(
+            &rt.group,
+            &rt.plural,
+            name,
+            format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", old.uid),
+        ));
+    }
+    if let Some(rv) = opts.precondition_resource_version.as_deref().filter(|rv| crate::store::parse_rv(rv) != Some(old.resource_version)) {
+        return Err(ApiError::conflict_because(
+            &rt.group,
+            &rt.plural,
+            name,
+            format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}", old.resource_version),
+        ));
+    }
+    let mut v = old.value();
+    let grace = graceful_period(rt, &v, opts);
+    if old.deleting {
+        // Deleting again can only shorten a grace period; a pod at grace 0 goes now.
+        if grace == Some(0) && old.finalizers.is_empty() {
+            return Ok(Deleted::Now(w.persist(st, rt, ChangeKind::Deleted, v, Some(old))));
+        }
+        return Ok(Deleted::Pending(old));
+    }
+    let pending = !old.finalizers.is_empty() || grace.is_some_and(|g| g > 0);
+    if !pending {
+        return Ok(Deleted::Now(w.persist(st, rt, ChangeKind::Deleted, v, Some(old))));
+    }
+    let g = grace.unwrap_or(0);
+    let at = w.now.checked_add(jiff::SignedDuration::from_secs(g)).unwrap_or(w.now);
+    v["metadata"]["deletionTimestamp"] = Value::String(crate::clock::format_time(at));
+    v["metadata"]["deletionGracePeriodSeconds"] = json!(g);
+    if rt.tracks_generation {
+        let gen_ = v["metadata"]["generation"].as_i64().unwrap_or(0);
+        if gen_ > 0 {
+            v["metadata"]["generation"] = json!(gen_ + 1);
+        }
+    }
+    if rt.storage_key() == StorageKey::namespaces() {
+        v["status"]["phase"] = json!("Terminating");
+    }
+    if rt.storage_key() == StorageKey::crds() {
+        set_condition(&mut v, "Terminating", "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress", &w.time());
+    }
+    Ok(Deleted::Pending(w.persist(st, rt, ChangeKind::Modified, v, Some(old))))
+}
+
+/// Pods bound to a node and not finished get a grace period for the kubelet; everything else
+/// has none. `None` means "no grace period applies".
+fn graceful_period(rt: &ResourceType, v: &Value, opts: &DeleteOptions) -> Option<i64> {
+    if !(rt.group.is_empty() && rt.plural == "pods") {
+        return None;
+    }
+    let phase = str_field(v, "status.phase");
+    if str_field(v, "spec.nodeName").is_empty() || phase == "Succeeded" || phase == "Failed" {
+        return Some(0);
+    }
+    let default = v["spec"]["terminationGracePeriodSeconds"].as_i64().unwrap_or(30);
+    Some(opts.grace_period_seconds.unwrap_or(default).max(0))
+}
+
+fn set_condition(obj: &mut Value, type_: &str, status: &str, reason: &str, message: &str, now: &str) {
+    let conds = &mut obj["status"]["conditions"];
+    if !conds.is_array() {
+        *conds = json!([]);
+    }
+    if let Some(list) = conds.as_array_mut() {
+        let cond = json!({"type": type_, "status": status, "lastTransitionTime": now, "reason": reason, "message": message});
+        match list.iter_mut().find(|c| c["type"] == type_) {
+            Some(c) if c["status"] == status => {
+                c["reason"] = json!(reason);
+                c["message"] = json!(message);
+            }
+            Some(c) => *c = cond,
+            None => list.push(cond),
+        }
+    }
+}
+
+/// Keeps the registry in step with a CRD that was just written.
+fn sync_crd(st: &mut State, crd: &StoredObject, kind: ChangeKind) {
+    if kind == ChangeKind::Deleted {
+        st.registry.unregister_crd(&crd.name);
+        // Instances are gone by now (the cleanup finalizer waited for them).
+        let v = crd.value();
+        st.collections.remove(&StorageKey::new(str_field(&v, "spec.group"), str_field(&v, "spec.names.plural")));
+        return;
+    }
+    if let Ok(types) = crd_resource_types(&crd.value()) {
+        st.registry.register_crd(&crd.name, types);
+    }
+}
+
+const SYSTEM_CRD: &str = "kube-apiserver/apiextensions-controllers";
+const SYSTEM_NAMESPACE: &str = "kube-controller-manager/namespace-controller";
+
+fn system_ctx(user_agent: &str, verb: &str, subresource: Option<&str>) -> WriteContext {
+    WriteContext { verb: verb.into(), subresource: subresource.map(str::to_string), user_agent: user_agent.into(), field_manager: None }
+}
+
+/// The apiextensions controllers' follow-up to a CRD write: accepted names, stored versions,
+/// NamesAccepted and Established conditions.
+fn establish_crd(st: &mut State, rt: &ResourceType, crd: Arc<StoredObject>, now: Timestamp) -> Arc<StoredObject> {
+    let mut v = crd.value();
+    let t = crate::clock::format_time(now);
+    v["status"]["acceptedNames"] = v["spec"]["names"].clone();
+    let storage: Vec<Value> = v["spec"]["versions"]
+        .as_array()
+        .map(|a| a.iter().filter(|x| x["storage"] == true).map(|x| x["name"].clone()).collect())
+        .unwrap_or_default();
+    let mut stored = v["status"]["storedVersions"].as_array().cloned().unwrap_or_default();
+    for s in storage {
+        if !stored.contains(&s) {
+            stored.push(s);
+        }
+    }
+    v["status"]["storedVersions"] = Value::Array(stored);
+    set_condition(&mut v, "NamesAccepted", "True", "NoConflicts", "no conflicts found", &t);
+    set_condition(&mut v, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted", &t);
+    if v == crd.value() {
+        return crd;
+    }
+    let ctx = system_ctx(SYSTEM_CRD, "update", Some("status"));
+    let obj = st.commit(rt, ChangeKind::Modified, v, Some(crd), &ctx, now);
+    sync_crd(st, &obj, ChangeKind::Modified);
+    obj
+}
+
+/// Runs the system controllers that react to a write: CRD establishment after spec changes,
+/// CRD instance cleanup, and namespace content removal and finalization. Loops until nothing
+/// more happens, so a write's consequences are all in the store when its response is sent.
+pub fn reconcile_system(st: &mut State, now: Timestamp) {
+    for _ in 0..64 {
+        let mut progressed = false;
+        progressed |= reconcile_crds(st, now);
+        progressed |= reconcile_namespaces(st, now);
+        if !progressed {
+            return;
+        }
+    }
+}
+
+fn delete_all(st: &mut State, rt: &ResourceType, ns: Option<&str>, ctx: &WriteContext, now: Timestamp) -> (bool, usize) {
+    let key = rt.storage_key();
+    let items: Vec<Arc<StoredObject>> = st
+        .collections
+        .get(&key)
+        .map(|c| c.values().filter(|o| ns.is_none_or(|n| o.namespace == n)).cloned().collect())
+        .unwrap_or_default();
+    let remaining = items.len();
+    let mut progressed = false;
+    let w = Write { ctx, now, dry_run: false };
+    for o in items {
+        if o.deleting {
+            continue;
+        }
+        if delete(st, rt, &o.namespace, &o.name, &DeleteOptions::default(), &w).is_ok() {
+            progressed = true;
+        }
+    }
+    (progressed, remaining)
+}
+
+fn reconcile_crds(st: &mut State, now: Timestamp) -> bool {
+    let Some(crd_rt) = st.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else { return false };
+    let deleting: Vec<Arc<StoredObject>> = st
+        .collections
+        .get(&StorageKey::crds())
+        .map(|c| c.values().filter(|o| o.deleting && o.finalizers.iter().any(|f| f == CRD_CLEANUP_FINALIZER)).cloned().collect())
+        .unwrap_or_default();
+    let mut progressed = false;
+    let ctx = system_ctx(SYSTEM_CRD, "delete", None);
+    for crd in deleting {
+        let v = crd.value();
+        let key = StorageKey::new(str_field(&v, "spec.group"), str_field(&v, "spec.names.plural"));
+        let (p, remaining) = match st.registry.preferred(&key) {
+            Some(rt) => delete_all(st, &rt, None, &ctx, now),
+            None => (false, 0),
+        };
+        progressed |= p;
+        let left = st.collections.get(&key).map_or(0, |c| c.len());
+        if remaining == 0 || left == 0 {
+            let mut nv = v.clone();
+            let fins: Vec<Value> = string_list(v["metadata"].get("finalizers"))
+                .into_iter()
+                .filter(|f| f != CRD_CLEANUP_FINALIZER)
+                .map(Value::String)
+                .collect();
+            nv["metadata"]["finalizers"] = Value::Array(fins.clone());
+            let kind = if fins.is_empty() { ChangeKind::Deleted } else { ChangeKind::Modified };
+            let obj = st.commit(&crd_rt, kind, nv, Some(crd.clone()), &system_ctx(SYSTEM_CRD, "update", None), now);
+            sync_crd(st, &obj, kind);
+            progressed = true;
+        }
+    }
+    progressed
+}
+
+fn reconcile_namespaces(st: &mut State, now: Timestamp) -> bool {
+    let Some(ns_rt) = st.registry.get("", "v1", "namespaces") else { return false };
+    let deleting: Vec<Arc<StoredObject>> = st
+        .collections
+        .get(&StorageKey::namespaces())
+        .map(|c| c.values().filter(|o| o.deleting).cloned().collect())
+        .unwrap_or_default();
+    let mut progressed = false;
+    for ns in deleting {
+        let v = ns.value();
+        let spec_finalizers = string_list(v["spec"].get("finalizers"));
+        if spec_finalizers.iter().any(|f| f == NAMESPACE_FINALIZER) {
+            let ctx = system_ctx(SYSTEM_NAMESPACE, "delete", None);
+            let keys: Vec<StorageKey> = st.collections.keys().cloned().collect();
+            let mut left = 0;
+            for key in keys {
+                let Some(rt) = st.registry.preferred(&key) else { continue };
+                if !rt.namespaced {
+                    continue;
+                }
+                let (p, _) = delete_all(st, &rt, Some(&ns.name), &ctx, now);
+                progressed |= p;
+                left += st.collections.get(&key).map_or(0, |c| c.values().filter(|o| o.namespace == ns.name).count());
+            }
+            if left == 0 {
+                let mut nv = v.clone();
+                let rest: Vec<Value> =
+                    spec_finalizers.iter().filter(|f| *f != NAMESPACE_FINALIZER).cloned().map(Value::String).collect();
+                nv["spec"]["finalizers"] = Value::Array(rest);
+                st.commit(&ns_rt, ChangeKind::Modified, nv, Some(ns.clone()), &system_ctx(SYSTEM_NAMESPACE, "update", Some("finalize")), now);
+                progressed = true;
+            }
+            continue;
+        }
+        if spec_finalizers.is_empty() && ns.finalizers.is_empty() {
+            let ctx = system_ctx(SYSTEM_NAMESPACE, "delete", None);
+            st.commit(&ns_rt, ChangeKind::Deleted, v, Some(ns.clone()), &ctx, now);
+            progressed = true;
+        }
+    }
+    progressed
+}
+
+/// Creates one of the namespaces every cluster starts with.
+pub(crate) fn bootstrap_namespace(inner: &Inner, name: &str) {
+    let now = inner.clock.now();
+    inner.write(|st| {
+        let Some(rt) = st.registry.get("", "v1", "namespaces") else { return };
+        let ctx = system_ctx("kube-apiserver/bootstrap", "create", None);
+        let w = Write { ctx: &ctx, now, dry_run: false };
+        let _ = create(st, &rt, "", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}), &w);
+    });
+}
+
+/// Builds the `autoscaling/v1` Scale of an object.
+pub fn scale_of(rt: &ResourceType, obj: &Value) -> ApiResult<Value> {
+    let spec = rt.scale.as_ref().ok_or_else(ApiError::path_not_found)?;
+    let replicas = |path: &str| get_path(obj, path).and_then(Value::as_i64).unwrap_or(0);
+    let selector = match &spec.label_selector_path {
+        Some(p) if spec.selector_is_object => get_path(obj, p).map(label_selector_string).unwrap_or_default(),
+        Some(p) => get_path(obj, p).and_then(Value::as_str).unwrap_or_default().to_string(),
+        None => String::new(),
+    };
+    let m = &obj["metadata"];
+    let mut meta = json!({"name": m["name"], "uid": m["uid"], "resourceVersion": m["resourceVersion"], "creationTimestamp": m["creationTimestamp"]});
+    if rt.namespaced {
+        meta["namespace"] = m["namespace"].clone();
+    }
+    let mut status = json!({"replicas": replicas(&spec.status_replicas_path)});
+    if !selector.is_empty() {
+        status["selector"] = json!(selector);
+    }
+    Ok(json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": meta,
+        "spec": {"replicas": replicas(&spec.spec_replicas_path)},
+        "status": status,
+    }))
+}
+
+/// Writes the replicas of a (patched or replaced) Scale back into the object.
+pub fn apply_scale(rt: &ResourceType, obj: &mut Value, scale: &Value) -> ApiResult<()> {
+    let spec = rt.scale.as_ref().ok_or_else(ApiError::path_not_found)?;
+    let name = str_field(obj, "metadata.name").to_string();
+    let invalid = |msg: String| ApiError::invalid("autoscaling", "Scale", &name, vec![StatusCause::field("FieldValueInvalid", "spec.replicas", msg)]);
+    let replicas = match scale["spec"].get("replicas") {
+        None | Some(Value::Null) => 0,
+        Some(v) => v.as_i64().ok_or_else(|| invalid(format!("Invalid value: {v}: must be an integer")))?,
+    };
+    if replicas < 0 {
+        return Err(invalid(format!("Invalid value: {replicas}: must be greater than or equal to 0")));
+    }
+    if let Some(rv) = scale["metadata"]["resourceVersion"].as_str().filter(|s| !s.is_empty()) {
+        obj["metadata"]["resourceVersion"] = json!(rv);
+    }
+    if !crate::store::set_path(obj, &spec.spec_replicas_path, json!(replicas)) {
+        return Err(invalid(format!("Invalid value: {replicas}: cannot set {}", spec.spec_replicas_path)));
+    }
+    Ok(())
+}
+
+/// `metav1.LabelSelector` as the string form Scale's `status.selector` uses.
+fn label_selector_string(sel: &Value) -> String {
+    let match_labels: std::collections::BTreeMap<String, String> = sel["matchLabels"]
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+        .unwrap_or_default();
+    let exprs: Vec<(String, String, Vec<String>)> = sel["matchExpressions"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| (str_field(e, "key").to_string(), str_field(e, "operator").to_string(), string_list(e.get("values"))))
+                .collect()
+        })
+        .unwrap_or_default();
+    crate::selector::LabelSelector::from_parts(&match_labels, &exprs).map(|s| s.to_string()).unwrap_or_default()
+}

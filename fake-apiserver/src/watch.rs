@@ -1,0 +1,241 @@
+//! WATCH: newline-delimited JSON events read from the store's event log.
+//!
+//! A watch keeps a cursor (the last resourceVersion it has delivered) and, whenever the store
+//! moves, copies the log entries after it under the read lock. Because every write appends to
+//! the log under the write lock, a watch started from a LIST's resourceVersion sees exactly
+//! the changes after that LIST, however many watchers run.
+
+use crate::error::{ApiError, ApiResult};
+use crate::handlers::{Query, Target, matches};
+use crate::objects::render;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::server::{Inner, ListenerStop};
+use crate::store::{Change, ChangeKind, StoredObject, parse_rv};
+use axum::body::Body;
+use axum::response::Response;
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// Annotation on the bookmark that ends the initial events of a streaming list.
+pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+struct Watcher {
+    inner: Arc<Inner>,
+    target: Target,
+    labels: LabelSelector,
+    fields: FieldSelector,
+    cursor: u64,
+    changed: watch::Receiver<u64>,
+    stop: Option<watch::Receiver<bool>>,
+    bookmarks: bool,
+    deadline: Instant,
+    next_bookmark: Instant,
+    pending: VecDeque<Bytes>,
+    done: bool,
+}
+
+fn frame(out: &mut BytesMut, kind: &str, object: &[u8]) {
+    out.put_slice(b"{\"type\":\"");
+    out.put_slice(kind.as_bytes());
+    out.put_slice(b"\",\"object\":");
+    out.put_slice(object);
+    out.put_slice(b"}\n");
+}
+
+fn value_frame(kind: &str, object: &Value) -> Bytes {
+    let mut out = BytesMut::new();
+    frame(&mut out, kind, &serde_json::to_vec(object).unwrap_or_default());
+    out.freeze()
+}
+
+impl Watcher {
+    fn in_scope(&self, o: &StoredObject) -> bool {
+        self.target.namespace.is_empty() || o.namespace == self.target.namespace
+    }
+
+    fn selected(&self, o: &StoredObject) -> bool {
+        self.in_scope(o) && matches(o, &self.labels, &self.fields)
+    }
+
+    /// The event a watcher with selectors sees for a change: an object that starts matching
+    /// is ADDED, one that stops matching is DELETED.
+    fn visible(&self, c: &Change) -> Option<ChangeKind> {
+        let now = self.selected(&c.object);
+        let before = c.previous.as_ref().is_some_and(|p| self.selected(p));
+        match c.kind {
+            ChangeKind::Added => now.then_some(ChangeKind::Added),
+            ChangeKind::Deleted => (before || now).then_some(ChangeKind::Deleted),
+            ChangeKind::Modified => match (before, now) {
+                (true, true) => Some(ChangeKind::Modified),
+                (false, true) => Some(ChangeKind::Added),
+                (true, false) => Some(ChangeKind::Deleted),
+                (false, false) => None,
+            },
+        }
+    }
+
+    fn bookmark(&self, initial_end: bool) -> Bytes {
+        let mut meta = json!({"resourceVersion": self.cursor.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({INITIAL_EVENTS_END: "true"});
+        }
+        let rt = &self.target.rt;
+        value_frame("BOOKMARK", &json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": meta}))
+    }
+
+    /// Copies the log entries after the cursor. `Err` when the cursor fell out of the window.
+    fn catch_up(&mut self) -> Result<Option<Bytes>, ApiError> {
+        let st = self.inner.state.read();
+        if self.cursor < st.compacted {
+            return Err(ApiError::too_old_resource_version(self.cursor, st.compacted + 1));
+        }
+        let key = self.target.rt.storage_key();
+        let mut out = BytesMut::new();
+        for c in st.changes_after(self.cursor) {
+            if c.key != key {
+                continue;
+            }
+            if let Some(kind) = self.visible(c) {
+                frame(&mut out, kind.as_str(), &render(&self.target.rt, &c.object));
+            }
+        }
+        self.cursor = st.resource_version;
+        Ok((!out.is_empty()).then(|| out.freeze()))
+    }
+
+    async fn next_chunk(&mut self) -> Option<Bytes> {
+        if let Some(b) = self.pending.pop_front() {
+            return Some(b);
+        }
+        if self.done {
+            return None;
+        }
+        loop {
+            self.changed.borrow_and_update();
+            match self.catch_up() {
+                Ok(Some(chunk)) => return Some(chunk),
+                Ok(None) => {}
+                Err(e) => {
+                    self.done = true;
+                    return Some(value_frame("ERROR", &e.to_status()));
+                }
+            }
+            let stop = async {
+                match self.stop.as_mut() {
+                    Some(s) => {
+                        let _ = s.wait_for(|v| *v).await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                r = self.changed.changed() => {
+                    if r.is_err() {
+                        return None;
+                    }
+                }
+                _ = tokio::time::sleep_until(self.next_bookmark), if self.bookmarks => {
+                    self.next_bookmark = Instant::now() + self.inner.config.bookmark_interval;
+                    return Some(self.bookmark(false));
+                }
+                _ = tokio::time::sleep_until(self.deadline) => return None,
+                _ = stop => return None,
+            }
+        }
+    }
+}
+
+/// Starts a watch on the target's collection.
+pub(crate) fn watch(inner: Arc<Inner>, target: Target, query: Query, stop: Option<ListenerStop>) -> ApiResult<Response> {
+    let (labels, fields) = query.selectors(&target.rt)?;
+    let send_initial = query.send_initial_events;
+    if send_initial.is_some() {
+        if !query.allow_watch_bookmarks {
+            return Err(invalid_watch("allowWatchBookmarks", "Forbidden: sendInitialEvents requires setting allowWatchBookmarks=true"));
+        }
+        if query.resource_version_match.as_deref() != Some("NotOlderThan") {
+            return Err(invalid_watch(
+                "resourceVersionMatch",
+                "Forbidden: sendInitialEvents requires setting resourceVersionMatch=NotOlderThan",
+            ));
+        }
+    } else if query.resource_version_match.is_some() {
+        return Err(invalid_watch("resourceVersionMatch", "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+    }
+    let requested = match query.resource_version.as_deref() {
+        None => None,
+        Some(s) => Some(parse_rv(s).ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {s:?}")))?),
+    };
+    let timeout = query.timeout_seconds.map(Duration::from_secs).unwrap_or(inner.config.default_watch_timeout);
+    let now = Instant::now();
+    let changed = inner.changed.subscribe();
+    let mut w = Watcher {
+        inner: inner.clone(),
+        target,
+        labels,
+        fields,
+        cursor: 0,
+        changed,
+        stop: stop.map(|s| s.0),
+        bookmarks: query.allow_watch_bookmarks,
+        deadline: now + timeout,
+        next_bookmark: now + inner.config.bookmark_interval.min(timeout),
+        pending: VecDeque::new(),
+        done: false,
+    };
+    // Unset or "0": start with the current state as ADDED events; sendInitialEvents=true too.
+    // A resourceVersion N without sendInitialEvents: only changes after N.
+    let initial = match (send_initial, requested) {
+        (Some(s), _) => s,
+        (None, None) | (None, Some(0)) => true,
+        (None, Some(_)) => false,
+    };
+    {
+        let st = inner.state.read();
+        match requested {
+            Some(n) if n > st.resource_version && !initial => {
+                return Err(ApiError::too_large_resource_version(n, st.resource_version));
+            }
+            Some(n) if !initial && n != 0 && n < st.compacted => {
+                // Too old: the apiserver answers 200 and a single ERROR event.
+                w.pending.push_back(value_frame("ERROR", &ApiError::too_old_resource_version(n, st.compacted + 1).to_status()));
+                w.done = true;
+            }
+            Some(n) if !initial && n != 0 => w.cursor = n,
+            _ => {
+                let key = w.target.rt.storage_key();
+                let mut out = BytesMut::new();
+                if let Some(coll) = st.collections.get(&key).filter(|_| initial) {
+                    for o in coll.values().filter(|o| w.selected(o)) {
+                        frame(&mut out, "ADDED", &render(&w.target.rt, o));
+                    }
+                }
+                if !out.is_empty() {
+                    w.pending.push_back(out.freeze());
+                }
+                w.cursor = st.resource_version;
+                if send_initial == Some(true) {
+                    w.pending.push_back(w.bookmark(true));
+                }
+            }
+        }
+    }
+    let stream = futures::stream::unfold(w, |mut w| async move {
+        w.next_chunk().await.map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), w))
+    });
+    let mut resp = Response::new(Body::from_stream(stream));
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    Ok(resp)
+}
+
+fn invalid_watch(field: &str, msg: &str) -> ApiError {
+    ApiError::invalid("", "ListOptions", "", vec![crate::error::StatusCause::field("FieldValueForbidden", field, msg)])
+}
