@@ -463,9 +463,16 @@ pub fn update(
         // Nothing changed: the apiserver skips the write, so no new resourceVersion or event.
         return Ok(old);
     }
-    let finalizers_left = !string_list(merged["metadata"].get("finalizers")).is_empty();
+    let finalizers_left = has_finalizers(rt, &merged);
     let kind = if old.deleting && !finalizers_left && grace_elapsed(&old_value) { ChangeKind::Deleted } else { ChangeKind::Modified };
     Ok(w.persist(st, rt, kind, merged, Some(old)))
+}
+
+/// Whether anything still blocks removal: metadata finalizers, and for namespaces the
+/// `spec.finalizers` the namespace controller clears.
+fn has_finalizers(rt: &ResourceType, v: &Value) -> bool {
+    let namespace_spec = rt.storage_key() == StorageKey::namespaces() && !string_list(v["spec"].get("finalizers")).is_empty();
+    namespace_spec || !string_list(v["metadata"].get("finalizers")).is_empty()
 }
 
 fn grace_elapsed(v: &Value) -> bool {
@@ -516,12 +523,12 @@ pub fn delete(st: &mut State, rt: &ResourceType, ns: &str, name: &str, opts: &De
     let grace = graceful_period(rt, &v, opts);
     if old.deleting {
         // Deleting again can only shorten a grace period; a pod at grace 0 goes now.
-        if grace == Some(0) && old.finalizers.is_empty() {
+        if grace == Some(0) && !has_finalizers(rt, &v) {
             return Ok(Deleted::Now(w.persist(st, rt, ChangeKind::Deleted, v, Some(old))));
         }
         return Ok(Deleted::Pending(old));
     }
-    let pending = !old.finalizers.is_empty() || grace.is_some_and(|g| g > 0);
+    let pending = has_finalizers(rt, &v) || grace.is_some_and(|g| g > 0);
     if !pending {
         return Ok(Deleted::Now(w.persist(st, rt, ChangeKind::Deleted, v, Some(old))));
     }
