@@ -317,12 +317,6 @@ pub fn create(st: &mut State, rt: &ResourceType, ns: &str, mut obj: Value, w: &W
     }
     prepare_for_create(rt, &mut obj);
     validate_content(rt, &mut obj, &name)?;
-    if let Some(crd) = (rt.storage_key() == StorageKey::crds()).then(|| obj.clone()) {
-        let g = str_field(&crd, "spec.group");
-        if let Some(why) = st.registry.names_conflict(&name, g, str_field(&crd, "spec.names.plural"), str_field(&crd, "spec.names.kind")) {
-            return Err(ApiError::invalid(&rt.group, &rt.kind, &name, vec![StatusCause::field("FieldValueInvalid", "spec.names", why)]));
-        }
-    }
     let created = w.persist(st, rt, ChangeKind::Added, obj, None);
     if !w.dry_run && rt.storage_key() == StorageKey::crds() {
         return Ok(establish_crd(st, rt, created, w.now));
@@ -592,8 +586,12 @@ fn sync_crd(st: &mut State, crd: &StoredObject, kind: ChangeKind) {
         st.collections.remove(&StorageKey::new(str_field(&v, "spec.group"), str_field(&v, "spec.names.plural")));
         return;
     }
-    if let Ok(types) = crd_resource_types(&crd.value()) {
-        st.registry.register_crd(&crd.name, types);
+    let v = crd.value();
+    let conflict = st.registry.names_conflict(&crd.name, str_field(&v, "spec.group"), str_field(&v, "spec.names.plural"), str_field(&v, "spec.names.kind"));
+    match crd_resource_types(&v) {
+        // A CRD whose names clash with another is stored but not served (NamesAccepted=False).
+        Ok(types) if conflict.is_none() => st.registry.register_crd(&crd.name, types),
+        _ => st.registry.unregister_crd(&crd.name),
     }
 }
 
@@ -621,8 +619,19 @@ fn establish_crd(st: &mut State, rt: &ResourceType, crd: Arc<StoredObject>, now:
         }
     }
     v["status"]["storedVersions"] = Value::Array(stored);
-    set_condition(&mut v, "NamesAccepted", "True", "NoConflicts", "no conflicts found", &t);
-    set_condition(&mut v, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted", &t);
+    if st.registry.serves_crd(&crd.name) {
+        set_condition(&mut v, "NamesAccepted", "True", "NoConflicts", "no conflicts found", &t);
+        set_condition(&mut v, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted", &t);
+    } else {
+        let why = st
+            .registry
+            .names_conflict(&crd.name, str_field(&v, "spec.group"), str_field(&v, "spec.names.plural"), str_field(&v, "spec.names.kind"))
+            .unwrap_or_default();
+        let reason = if why.contains(str_field(&v, "spec.names.kind")) { "KindConflict" } else { "PluralConflict" };
+        v["status"]["acceptedNames"] = json!({"plural": "", "kind": ""});
+        set_condition(&mut v, "NamesAccepted", "False", reason, &why, &t);
+        set_condition(&mut v, "Established", "False", "NotAccepted", "not all names are accepted", &t);
+    }
     if v == crd.value() {
         return crd;
     }

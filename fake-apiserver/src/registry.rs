@@ -238,6 +238,11 @@ impl Registry {
         self.crd_entries.insert(crd_name.to_string(), keys);
     }
 
+    /// Whether the CRD named `crd_name` is served.
+    pub fn serves_crd(&self, crd_name: &str) -> bool {
+        self.crd_entries.contains_key(crd_name)
+    }
+
     /// Stops serving what a CRD served.
     pub fn unregister_crd(&mut self, crd_name: &str) {
         if let Some(keys) = self.crd_entries.remove(crd_name) {

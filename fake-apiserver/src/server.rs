@@ -137,7 +137,12 @@ impl ApiServer {
         kube::Client::new(svc, "default")
     }
 
-    /// Serves the API on `addr` (use port 0 for any free port) with bearer-token authentication.
+    /// Serves the API on `addr` (use port 0 for any free port).
+    ///
+    /// Authentication is that of kube-apiserver with `--anonymous-auth=true`: a request with
+    /// the kubeconfig's bearer token or with no credentials at all is served (there is no RBAC
+    /// yet, so anonymous is allowed everything); a request with a wrong token gets 401.
+    /// kubectl sends no token over plain HTTP, which is why anonymous requests must work.
     pub async fn serve_tcp(&self, addr: SocketAddr) -> std::io::Result<TcpServer> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
@@ -146,10 +151,10 @@ impl ApiServer {
         let app = self.router().layer(axum::middleware::from_fn(move |req: Request, next: axum::middleware::Next| {
             let expected = expected.clone();
             async move {
-                let open = matches!(req.uri().path(), "/healthz" | "/livez" | "/readyz" | "/version");
-                let authorized = req.headers().get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok())
-                    == Some(expected.as_str());
-                if open || authorized { next.run(req).await } else { ApiError::unauthorized().into_response() }
+                match req.headers().get(http::header::AUTHORIZATION) {
+                    Some(v) if v.as_bytes() != expected.as_bytes() => ApiError::unauthorized().into_response(),
+                    _ => next.run(req).await,
+                }
             }
         }));
         let (stop_tx, mut stop) = watch::channel(false);
@@ -240,12 +245,16 @@ impl TcpServer {
         )
     }
 
-    /// Writes [`TcpServer::kubeconfig`] to `path`.
+    /// Writes [`TcpServer::kubeconfig`] to `path`, atomically (a reader polling for the file
+    /// never sees it half-written).
     pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::write(path, self.kubeconfig())
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        std::fs::write(&tmp, self.kubeconfig())?;
+        std::fs::rename(&tmp, path)
     }
 
     /// Stops accepting connections, ends open watches and waits for in-flight requests.
