@@ -29,7 +29,8 @@ impl DiscoveryFormat {
 
 /// Picks the first media type in the client's Accept list that the server can produce.
 pub fn negotiate(headers: &HeaderMap) -> ApiResult<DiscoveryFormat> {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).filter(|s| !s.trim().is_empty()) else {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).filter(|s| !s.trim().is_empty())
+    else {
         return Ok(DiscoveryFormat::Legacy);
     };
     for range in accept.split(',') {
@@ -123,11 +124,16 @@ fn aggregated_group(inner: &Inner, group: &str, versions: &[String]) -> Value {
     let versions: Vec<Value> = versions
         .iter()
         .map(|v| {
-            let resources: Vec<Value> = st.registry.resources(group, v).iter().map(|rt| aggregated_resource(rt)).collect();
+            let resources: Vec<Value> =
+                st.registry.resources(group, v).iter().map(|rt| aggregated_resource(rt)).collect();
             json!({"version": v, "resources": resources, "freshness": "Current"})
         })
         .collect();
-    let meta = if group.is_empty() { json!({"creationTimestamp": null}) } else { json!({"name": group, "creationTimestamp": null}) };
+    let meta = if group.is_empty() {
+        json!({"creationTimestamp": null})
+    } else {
+        json!({"name": group, "creationTimestamp": null})
+    };
     json!({"metadata": meta, "versions": versions})
 }
 
@@ -161,7 +167,8 @@ fn group_entry(group: &str, versions: &[String]) -> Value {
 
 /// `GET /apis`.
 pub(crate) fn groups(inner: &Arc<Inner>, headers: &HeaderMap) -> ApiResult<Response> {
-    let groups: Vec<(String, Vec<String>)> = groups_snapshot(inner).into_iter().filter(|(g, _)| !g.is_empty()).collect();
+    let groups: Vec<(String, Vec<String>)> =
+        groups_snapshot(inner).into_iter().filter(|(g, _)| !g.is_empty()).collect();
     match negotiate(headers)? {
         DiscoveryFormat::Legacy => Ok(json_response(
             StatusCode::OK,
@@ -178,7 +185,8 @@ pub(crate) fn groups(inner: &Arc<Inner>, headers: &HeaderMap) -> ApiResult<Respo
 /// `GET /apis/{group}`.
 pub(crate) fn group(inner: &Arc<Inner>, group: &str) -> ApiResult<Response> {
     let groups = groups_snapshot(inner);
-    let (_, versions) = groups.iter().find(|(g, _)| g == group && !g.is_empty()).ok_or_else(ApiError::path_not_found)?;
+    let (_, versions) =
+        groups.iter().find(|(g, _)| g == group && !g.is_empty()).ok_or_else(ApiError::path_not_found)?;
     let mut body = group_entry(group, versions);
     if let Some(o) = body.as_object_mut() {
         o.insert("kind".into(), json!("APIGroup"));

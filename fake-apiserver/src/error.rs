@@ -88,7 +88,10 @@ impl ApiError {
 
     /// 404 NotFound for a URL that names no resource.
     pub fn path_not_found() -> Self {
-        Self { details: Some(StatusDetails::default()), ..Self::new(404, "NotFound", "the server could not find the requested resource") }
+        Self {
+            details: Some(StatusDetails::default()),
+            ..Self::new(404, "NotFound", "the server could not find the requested resource")
+        }
     }
 
     /// 405 MethodNotAllowed.
@@ -101,7 +104,9 @@ impl ApiError {
         Self::new(
             406,
             "NotAcceptable",
-            format!("only the following media types are accepted: application/json, application/json;as=Table (requested: {accept})"),
+            format!(
+                "only the following media types are accepted: application/json, application/json;as=Table (requested: {accept})"
+            ),
         )
     }
 
@@ -166,7 +171,13 @@ impl ApiError {
         };
         let message = format!("{} \"{name}\" is invalid: {listed}", qualified(group, kind));
         Self {
-            details: Some(StatusDetails { name: name.into(), group: group.into(), kind: kind.into(), causes, ..Default::default() }),
+            details: Some(StatusDetails {
+                name: name.into(),
+                group: group.into(),
+                kind: kind.into(),
+                causes,
+                ..Default::default()
+            }),
             ..Self::new(422, "Invalid", message)
         }
     }

@@ -212,7 +212,12 @@ fn decode_segment(s: &str) -> String {
 fn resolve(st: &State, group: &str, version: &str, rest: &[String]) -> ApiResult<Target> {
     let lookup = |plural: &str| st.registry.get(group, version, plural).ok_or_else(ApiError::path_not_found);
     let (namespace, rest) = match rest {
-        [ns_word, ns, res, tail @ ..] if ns_word == "namespaces" && group.is_empty() && st.registry.get(group, version, res).is_none() && tail.is_empty() => {
+        [ns_word, ns, res, tail @ ..]
+            if ns_word == "namespaces"
+                && group.is_empty()
+                && st.registry.get(group, version, res).is_none()
+                && tail.is_empty() =>
+        {
             // /api/v1/namespaces/{name}/{status|finalize}
             let rt = lookup("namespaces")?;
             return Ok(Target { rt, namespace: String::new(), name: Some(ns.clone()), subresource: Some(res.clone()) });
@@ -245,14 +250,19 @@ async fn dispatch(AxState(inner): AxState<Arc<Inner>>, req: Request) -> Response
 
 async fn read_body(inner: &Inner, body: Body, headers: &HeaderMap) -> ApiResult<Bytes> {
     let limit = inner.config.max_request_body_bytes;
-    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
+    let declared =
+        headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > limit) {
         return Err(ApiError::too_large(limit));
     }
     axum::body::to_bytes(body, limit).await.map_err(|e| {
         let too_large = std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("length limit"))
             || e.to_string().contains("length limit");
-        if too_large { ApiError::too_large(limit) } else { ApiError::bad_request(format!("unable to read the request body: {e}")) }
+        if too_large {
+            ApiError::too_large(limit)
+        } else {
+            ApiError::bad_request(format!("unable to read the request body: {e}"))
+        }
     })
 }
 
@@ -278,10 +288,14 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
         }
         resolve(&st, &group, &version, rest)?
     };
-    let user_agent = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-    let field_manager =
-        query.field_manager.clone().or_else(|| Some(user_agent.split('/').next().unwrap_or_default().to_string()).filter(|s| !s.is_empty()));
-    let mut ctx = WriteContext { verb: String::new(), subresource: target.subresource.clone(), user_agent, field_manager };
+    let user_agent =
+        parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let field_manager = query
+        .field_manager
+        .clone()
+        .or_else(|| Some(user_agent.split('/').next().unwrap_or_default().to_string()).filter(|s| !s.is_empty()));
+    let mut ctx =
+        WriteContext { verb: String::new(), subresource: target.subresource.clone(), user_agent, field_manager };
     let method = parts.method.clone();
     let sub = target.subresource.as_deref();
     match (&method, target.name.as_deref(), sub) {
@@ -296,6 +310,9 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
         }
         (&Method::GET, Some(name), None | Some("status")) => {
             accept_json(&parts.headers)?;
+            if sub == Some("status") {
+                status_mode(&target.rt)?;
+            }
             get_one(&inner, &target, name)
         }
         (&Method::GET, Some(name), Some("scale")) if target.rt.scale.is_some() => {
@@ -316,7 +333,13 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             ctx.verb = "create".into();
             let now = inner.clock.now();
             let created = write(&inner, query.dry_run, |st| {
-                objects::create(st, &target.rt, &target.namespace, obj, &Write { ctx: &ctx, now, dry_run: query.dry_run })
+                objects::create(
+                    st,
+                    &target.rt,
+                    &target.namespace,
+                    obj,
+                    &Write { ctx: &ctx, now, dry_run: query.dry_run },
+                )
             })?;
             Ok(bytes_response(StatusCode::CREATED, objects::render(&target.rt, &created)))
         }
@@ -331,7 +354,15 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             ctx.verb = "update".into();
             let now = inner.clock.now();
             let updated = write(&inner, query.dry_run, |st| {
-                objects::update(st, &target.rt, &target.namespace, name, obj, mode, &Write { ctx: &ctx, now, dry_run: query.dry_run })
+                objects::update(
+                    st,
+                    &target.rt,
+                    &target.namespace,
+                    name,
+                    obj,
+                    mode,
+                    &Write { ctx: &ctx, now, dry_run: query.dry_run },
+                )
             })?;
             Ok(bytes_response(StatusCode::OK, objects::render(&target.rt, &updated)))
         }
@@ -345,7 +376,15 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
                 let old = current(st, &target, name)?;
                 let mut patched = apply_patch(format, &target.rt, &old.value(), &body)?;
                 keep_resource_version(&mut patched, &old);
-                objects::update(st, &target.rt, &target.namespace, name, patched, mode, &Write { ctx: &ctx, now, dry_run: query.dry_run })
+                objects::update(
+                    st,
+                    &target.rt,
+                    &target.namespace,
+                    name,
+                    patched,
+                    mode,
+                    &Write { ctx: &ctx, now, dry_run: query.dry_run },
+                )
             })?;
             Ok(bytes_response(StatusCode::OK, objects::render(&target.rt, &updated)))
         }
@@ -368,11 +407,21 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
                     apply_patch(format, &rt, &scale, &body)?
                 };
                 objects::apply_scale(&rt, &mut obj, &new_scale)?;
-                objects::update(st, &rt, &target.namespace, name, obj, UpdateMode::Main, &Write { ctx: &ctx, now, dry_run: query.dry_run })
+                objects::update(
+                    st,
+                    &rt,
+                    &target.namespace,
+                    name,
+                    obj,
+                    UpdateMode::Main,
+                    &Write { ctx: &ctx, now, dry_run: query.dry_run },
+                )
             })?;
             Ok(json_response(StatusCode::OK, &objects::scale_of(&rt, &updated.value())?))
         }
-        (&Method::PUT, Some(name), Some("finalize")) if target.rt.group.is_empty() && target.rt.plural == "namespaces" => {
+        (&Method::PUT, Some(name), Some("finalize"))
+            if target.rt.group.is_empty() && target.rt.plural == "namespaces" =>
+        {
             let body = read_body(&inner, body, &parts.headers).await?;
             let obj = objects::parse_object(&body, false)?;
             ctx.verb = "update".into();
@@ -392,7 +441,14 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             ctx.verb = "delete".into();
             let now = inner.clock.now();
             let result = write(&inner, opts.dry_run, |st| {
-                objects::delete(st, &target.rt, &target.namespace, name, &opts, &Write { ctx: &ctx, now, dry_run: opts.dry_run })
+                objects::delete(
+                    st,
+                    &target.rt,
+                    &target.namespace,
+                    name,
+                    &opts,
+                    &Write { ctx: &ctx, now, dry_run: opts.dry_run },
+                )
             })?;
             Ok(match result {
                 Deleted::Pending(obj) => bytes_response(StatusCode::OK, objects::render(&target.rt, &obj)),
@@ -440,7 +496,9 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             let rv = inner.state.read().resource_version;
             Ok(bytes_response(StatusCode::OK, list_body(&target.rt, deleted.into_iter(), rv, None, None)))
         }
-        (_, _, Some(_)) if !matches!(sub, Some("status" | "scale" | "finalize")) || sub == Some("scale") => Err(ApiError::path_not_found()),
+        (_, _, Some(_)) if !matches!(sub, Some("status" | "scale" | "finalize")) || sub == Some("scale") => {
+            Err(ApiError::path_not_found())
+        }
         _ => Err(ApiError::method_not_allowed()),
     }
 }
@@ -505,13 +563,16 @@ fn apply_patch(format: BodyFormat, rt: &ResourceType, old: &Value, body: &[u8]) 
     let mut doc = old.clone();
     match format {
         BodyFormat::MergePatch => {
-            let patch: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            let patch: Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
             json_patch::merge(&mut doc, &patch);
         }
         BodyFormat::JsonPatch => {
-            let patch: json_patch::Patch =
-                serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            json_patch::patch(&mut doc, &patch).map_err(|e| ApiError::unprocessable(format!("the server rejected our request due to an error in our request: {e}")))?;
+            let patch: json_patch::Patch = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            json_patch::patch(&mut doc, &patch).map_err(|e| {
+                ApiError::unprocessable(format!("the server rejected our request due to an error in our request: {e}"))
+            })?;
         }
         BodyFormat::StrategicMergePatch if rt.custom => {
             return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json", PATCH_MEDIA_TYPES));
@@ -541,9 +602,11 @@ fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
         ..Default::default()
     };
     if !body.iter().all(u8::is_ascii_whitespace) {
-        let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+        let v: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
         if let Some(g) = v.get("gracePeriodSeconds").filter(|g| !g.is_null()) {
-            o.grace_period_seconds = Some(g.as_i64().ok_or_else(|| ApiError::bad_request("gracePeriodSeconds must be an integer"))?);
+            o.grace_period_seconds =
+                Some(g.as_i64().ok_or_else(|| ApiError::bad_request("gracePeriodSeconds must be an integer"))?);
         }
         if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
             o.propagation_policy = Some(p.to_string());
@@ -556,7 +619,9 @@ fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
         if let Some(d) = v.get("dryRun").and_then(Value::as_array) {
             for x in d {
                 if x != "All" {
-                    return Err(ApiError::bad_request(format!("dryRun: Unsupported value: {x}: supported values: \"All\"")));
+                    return Err(ApiError::bad_request(format!(
+                        "dryRun: Unsupported value: {x}: supported values: \"All\""
+                    )));
                 }
                 o.dry_run = true;
             }
@@ -644,7 +709,9 @@ fn decode_continue(s: &str) -> ApiResult<ContinueToken> {
     let t: ContinueToken =
         serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("continue key is not valid: {e}")))?;
     if t.v != "meta.k8s.io/v1" {
-        return Err(ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"));
+        return Err(ApiError::bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ));
     }
     Ok(t)
 }
@@ -714,11 +781,16 @@ fn list(inner: &Inner, target: &Target, query: &Query) -> ApiResult<Response> {
         return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
     }
     let (snapshot_rv, snapshot) = match &token {
-        Some(t) => (t.rv, Some(st.snapshot_at(&rt.storage_key(), t.rv).ok_or_else(|| ApiError::expired(CONTINUE_EXPIRED))?)),
+        Some(t) => {
+            (t.rv, Some(st.snapshot_at(&rt.storage_key(), t.rv).ok_or_else(|| ApiError::expired(CONTINUE_EXPIRED))?))
+        }
         None => match list_snapshot(query, st.resource_version)? {
             Some(rv) => (
                 rv,
-                Some(st.snapshot_at(&rt.storage_key(), rv).ok_or_else(|| ApiError::too_old_resource_version(rv, st.compacted + 1))?),
+                Some(
+                    st.snapshot_at(&rt.storage_key(), rv)
+                        .ok_or_else(|| ApiError::too_old_resource_version(rv, st.compacted + 1))?,
+                ),
             ),
             None => (st.resource_version, None),
         },

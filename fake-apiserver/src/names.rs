@@ -37,8 +37,7 @@ pub fn generate_name(prefix: &str) -> String {
     use rand::Rng;
     let mut rng = rand::rng();
     let base: String = prefix.chars().take(58).collect();
-    let suffix: String =
-        (0..5).map(|_| SUFFIX_ALPHABET[rng.random_range(0..SUFFIX_ALPHABET.len())] as char).collect();
+    let suffix: String = (0..5).map(|_| SUFFIX_ALPHABET[rng.random_range(0..SUFFIX_ALPHABET.len())] as char).collect();
     format!("{base}{suffix}")
 }
 

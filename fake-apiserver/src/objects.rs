@@ -66,7 +66,8 @@ pub fn render(rt: &ResourceType, obj: &StoredObject) -> Bytes {
 pub fn parse_object(body: &[u8], yaml: bool) -> ApiResult<Value> {
     let v: Value = if yaml {
         let text = std::str::from_utf8(body).map_err(|e| ApiError::bad_request(format!("body is not UTF-8: {e}")))?;
-        serde_saphyr::from_str(text).map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?
+        serde_saphyr::from_str(text)
+            .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?
     } else {
         serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?
@@ -78,7 +79,8 @@ pub fn parse_object(body: &[u8], yaml: bool) -> ApiResult<Value> {
 }
 
 fn meta_mut(obj: &mut Value) -> ApiResult<&mut Map<String, Value>> {
-    let o = obj.as_object_mut().ok_or_else(|| ApiError::bad_request("the body of the request must be a JSON object"))?;
+    let o =
+        obj.as_object_mut().ok_or_else(|| ApiError::bad_request("the body of the request must be a JSON object"))?;
     let m = o.entry("metadata").or_insert_with(|| json!({}));
     if m.is_null() {
         *m = json!({});
@@ -91,7 +93,9 @@ fn str_field<'a>(obj: &'a Value, path: &str) -> &'a str {
 }
 
 fn string_list(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array).map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect()).unwrap_or_default()
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
 }
 
 /// Checks that apiVersion and kind, when given, match the URL, and fills them in when not.
@@ -107,7 +111,10 @@ pub fn check_type_meta(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
     }
     match obj.get("kind").and_then(Value::as_str) {
         Some(k) if !k.is_empty() && k != rt.kind => {
-            return Err(ApiError::bad_request(format!("the kind in the data ({k}) does not match the expected kind ({})", rt.kind)));
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                rt.kind
+            )));
         }
         _ => obj["kind"] = Value::String(rt.kind.clone()),
     }
@@ -151,18 +158,18 @@ fn validate_content(rt: &ResourceType, obj: &mut Value, name: &str) -> ApiResult
     if let Some(schema) = &rt.schema {
         schema.prune(obj);
         schema.apply_defaults(obj);
-        let causes: Vec<StatusCause> = schema
-            .validate(obj)
-            .into_iter()
-            .map(|c| StatusCause::field(c.reason, c.field, c.message))
-            .collect();
+        let causes: Vec<StatusCause> =
+            schema.validate(obj).into_iter().map(|c| StatusCause::field(c.reason, c.field, c.message)).collect();
         if !causes.is_empty() {
             return Err(ApiError::invalid(&rt.group, &rt.kind, name, causes));
         }
     }
     if let Some(check) = rt.decode_check {
         check(obj).map_err(|e| {
-            ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {e}", rt.kind, rt.version, rt.kind))
+            ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                rt.kind, rt.version, rt.kind
+            ))
         })?;
     }
     if rt.storage_key() == StorageKey::crds() {
@@ -189,11 +196,8 @@ fn namespace_check(st: &State, rt: &ResourceType, ns: &str, name: &str) -> ApiRe
 
 /// Pod QoS class from requests and limits (as kubelet/apiserver compute it).
 fn pod_qos(pod: &Value) -> &'static str {
-    let containers: Vec<&Value> = ["containers", "initContainers"]
-        .iter()
-        .filter_map(|k| pod["spec"][k].as_array())
-        .flatten()
-        .collect();
+    let containers: Vec<&Value> =
+        ["containers", "initContainers"].iter().filter_map(|k| pod["spec"][k].as_array()).flatten().collect();
     let mut any = false;
     let mut guaranteed = !containers.is_empty();
     for c in containers {
@@ -260,7 +264,15 @@ fn new_uid() -> String {
     use rand::Rng;
     let b: [u8; 16] = rand::rng().random();
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-4{}-{}{}-{}", &h[0..8], &h[8..12], &h[13..16], ["8", "9", "a", "b"][(b[8] & 3) as usize], &h[17..20], &h[20..32])
+    format!(
+        "{}-{}-4{}-{}{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        ["8", "9", "a", "b"][(b[8] & 3) as usize],
+        &h[17..20],
+        &h[20..32]
+    )
 }
 
 /// Create: name and generateName, namespace checks, server-set metadata, validation, store.
@@ -293,11 +305,20 @@ pub fn create(st: &mut State, rt: &ResourceType, ns: &str, mut obj: Value, w: &W
             &rt.group,
             &rt.kind,
             "",
-            vec![StatusCause::field("FieldValueRequired", "metadata.name", "Required value: name or generateName is required")],
+            vec![StatusCause::field(
+                "FieldValueRequired",
+                "metadata.name",
+                "Required value: name or generateName is required",
+            )],
         ));
     }
     if let Some(msg) = validate_name(&name, rt.name_rule) {
-        return Err(ApiError::invalid(&rt.group, &rt.kind, &name, vec![StatusCause::field("FieldValueInvalid", "metadata.name", msg)]));
+        return Err(ApiError::invalid(
+            &rt.group,
+            &rt.kind,
+            &name,
+            vec![StatusCause::field("FieldValueInvalid", "metadata.name", msg)],
+        ));
     }
     namespace_check(st, rt, ns, &name)?;
     let key = rt.storage_key();
@@ -338,7 +359,9 @@ const IMMUTABLE_META: &[&str] =
     &["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace", "name"];
 
 fn without(v: &Value, skip: &[&str]) -> Map<String, Value> {
-    v.as_object().map(|o| o.iter().filter(|(k, _)| !skip.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default()
+    v.as_object()
+        .map(|o| o.iter().filter(|(k, _)| !skip.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default()
 }
 
 /// Update (PUT, and the tail of PATCH): optimistic concurrency, status/spec split, finalizer
@@ -360,14 +383,18 @@ pub fn update(
     let meta = meta_mut(&mut new)?;
     match meta.get("name").and_then(Value::as_str) {
         Some(n) if !n.is_empty() && n != name => {
-            return Err(ApiError::bad_request(format!("the name of the object ({n}) does not match the name on the URL ({name})")));
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
         }
         _ => {}
     }
     if rt.namespaced {
         if let Some(n) = meta.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty() && *n != ns) {
             let _ = n;
-            return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
         }
     }
     match meta.get("resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty()) {
@@ -381,7 +408,11 @@ pub fn update(
                 &rt.group,
                 &rt.kind,
                 name,
-                vec![StatusCause::field("FieldValueInvalid", "metadata.resourceVersion", "Invalid value: 0: must be specified for an update")],
+                vec![StatusCause::field(
+                    "FieldValueInvalid",
+                    "metadata.resourceVersion",
+                    "Invalid value: 0: must be specified for an update",
+                )],
             ));
         }
         None => {}
@@ -437,7 +468,9 @@ pub fn update(
                 vec![StatusCause::field(
                     "FieldValueForbidden",
                     "metadata.finalizers",
-                    format!("Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+                    format!(
+                        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                    ),
                 )],
             ));
         }
@@ -447,7 +480,8 @@ pub fn update(
     }
     validate_content(rt, &mut merged, name)?;
     if rt.tracks_generation {
-        let skip: &[&str] = if rt.status { &["metadata", "status", "apiVersion", "kind"] } else { &["metadata", "apiVersion", "kind"] };
+        let skip: &[&str] =
+            if rt.status { &["metadata", "status", "apiVersion", "kind"] } else { &["metadata", "apiVersion", "kind"] };
         if without(&merged, skip) != without(&old_value, skip) {
             let g = old_value["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             merged["metadata"]["generation"] = json!(g);
@@ -458,14 +492,19 @@ pub fn update(
         return Ok(old);
     }
     let finalizers_left = has_finalizers(rt, &merged);
-    let kind = if old.deleting && !finalizers_left && grace_elapsed(&old_value) { ChangeKind::Deleted } else { ChangeKind::Modified };
+    let kind = if old.deleting && !finalizers_left && grace_elapsed(&old_value) {
+        ChangeKind::Deleted
+    } else {
+        ChangeKind::Modified
+    };
     Ok(w.persist(st, rt, kind, merged, Some(old)))
 }
 
 /// Whether anything still blocks removal: metadata finalizers, and for namespaces the
 /// `spec.finalizers` the namespace controller clears.
 fn has_finalizers(rt: &ResourceType, v: &Value) -> bool {
-    let namespace_spec = rt.storage_key() == StorageKey::namespaces() && !string_list(v["spec"].get("finalizers")).is_empty();
+    let namespace_spec =
+        rt.storage_key() == StorageKey::namespaces() && !string_list(v["spec"].get("finalizers")).is_empty();
     namespace_spec || !string_list(v["metadata"].get("finalizers")).is_empty()
 }
 
@@ -493,7 +532,14 @@ pub enum Deleted {
 }
 
 /// Delete: preconditions, finalizers (deletionTimestamp then removal), pod graceful deletion.
-pub fn delete(st: &mut State, rt: &ResourceType, ns: &str, name: &str, opts: &DeleteOptions, w: &Write) -> ApiResult<Deleted> {
+pub fn delete(
+    st: &mut State,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+    opts: &DeleteOptions,
+    w: &Write,
+) -> ApiResult<Deleted> {
     let key = rt.storage_key();
     let stored_ns = if rt.namespaced { ns } else { "" };
     let old = st.get(&key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
@@ -505,12 +551,19 @@ pub fn delete(st: &mut State, rt: &ResourceType, ns: &str, name: &str, opts: &De
             format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", old.uid),
         ));
     }
-    if let Some(rv) = opts.precondition_resource_version.as_deref().filter(|rv| crate::store::parse_rv(rv) != Some(old.resource_version)) {
+    if let Some(rv) = opts
+        .precondition_resource_version
+        .as_deref()
+        .filter(|rv| crate::store::parse_rv(rv) != Some(old.resource_version))
+    {
         return Err(ApiError::conflict_because(
             &rt.group,
             &rt.plural,
             name,
-            format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}", old.resource_version),
+            format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                old.resource_version
+            ),
         ));
     }
     let mut v = old.value();
@@ -540,7 +593,14 @@ pub fn delete(st: &mut State, rt: &ResourceType, ns: &str, name: &str, opts: &De
         v["status"]["phase"] = json!("Terminating");
     }
     if rt.storage_key() == StorageKey::crds() {
-        set_condition(&mut v, "Terminating", "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress", &w.time());
+        set_condition(
+            &mut v,
+            "Terminating",
+            "True",
+            "InstanceDeletionInProgress",
+            "CustomResource deletion is in progress",
+            &w.time(),
+        );
     }
     Ok(Deleted::Pending(w.persist(st, rt, ChangeKind::Modified, v, Some(old))))
 }
@@ -565,7 +625,8 @@ fn set_condition(obj: &mut Value, type_: &str, status: &str, reason: &str, messa
         *conds = json!([]);
     }
     if let Some(list) = conds.as_array_mut() {
-        let cond = json!({"type": type_, "status": status, "lastTransitionTime": now, "reason": reason, "message": message});
+        let cond =
+            json!({"type": type_, "status": status, "lastTransitionTime": now, "reason": reason, "message": message});
         match list.iter_mut().find(|c| c["type"] == type_) {
             Some(c) if c["status"] == status => {
                 c["reason"] = json!(reason);
@@ -587,7 +648,12 @@ fn sync_crd(st: &mut State, crd: &StoredObject, kind: ChangeKind) {
         return;
     }
     let v = crd.value();
-    let conflict = st.registry.names_conflict(&crd.name, str_field(&v, "spec.group"), str_field(&v, "spec.names.plural"), str_field(&v, "spec.names.kind"));
+    let conflict = st.registry.names_conflict(
+        &crd.name,
+        str_field(&v, "spec.group"),
+        str_field(&v, "spec.names.plural"),
+        str_field(&v, "spec.names.kind"),
+    );
     match crd_resource_types(&v) {
         // A CRD whose names clash with another is stored but not served (NamesAccepted=False).
         Ok(types) if conflict.is_none() => st.registry.register_crd(&crd.name, types),
@@ -599,7 +665,12 @@ const SYSTEM_CRD: &str = "kube-apiserver/apiextensions-controllers";
 const SYSTEM_NAMESPACE: &str = "kube-controller-manager/namespace-controller";
 
 fn system_ctx(user_agent: &str, verb: &str, subresource: Option<&str>) -> WriteContext {
-    WriteContext { verb: verb.into(), subresource: subresource.map(str::to_string), user_agent: user_agent.into(), field_manager: None }
+    WriteContext {
+        verb: verb.into(),
+        subresource: subresource.map(str::to_string),
+        user_agent: user_agent.into(),
+        field_manager: None,
+    }
 }
 
 /// The apiextensions controllers' follow-up to a CRD write: accepted names, stored versions,
@@ -621,11 +692,23 @@ fn establish_crd(st: &mut State, rt: &ResourceType, crd: Arc<StoredObject>, now:
     v["status"]["storedVersions"] = Value::Array(stored);
     if st.registry.serves_crd(&crd.name) {
         set_condition(&mut v, "NamesAccepted", "True", "NoConflicts", "no conflicts found", &t);
-        set_condition(&mut v, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted", &t);
+        set_condition(
+            &mut v,
+            "Established",
+            "True",
+            "InitialNamesAccepted",
+            "the initial names have been accepted",
+            &t,
+        );
     } else {
         let why = st
             .registry
-            .names_conflict(&crd.name, str_field(&v, "spec.group"), str_field(&v, "spec.names.plural"), str_field(&v, "spec.names.kind"))
+            .names_conflict(
+                &crd.name,
+                str_field(&v, "spec.group"),
+                str_field(&v, "spec.names.plural"),
+                str_field(&v, "spec.names.kind"),
+            )
             .unwrap_or_default();
         let reason = if why.contains(str_field(&v, "spec.names.kind")) { "KindConflict" } else { "PluralConflict" };
         v["status"]["acceptedNames"] = json!({"plural": "", "kind": ""});
@@ -655,7 +738,13 @@ pub fn reconcile_system(st: &mut State, now: Timestamp) {
     }
 }
 
-fn delete_all(st: &mut State, rt: &ResourceType, ns: Option<&str>, ctx: &WriteContext, now: Timestamp) -> (bool, usize) {
+fn delete_all(
+    st: &mut State,
+    rt: &ResourceType,
+    ns: Option<&str>,
+    ctx: &WriteContext,
+    now: Timestamp,
+) -> (bool, usize) {
     let key = rt.storage_key();
     let items: Vec<Arc<StoredObject>> = st
         .collections
@@ -681,7 +770,12 @@ fn reconcile_crds(st: &mut State, now: Timestamp) -> bool {
     let deleting: Vec<Arc<StoredObject>> = st
         .collections
         .get(&StorageKey::crds())
-        .map(|c| c.values().filter(|o| o.deleting && o.finalizers.iter().any(|f| f == CRD_CLEANUP_FINALIZER)).cloned().collect())
+        .map(|c| {
+            c.values()
+                .filter(|o| o.deleting && o.finalizers.iter().any(|f| f == CRD_CLEANUP_FINALIZER))
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default();
     let mut progressed = false;
     let ctx = system_ctx(SYSTEM_CRD, "delete", None);
@@ -740,7 +834,14 @@ fn reconcile_namespaces(st: &mut State, now: Timestamp) -> bool {
                 let rest: Vec<Value> =
                     spec_finalizers.iter().filter(|f| *f != NAMESPACE_FINALIZER).cloned().map(Value::String).collect();
                 nv["spec"]["finalizers"] = Value::Array(rest);
-                st.commit(&ns_rt, ChangeKind::Modified, nv, Some(ns.clone()), &system_ctx(SYSTEM_NAMESPACE, "update", Some("finalize")), now);
+                st.commit(
+                    &ns_rt,
+                    ChangeKind::Modified,
+                    nv,
+                    Some(ns.clone()),
+                    &system_ctx(SYSTEM_NAMESPACE, "update", Some("finalize")),
+                    now,
+                );
                 progressed = true;
             }
             continue;
@@ -796,7 +897,14 @@ pub fn scale_of(rt: &ResourceType, obj: &Value) -> ApiResult<Value> {
 pub fn apply_scale(rt: &ResourceType, obj: &mut Value, scale: &Value) -> ApiResult<()> {
     let spec = rt.scale.as_ref().ok_or_else(ApiError::path_not_found)?;
     let name = str_field(obj, "metadata.name").to_string();
-    let invalid = |msg: String| ApiError::invalid("autoscaling", "Scale", &name, vec![StatusCause::field("FieldValueInvalid", "spec.replicas", msg)]);
+    let invalid = |msg: String| {
+        ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            &name,
+            vec![StatusCause::field("FieldValueInvalid", "spec.replicas", msg)],
+        )
+    };
     let replicas = match scale["spec"].get("replicas") {
         None | Some(Value::Null) => 0,
         Some(v) => v.as_i64().ok_or_else(|| invalid(format!("Invalid value: {v}: must be an integer")))?,
@@ -823,7 +931,13 @@ fn label_selector_string(sel: &Value) -> String {
         .as_array()
         .map(|a| {
             a.iter()
-                .map(|e| (str_field(e, "key").to_string(), str_field(e, "operator").to_string(), string_list(e.get("values"))))
+                .map(|e| {
+                    (
+                        str_field(e, "key").to_string(),
+                        str_field(e, "operator").to_string(),
+                        string_list(e.get("values")),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();

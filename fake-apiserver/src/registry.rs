@@ -178,8 +178,12 @@ impl Registry {
 
     /// The resources of one group/version, sorted by plural.
     pub fn resources(&self, group: &str, version: &str) -> Vec<Arc<ResourceType>> {
-        let mut v: Vec<_> =
-            self.by_gvr.iter().filter(|((g, vv, _), _)| g == group && vv == version).map(|(_, rt)| rt.clone()).collect();
+        let mut v: Vec<_> = self
+            .by_gvr
+            .iter()
+            .filter(|((g, vv, _), _)| g == group && vv == version)
+            .map(|(_, rt)| rt.clone())
+            .collect();
         v.sort_by(|a, b| a.plural.cmp(&b.plural));
         v
     }
@@ -211,7 +215,8 @@ impl Registry {
             if rt.group != group {
                 continue;
             }
-            let owner = self.crd_entries.iter().find(|(_, e)| e.iter().any(|k| k.2 == rt.plural)).map(|(n, _)| n.as_str());
+            let owner =
+                self.crd_entries.iter().find(|(_, e)| e.iter().any(|k| k.2 == rt.plural)).map(|(n, _)| n.as_str());
             if owner == Some(crd_name) {
                 continue;
             }
@@ -383,7 +388,12 @@ fn builtin_types() -> Vec<ResourceType> {
         builtin::<core::ConfigMap>(Extra { short: &["cm"], ..Default::default() }),
         builtin::<core::Secret>(Extra { fields: &["type"], ..Default::default() }),
         builtin::<core::ServiceAccount>(Extra { short: &["sa"], ..Default::default() }),
-        builtin::<core::Node>(Extra { short: &["no"], status: true, fields: &["spec.unschedulable"], ..Default::default() }),
+        builtin::<core::Node>(Extra {
+            short: &["no"],
+            status: true,
+            fields: &["spec.unschedulable"],
+            ..Default::default()
+        }),
         builtin::<core::Event>(Extra { short: &["ev"], fields: CORE_EVENT_FIELDS, ..Default::default() }),
         builtin::<core::PersistentVolumeClaim>(Extra { short: &["pvc"], status: true, ..Default::default() }),
         builtin::<apps::Deployment>(Extra {
@@ -411,7 +421,13 @@ fn builtin_types() -> Vec<ResourceType> {
             fields: &["status.replicas"],
             ..Default::default()
         }),
-        builtin::<apps::DaemonSet>(Extra { short: &["ds"], categories: all, status: true, generation: true, ..Default::default() }),
+        builtin::<apps::DaemonSet>(Extra {
+            short: &["ds"],
+            categories: all,
+            status: true,
+            generation: true,
+            ..Default::default()
+        }),
         builtin::<batch::Job>(Extra {
             categories: all,
             status: true,
@@ -419,11 +435,22 @@ fn builtin_types() -> Vec<ResourceType> {
             fields: &["status.successful"],
             ..Default::default()
         }),
-        builtin::<batch::CronJob>(Extra { short: &["cj"], categories: all, status: true, generation: true, ..Default::default() }),
+        builtin::<batch::CronJob>(Extra {
+            short: &["cj"],
+            categories: all,
+            status: true,
+            generation: true,
+            ..Default::default()
+        }),
         builtin::<discovery::EndpointSlice>(Extra::default()),
         builtin::<events::Event>(Extra { short: &["ev"], fields: EVENTS_V1_FIELDS, ..Default::default() }),
         builtin::<coordination::Lease>(Extra::default()),
-        builtin::<policy::PodDisruptionBudget>(Extra { short: &["pdb"], status: true, generation: true, ..Default::default() }),
+        builtin::<policy::PodDisruptionBudget>(Extra {
+            short: &["pdb"],
+            status: true,
+            generation: true,
+            ..Default::default()
+        }),
         builtin::<apiext::CustomResourceDefinition>(Extra {
             short: &["crd", "crds"],
             categories: &["api-extensions"],
@@ -486,7 +513,11 @@ pub fn crd_resource_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<crate::e
     }
     let versions = spec["versions"].as_array().cloned().unwrap_or_default();
     if versions.is_empty() {
-        causes.push(StatusCause::field("FieldValueRequired", "spec.versions", "Required value: must have exactly one version marked as storage version"));
+        causes.push(StatusCause::field(
+            "FieldValueRequired",
+            "spec.versions",
+            "Required value: must have exactly one version marked as storage version",
+        ));
     }
     let storage = versions.iter().filter(|v| v["storage"].as_bool() == Some(true)).count();
     if !versions.is_empty() && storage != 1 {
@@ -545,9 +576,7 @@ pub fn crd_resource_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<crate::e
         let selectable_fields = v["selectableFields"]
             .as_array()
             .map(|a| {
-                a.iter()
-                    .filter_map(|f| f["jsonPath"].as_str().map(|p| p.trim_start_matches('.').to_string()))
-                    .collect()
+                a.iter().filter_map(|f| f["jsonPath"].as_str().map(|p| p.trim_start_matches('.').to_string())).collect()
             })
             .unwrap_or_default();
         out.push(ResourceType {

@@ -40,11 +40,7 @@ pub struct InvalidField {
 
 impl fmt::Display for InvalidField {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: Invalid value: {}: {}",
-            self.field, self.value, self.detail
-        )
+        write!(f, "{}: Invalid value: {}: {}", self.field, self.value, self.detail)
     }
 }
 
@@ -134,11 +130,7 @@ pub enum SelectorError {
 }
 
 fn parse_prefix(from_parse: &bool) -> &'static str {
-    if *from_parse {
-        "unable to parse requirement: "
-    } else {
-        ""
-    }
+    if *from_parse { "unable to parse requirement: " } else { "" }
 }
 
 fn code_point(c: &char) -> u32 {
@@ -283,11 +275,11 @@ fn json_list(values: &[String]) -> String {
 // ---------------------------------------------------------------------------
 
 const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_KEY_ERR_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const LABEL_KEY_ERR_MSG: &str =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_ERR_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const LABEL_NAME_MAX: usize = 63;
 const LABEL_VALUE_MAX: usize = 63;
@@ -321,8 +313,7 @@ fn is_label_name(s: &str) -> bool {
         (Some(f), Some(l)) => {
             f.is_ascii_alphanumeric()
                 && l.is_ascii_alphanumeric()
-                && b.iter()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+                && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
         }
         _ => false,
     }
@@ -351,19 +342,12 @@ fn label_key_errors(key: &str) -> Vec<String> {
                 errs.push("prefix part must be non-empty".to_string());
             } else {
                 if prefix.len() > DNS1123_SUBDOMAIN_MAX {
-                    errs.push(format!(
-                        "prefix part {}",
-                        max_len_error(DNS1123_SUBDOMAIN_MAX)
-                    ));
+                    errs.push(format!("prefix part {}", max_len_error(DNS1123_SUBDOMAIN_MAX)));
                 }
                 if !is_dns1123_subdomain(prefix) {
                     errs.push(format!(
                         "prefix part {}",
-                        regex_error(
-                            DNS1123_SUBDOMAIN_ERR_MSG,
-                            DNS1123_SUBDOMAIN_FMT,
-                            &["example.com"]
-                        )
+                        regex_error(DNS1123_SUBDOMAIN_ERR_MSG, DNS1123_SUBDOMAIN_FMT, &["example.com"])
                     ));
                 }
             }
@@ -372,11 +356,7 @@ fn label_key_errors(key: &str) -> Vec<String> {
         _ => {
             errs.push(format!(
                 "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(
-                    LABEL_KEY_ERR_MSG,
-                    LABEL_KEY_FMT,
-                    &["MyName", "my.name", "123-abc"]
-                )
+                regex_error(LABEL_KEY_ERR_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
             ));
             return errs;
         }
@@ -389,11 +369,7 @@ fn label_key_errors(key: &str) -> Vec<String> {
     if !is_label_name(name) {
         errs.push(format!(
             "name part {}",
-            regex_error(
-                LABEL_KEY_ERR_MSG,
-                LABEL_KEY_FMT,
-                &["MyName", "my.name", "123-abc"]
-            )
+            regex_error(LABEL_KEY_ERR_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
         ));
     }
     errs
@@ -406,11 +382,7 @@ fn label_value_errors(value: &str) -> Vec<String> {
         errs.push(max_len_error(LABEL_VALUE_MAX));
     }
     if !value.is_empty() && !is_label_name(value) {
-        errs.push(regex_error(
-            LABEL_VALUE_ERR_MSG,
-            LABEL_VALUE_FMT,
-            &["MyValue", "my_value", "12345"],
-        ));
+        errs.push(regex_error(LABEL_VALUE_ERR_MSG, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
     }
     errs
 }
@@ -487,11 +459,7 @@ impl LabelRequirement {
     /// valid label value; `in`/`notin` need at least one value, `=`/`==`/`!=`
     /// exactly one, `exists`/`!` none, `gt`/`lt` exactly one integer.
     /// Values are kept in the given order (the string form sorts them).
-    pub fn new(
-        key: impl Into<String>,
-        operator: LabelOperator,
-        values: Vec<String>,
-    ) -> Result<Self, SelectorError> {
+    pub fn new(key: impl Into<String>, operator: LabelOperator, values: Vec<String>) -> Result<Self, SelectorError> {
         new_requirement(key.into(), operator, values, false)
     }
 
@@ -522,9 +490,7 @@ impl LabelRequirement {
             LabelOperator::In | LabelOperator::Equals | LabelOperator::DoubleEquals => {
                 got.is_some_and(|v| self.has_value(v))
             }
-            LabelOperator::NotIn | LabelOperator::NotEquals => {
-                got.is_none_or(|v| !self.has_value(v))
-            }
+            LabelOperator::NotIn | LabelOperator::NotEquals => got.is_none_or(|v| !self.has_value(v)),
             LabelOperator::Exists => got.is_some(),
             LabelOperator::DoesNotExist => got.is_none(),
             LabelOperator::GreaterThan | LabelOperator::LessThan => {
@@ -537,11 +503,7 @@ impl LabelRequirement {
                 let Ok(want) = want.parse::<i64>() else {
                     return false;
                 };
-                if self.operator == LabelOperator::GreaterThan {
-                    have > want
-                } else {
-                    have < want
-                }
+                if self.operator == LabelOperator::GreaterThan { have > want } else { have < want }
             }
         }
     }
@@ -593,11 +555,7 @@ fn new_requirement(
     let mut errors = Vec::new();
     let key_errs = label_key_errors(&key);
     if !key_errs.is_empty() {
-        errors.push(InvalidField {
-            field: "key".to_string(),
-            value: go_quote(&key),
-            detail: key_errs.join("; "),
-        });
+        errors.push(InvalidField { field: "key".to_string(), value: go_quote(&key), detail: key_errs.join("; ") });
     }
     let list_error = |detail: &str| InvalidField {
         field: "values".to_string(),
@@ -607,38 +565,29 @@ fn new_requirement(
     match operator {
         LabelOperator::In | LabelOperator::NotIn => {
             if values.is_empty() {
-                errors.push(list_error(
-                    "for 'in', 'notin' operators, values set can't be empty",
-                ));
+                errors.push(list_error("for 'in', 'notin' operators, values set can't be empty"));
             }
         }
         LabelOperator::Equals | LabelOperator::DoubleEquals | LabelOperator::NotEquals => {
             if values.len() != 1 {
-                errors.push(list_error(
-                    "exact-match compatibility requires one single value",
-                ));
+                errors.push(list_error("exact-match compatibility requires one single value"));
             }
         }
         LabelOperator::Exists | LabelOperator::DoesNotExist => {
             if !values.is_empty() {
-                errors.push(list_error(
-                    "values set must be empty for exists and does not exist",
-                ));
+                errors.push(list_error("values set must be empty for exists and does not exist"));
             }
         }
         LabelOperator::GreaterThan | LabelOperator::LessThan => {
             if values.len() != 1 {
-                errors.push(list_error(
-                    "for 'Gt', 'Lt' operators, exactly one value is required",
-                ));
+                errors.push(list_error("for 'Gt', 'Lt' operators, exactly one value is required"));
             }
             for (i, v) in values.iter().enumerate() {
                 if v.parse::<i64>().is_err() {
                     errors.push(InvalidField {
                         field: format!("values[{i}]"),
                         value: go_quote(v),
-                        detail: "for 'Gt', 'Lt' operators, the value must be an integer"
-                            .to_string(),
+                        detail: "for 'Gt', 'Lt' operators, the value must be an integer".to_string(),
                     });
                 }
             }
@@ -655,11 +604,7 @@ fn new_requirement(
         }
     }
     if errors.is_empty() {
-        Ok(LabelRequirement {
-            key,
-            operator,
-            values,
-        })
+        Ok(LabelRequirement { key, operator, values })
     } else {
         Err(SelectorError::InvalidRequirement { from_parse, errors })
     }
@@ -747,11 +692,7 @@ impl Lexer<'_> {
             return (Token::EndOfString, String::new());
         }
         self.unread();
-        if is_special_symbol(ch) {
-            self.scan_special_symbol()
-        } else {
-            self.scan_id_or_keyword()
-        }
+        if is_special_symbol(ch) { self.scan_special_symbol() } else { self.scan_id_or_keyword() }
     }
 
     fn scan_id_or_keyword(&mut self) -> (Token, String) {
@@ -791,12 +732,7 @@ impl Lexer<'_> {
                 break;
             }
         }
-        last.unwrap_or_else(|| {
-            (
-                Token::Error,
-                format!("error expected: keyword found '{}'", lossy(&buffer)),
-            )
-        })
+        last.unwrap_or_else(|| (Token::Error, format!("error expected: keyword found '{}'", lossy(&buffer))))
     }
 }
 
@@ -819,10 +755,7 @@ fn syntax(message: String) -> SelectorError {
 
 impl Parser {
     fn new(input: &str) -> Self {
-        let mut lexer = Lexer {
-            s: input.as_bytes(),
-            pos: 0,
-        };
+        let mut lexer = Lexer { s: input.as_bytes(), pos: 0 };
         let mut items = Vec::new();
         loop {
             let item = lexer.lex();
@@ -869,9 +802,7 @@ impl Parser {
                             let (t2, l2) = self.lookahead(Context::Values);
                             if t2 != Token::Identifier && t2 != Token::DoesNotExist {
                                 return Err(SelectorError::LabelSyntax {
-                                    message: format!(
-                                        "found '{l2}', expected: identifier after ','"
-                                    ),
+                                    message: format!("found '{l2}', expected: identifier after ','"),
                                 });
                             }
                         }
@@ -885,9 +816,7 @@ impl Parser {
                 Token::EndOfString => return Ok(requirements),
                 _ => {
                     return Err(SelectorError::LabelSyntax {
-                        message: format!(
-                            "found '{lit}', expected: !, identifier, or 'end of string'"
-                        ),
+                        message: format!("found '{lit}', expected: !, identifier, or 'end of string'"),
                     });
                 }
             }
@@ -907,9 +836,7 @@ impl Parser {
         new_requirement(key, operator, values.into_iter().collect(), true)
     }
 
-    fn parse_key_and_infer_operator(
-        &mut self,
-    ) -> Result<(String, Option<LabelOperator>), SelectorError> {
+    fn parse_key_and_infer_operator(&mut self) -> Result<(String, Option<LabelOperator>), SelectorError> {
         let mut operator = None;
         let (mut tok, mut literal) = self.consume(Context::Values);
         if tok == Token::DoesNotExist {
@@ -921,10 +848,7 @@ impl Parser {
         }
         let errs = label_key_errors(&literal);
         if !errs.is_empty() {
-            return Err(SelectorError::InvalidLabelKey {
-                key: literal,
-                detail: errs.join("; "),
-            });
+            return Err(SelectorError::InvalidLabelKey { key: literal, detail: errs.join("; ") });
         }
         let (t, _) = self.lookahead(Context::Values);
         if (t == Token::EndOfString || t == Token::Comma) && operator.is_none() {
@@ -944,9 +868,7 @@ impl Parser {
             Token::NotIn => LabelOperator::NotIn,
             Token::NotEquals => LabelOperator::NotEquals,
             _ => {
-                return Err(syntax(format!(
-                    "found '{lit}', expected: {BINARY_OPERATORS}"
-                )));
+                return Err(syntax(format!("found '{lit}', expected: {BINARY_OPERATORS}")));
             }
         })
     }
@@ -970,9 +892,7 @@ impl Parser {
                 self.consume(Context::Values);
                 Ok(BTreeSet::from([String::new()]))
             }
-            _ => Err(syntax(format!(
-                "found '{lit}', expected: ',', ')' or identifier"
-            ))),
+            _ => Err(syntax(format!("found '{lit}', expected: ',', ')' or identifier"))),
         }
     }
 
@@ -1007,9 +927,7 @@ impl Parser {
                     }
                 }
                 _ => {
-                    return Err(syntax(format!(
-                        "found '{lit}', expected: ',', or identifier"
-                    )));
+                    return Err(syntax(format!("found '{lit}', expected: ',', or identifier")));
                 }
             }
         }
@@ -1078,12 +996,7 @@ impl LabelSelector {
     ) -> Result<Self, SelectorError> {
         let mut requirements = Vec::with_capacity(match_labels.len() + match_expressions.len());
         for (k, v) in match_labels {
-            requirements.push(new_requirement(
-                k.clone(),
-                LabelOperator::Equals,
-                vec![v.clone()],
-                false,
-            )?);
+            requirements.push(new_requirement(k.clone(), LabelOperator::Equals, vec![v.clone()], false)?);
         }
         for (key, operator, values) in match_expressions {
             let op = match operator.as_str() {
@@ -1092,9 +1005,7 @@ impl LabelSelector {
                 "Exists" => LabelOperator::Exists,
                 "DoesNotExist" => LabelOperator::DoesNotExist,
                 _ => {
-                    return Err(SelectorError::InvalidOperator {
-                        operator: operator.clone(),
-                    });
+                    return Err(SelectorError::InvalidOperator { operator: operator.clone() });
                 }
             };
             requirements.push(new_requirement(key.clone(), op, values.clone(), false)?);
@@ -1195,9 +1106,7 @@ fn unescape_field_value(s: &str) -> Result<String, SelectorError> {
             if matches!(c, '\\' | ',' | '=') {
                 out.push(c);
             } else {
-                return Err(SelectorError::InvalidFieldEscape {
-                    sequence: format!("\\{c}"),
-                });
+                return Err(SelectorError::InvalidFieldEscape { sequence: format!("\\{c}") });
             }
             in_slash = false;
             continue;
@@ -1209,9 +1118,7 @@ fn unescape_field_value(s: &str) -> Result<String, SelectorError> {
         }
     }
     if in_slash {
-        return Err(SelectorError::InvalidFieldEscape {
-            sequence: "\\".to_string(),
-        });
+        return Err(SelectorError::InvalidFieldEscape { sequence: "\\".to_string() });
     }
     Ok(out)
 }
@@ -1241,11 +1148,7 @@ fn split_field_terms(s: &str) -> Vec<&str> {
 /// Splits a term at the first `!=`, `==` or `=` (checked in that order at
 /// each position).
 fn split_field_term(term: &str) -> Option<(&str, FieldOp, &str)> {
-    const OPS: [(&str, FieldOp); 3] = [
-        ("!=", FieldOp::NotEquals),
-        ("==", FieldOp::Equals),
-        ("=", FieldOp::Equals),
-    ];
+    const OPS: [(&str, FieldOp); 3] = [("!=", FieldOp::NotEquals), ("==", FieldOp::Equals), ("=", FieldOp::Equals)];
     for (i, _) in term.char_indices() {
         let rest = &term[i..];
         for (text, op) in OPS {
@@ -1274,27 +1177,18 @@ impl FieldSelector {
                 continue;
             }
             let Some((field, op, raw_value)) = split_field_term(part) else {
-                return Err(SelectorError::InvalidFieldTerm {
-                    selector: s.to_string(),
-                    term: part.to_string(),
-                });
+                return Err(SelectorError::InvalidFieldTerm { selector: s.to_string(), term: part.to_string() });
             };
             let value = unescape_field_value(raw_value)?;
             if field.is_empty() {
                 // apimachinery drops the term when both sides are empty; a
                 // value without a field fails later, at field label conversion.
                 if !value.is_empty() && empty_field.is_none() {
-                    empty_field = Some(SelectorError::EmptyFieldName {
-                        term: part.to_string(),
-                    });
+                    empty_field = Some(SelectorError::EmptyFieldName { term: part.to_string() });
                 }
                 continue;
             }
-            requirements.push(FieldRequirement {
-                field: field.to_string(),
-                op,
-                value,
-            });
+            requirements.push(FieldRequirement { field: field.to_string(), op, value });
         }
         match empty_field {
             Some(err) => Err(err),
@@ -1361,10 +1255,7 @@ mod tests {
     const VALUE_RE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     fn sel(s: &str) -> LabelSelector {
@@ -1522,12 +1413,7 @@ mod tests {
         let ls = sel("app=web,tier in (fe,be),!canary,env");
         assert!(ls.matches(&labels(&[("app", "web"), ("tier", "fe"), ("env", "p")])));
         assert!(!ls.matches(&labels(&[("app", "web"), ("tier", "fe")])));
-        assert!(!ls.matches(&labels(&[
-            ("app", "web"),
-            ("tier", "fe"),
-            ("env", "p"),
-            ("canary", "")
-        ])));
+        assert!(!ls.matches(&labels(&[("app", "web"), ("tier", "fe"), ("env", "p"), ("canary", "")])));
         assert!(!ls.matches(&labels(&[("app", "web"), ("tier", "db"), ("env", "p")])));
     }
 
@@ -1539,106 +1425,44 @@ mod tests {
             ("a=b=c", "found '=', expected: ',' or 'end of string'"),
             ("x=a,", "found '', expected: identifier after ','"),
             ("x=a,,y", "found ',', expected: identifier after ','"),
-            (
-                ",x",
-                "found ',', expected: !, identifier, or 'end of string'",
-            ),
-            (
-                "=x",
-                "found '=', expected: !, identifier, or 'end of string'",
-            ),
-            (
-                "(x)",
-                "found '(', expected: !, identifier, or 'end of string'",
-            ),
+            (",x", "found ',', expected: !, identifier, or 'end of string'"),
+            ("=x", "found '=', expected: !, identifier, or 'end of string'"),
+            ("(x)", "found '(', expected: !, identifier, or 'end of string'"),
             ("!x=a", "found '=', expected: ',' or 'end of string'"),
             ("x in (a)b", "found 'b', expected: ',' or 'end of string'"),
-            (
-                "a!==b",
-                "unable to parse requirement: found '=', expected: identifier",
-            ),
-            (
-                "x=(",
-                "unable to parse requirement: found '(', expected: identifier",
-            ),
-            (
-                "x in a",
-                "unable to parse requirement: found 'a' expected: '('",
-            ),
-            (
-                "x in",
-                "unable to parse requirement: found '' expected: '('",
-            ),
-            (
-                "x in (",
-                "unable to parse requirement: found '', expected: ',', ')' or identifier",
-            ),
-            (
-                "x in (=)",
-                "unable to parse requirement: found '=', expected: ',', ')' or identifier",
-            ),
-            (
-                "x in (a",
-                "unable to parse requirement: found '', expected: ',' or ')'",
-            ),
-            (
-                "x in (a b)",
-                "unable to parse requirement: found 'b', expected: ',' or ')'",
-            ),
-            (
-                "x in (a,=)",
-                "unable to parse requirement: found '=', expected: ',', or identifier",
-            ),
-            (
-                "x y",
-                "unable to parse requirement: found 'y', expected: in, notin, =, ==, !=, gt, lt",
-            ),
-            (
-                "x !y",
-                "unable to parse requirement: found '!', expected: in, notin, =, ==, !=, gt, lt",
-            ),
-            (
-                "!",
-                "unable to parse requirement: found '', expected: identifier",
-            ),
-            (
-                "!!x",
-                "unable to parse requirement: found '!', expected: identifier",
-            ),
-            (
-                "!=x",
-                "found '!=', expected: !, identifier, or 'end of string'",
-            ),
+            ("a!==b", "unable to parse requirement: found '=', expected: identifier"),
+            ("x=(", "unable to parse requirement: found '(', expected: identifier"),
+            ("x in a", "unable to parse requirement: found 'a' expected: '('"),
+            ("x in", "unable to parse requirement: found '' expected: '('"),
+            ("x in (", "unable to parse requirement: found '', expected: ',', ')' or identifier"),
+            ("x in (=)", "unable to parse requirement: found '=', expected: ',', ')' or identifier"),
+            ("x in (a", "unable to parse requirement: found '', expected: ',' or ')'"),
+            ("x in (a b)", "unable to parse requirement: found 'b', expected: ',' or ')'"),
+            ("x in (a,=)", "unable to parse requirement: found '=', expected: ',', or identifier"),
+            ("x y", "unable to parse requirement: found 'y', expected: in, notin, =, ==, !=, gt, lt"),
+            ("x !y", "unable to parse requirement: found '!', expected: in, notin, =, ==, !=, gt, lt"),
+            ("!", "unable to parse requirement: found '', expected: identifier"),
+            ("!!x", "unable to parse requirement: found '!', expected: identifier"),
+            ("!=x", "found '!=', expected: !, identifier, or 'end of string'"),
             ("x=a\0b", "found 'b', expected: ',' or 'end of string'"),
             ("x=a, \0b", "found '', expected: identifier after ','"),
         ];
         for (input, want) in cases {
             assert_eq!(label_err(input), want, "input {input:?}");
         }
-        assert!(matches!(
-            LabelSelector::parse("x in a"),
-            Err(SelectorError::RequirementSyntax { .. })
-        ));
-        assert!(matches!(
-            LabelSelector::parse("x=a,"),
-            Err(SelectorError::LabelSyntax { .. })
-        ));
+        assert!(matches!(LabelSelector::parse("x in a"), Err(SelectorError::RequirementSyntax { .. })));
+        assert!(matches!(LabelSelector::parse("x=a,"), Err(SelectorError::LabelSyntax { .. })));
     }
 
     #[test]
     fn invalid_label_keys() {
         assert_eq!(
             label_err("-a"),
-            format!(
-                "unable to parse requirement: <nil>: Invalid value: \"-a\": name part {NAME_RE_MSG}"
-            )
+            format!("unable to parse requirement: <nil>: Invalid value: \"-a\": name part {NAME_RE_MSG}")
         );
         assert_eq!(
             LabelSelector::parse("-a=b"),
-            Err(SelectorError::InvalidLabelKey {
-                key: "-a".into(),
-                detail: format!("name part {NAME_RE_MSG}")
-            })
+            Err(SelectorError::InvalidLabelKey { key: "-a".into(), detail: format!("name part {NAME_RE_MSG}") })
         );
         assert_eq!(
             label_err("/a"),
@@ -1676,9 +1500,7 @@ mod tests {
         // Non-ASCII and control characters are quoted like Go's %q.
         assert_eq!(
             label_err("é\u{1}"),
-            format!(
-                "unable to parse requirement: <nil>: Invalid value: \"é\\x01\": name part {NAME_RE_MSG}"
-            )
+            format!("unable to parse requirement: <nil>: Invalid value: \"é\\x01\": name part {NAME_RE_MSG}")
         );
     }
 
@@ -1686,15 +1508,11 @@ mod tests {
     fn invalid_label_values() {
         assert_eq!(
             label_err("x=-a"),
-            format!(
-                "unable to parse requirement: values[0][x]: Invalid value: \"-a\": {VALUE_RE_MSG}"
-            )
+            format!("unable to parse requirement: values[0][x]: Invalid value: \"-a\": {VALUE_RE_MSG}")
         );
         assert_eq!(
             label_err("x in (ok,-b)"),
-            format!(
-                "unable to parse requirement: values[0][x]: Invalid value: \"-b\": {VALUE_RE_MSG}"
-            )
+            format!("unable to parse requirement: values[0][x]: Invalid value: \"-b\": {VALUE_RE_MSG}")
         );
         let long = "v".repeat(64);
         assert_eq!(
@@ -1715,9 +1533,7 @@ mod tests {
         // A negative integer is an integer but not a valid label value.
         assert_eq!(
             label_err("x>-1"),
-            format!(
-                "unable to parse requirement: values[0][x]: Invalid value: \"-1\": {VALUE_RE_MSG}"
-            )
+            format!("unable to parse requirement: values[0][x]: Invalid value: \"-1\": {VALUE_RE_MSG}")
         );
         // Both failures are aggregated.
         assert_eq!(
@@ -1735,11 +1551,7 @@ mod tests {
     // ----- from_parts (metav1.LabelSelector) -----
 
     fn expr(key: &str, op: &str, values: &[&str]) -> (String, String, Vec<String>) {
-        (
-            key.to_string(),
-            op.to_string(),
-            values.iter().map(|v| v.to_string()).collect(),
-        )
+        (key.to_string(), op.to_string(), values.iter().map(|v| v.to_string()).collect())
     }
 
     #[test]
@@ -1755,10 +1567,7 @@ mod tests {
             ],
         )
         .unwrap();
-        assert_eq!(
-            ls.to_string(),
-            "app=x,env notin (prod),gpu,!old,tier in (a,b),z=1"
-        );
+        assert_eq!(ls.to_string(), "app=x,env notin (prod),gpu,!old,tier in (a,b),z=1");
         assert_eq!(sel(&ls.to_string()).to_string(), ls.to_string());
         let good = labels(&[("app", "x"), ("z", "1"), ("tier", "a"), ("gpu", "")]);
         assert!(ls.matches(&good));
@@ -1783,14 +1592,8 @@ mod tests {
         let err = |ml: &BTreeMap<String, String>, ex: &[(String, String, Vec<String>)]| {
             LabelSelector::from_parts(ml, ex).unwrap_err().to_string()
         };
-        assert_eq!(
-            err(&none, &[expr("a", "Foo", &[])]),
-            "\"Foo\" is not a valid label selector operator"
-        );
-        assert_eq!(
-            err(&none, &[expr("a", "in", &["x"])]),
-            "\"in\" is not a valid label selector operator"
-        );
+        assert_eq!(err(&none, &[expr("a", "Foo", &[])]), "\"Foo\" is not a valid label selector operator");
+        assert_eq!(err(&none, &[expr("a", "in", &["x"])]), "\"in\" is not a valid label selector operator");
         assert_eq!(
             err(&none, &[expr("a", "In", &[])]),
             "values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty"
@@ -1825,16 +1628,8 @@ mod tests {
     #[test]
     fn requirement_new_validates() {
         assert!(LabelRequirement::new("a", LabelOperator::Equals, vec![]).is_err());
-        assert!(
-            LabelRequirement::new(
-                "a",
-                LabelOperator::GreaterThan,
-                vec!["1".into(), "2".into()]
-            )
-            .is_err()
-        );
-        let r =
-            LabelRequirement::new("a", LabelOperator::In, vec!["b".into(), "a".into()]).unwrap();
+        assert!(LabelRequirement::new("a", LabelOperator::GreaterThan, vec!["1".into(), "2".into()]).is_err());
+        let r = LabelRequirement::new("a", LabelOperator::In, vec!["b".into(), "a".into()]).unwrap();
         assert_eq!(r.values(), ["b", "a"]);
         assert_eq!(r.to_string(), "a in (a,b)");
         assert!(is_valid_label_key("k8s.io/name"));
@@ -1846,18 +1641,9 @@ mod tests {
     #[test]
     fn go_quoting() {
         assert_eq!(go_quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
-        assert_eq!(
-            go_quote("\u{7}\u{8}\u{c}\n\r\t\u{b}\u{0}\u{7f}"),
-            "\"\\a\\b\\f\\n\\r\\t\\v\\x00\\x7f\""
-        );
-        assert_eq!(
-            go_quote("é\u{a0}\u{200b}\u{1F600}\u{10FFFD}"),
-            "\"é\\u00a0\\u200b\u{1F600}\\U0010fffd\""
-        );
-        assert_eq!(
-            json_quote("<&>\u{1}\u{2028}é\""),
-            "\"\\u003c\\u0026\\u003e\\u0001\\u2028é\\\"\""
-        );
+        assert_eq!(go_quote("\u{7}\u{8}\u{c}\n\r\t\u{b}\u{0}\u{7f}"), "\"\\a\\b\\f\\n\\r\\t\\v\\x00\\x7f\"");
+        assert_eq!(go_quote("é\u{a0}\u{200b}\u{1F600}\u{10FFFD}"), "\"é\\u00a0\\u200b\u{1F600}\\U0010fffd\"");
+        assert_eq!(json_quote("<&>\u{1}\u{2028}é\""), "\"\\u003c\\u0026\\u003e\\u0001\\u2028é\\\"\"");
     }
 
     // ----- field selectors -----
@@ -1867,11 +1653,7 @@ mod tests {
     }
 
     fn freq(field: &str, op: FieldOp, value: &str) -> FieldRequirement {
-        FieldRequirement {
-            field: field.into(),
-            op,
-            value: value.into(),
-        }
+        FieldRequirement { field: field.into(), op, value: value.into() }
     }
 
     #[test]
@@ -1885,27 +1667,12 @@ mod tests {
                 freq("status.phase", FieldOp::NotEquals, "Running"),
             ]
         );
-        assert_eq!(
-            fs.fields().collect::<Vec<_>>(),
-            ["metadata.name", "spec.nodeName", "status.phase"]
-        );
-        assert_eq!(
-            fs.to_string(),
-            "metadata.name=x,spec.nodeName=n1,status.phase!=Running"
-        );
-        assert_eq!(
-            fsel("a=").requirements,
-            vec![freq("a", FieldOp::Equals, "")]
-        );
-        assert_eq!(
-            fsel("a!=").requirements,
-            vec![freq("a", FieldOp::NotEquals, "")]
-        );
+        assert_eq!(fs.fields().collect::<Vec<_>>(), ["metadata.name", "spec.nodeName", "status.phase"]);
+        assert_eq!(fs.to_string(), "metadata.name=x,spec.nodeName=n1,status.phase!=Running");
+        assert_eq!(fsel("a=").requirements, vec![freq("a", FieldOp::Equals, "")]);
+        assert_eq!(fsel("a!=").requirements, vec![freq("a", FieldOp::NotEquals, "")]);
         // The first operator wins; '!' alone belongs to the field name.
-        assert_eq!(
-            fsel("a!b=c").requirements,
-            vec![freq("a!b", FieldOp::Equals, "c")]
-        );
+        assert_eq!(fsel("a!b=c").requirements, vec![freq("a!b", FieldOp::Equals, "c")]);
         assert_eq!("a=b".parse::<FieldSelector>(), Ok(fsel("a=b")));
     }
 
@@ -1917,32 +1684,17 @@ mod tests {
         }
         assert!(fsel("").matches(|_| None));
         // Whitespace is data, as in apimachinery.
-        assert_eq!(
-            fsel(" metadata.name = x ").requirements,
-            vec![freq(" metadata.name ", FieldOp::Equals, " x ")]
-        );
+        assert_eq!(fsel(" metadata.name = x ").requirements, vec![freq(" metadata.name ", FieldOp::Equals, " x ")]);
     }
 
     #[test]
     fn field_selector_escaping() {
-        assert_eq!(
-            fsel("a=x\\,y").requirements,
-            vec![freq("a", FieldOp::Equals, "x,y")]
-        );
-        assert_eq!(
-            fsel("a=x\\=y").requirements,
-            vec![freq("a", FieldOp::Equals, "x=y")]
-        );
-        assert_eq!(
-            fsel("a=x\\\\y").requirements,
-            vec![freq("a", FieldOp::Equals, "x\\y")]
-        );
+        assert_eq!(fsel("a=x\\,y").requirements, vec![freq("a", FieldOp::Equals, "x,y")]);
+        assert_eq!(fsel("a=x\\=y").requirements, vec![freq("a", FieldOp::Equals, "x=y")]);
+        assert_eq!(fsel("a=x\\\\y").requirements, vec![freq("a", FieldOp::Equals, "x\\y")]);
         assert_eq!(
             fsel("a=x\\,y,b=z").requirements,
-            vec![
-                freq("a", FieldOp::Equals, "x,y"),
-                freq("b", FieldOp::Equals, "z")
-            ]
+            vec![freq("a", FieldOp::Equals, "x,y"), freq("b", FieldOp::Equals, "z")]
         );
         let fs = fsel("a=\\\\\\,\\=");
         assert_eq!(fs.requirements[0].value, "\\,=");
@@ -1952,56 +1704,21 @@ mod tests {
 
     #[test]
     fn field_selector_errors() {
-        assert_eq!(
-            field_err("a"),
-            "invalid selector: 'a'; can't understand 'a'"
-        );
-        assert_eq!(
-            field_err("b=c,a"),
-            "invalid selector: 'b=c,a'; can't understand 'a'"
-        );
-        assert_eq!(
-            field_err("a=b=c"),
-            "invalid field selector: unescaped character in value: 61"
-        );
-        assert_eq!(
-            field_err("a==b=c"),
-            "invalid field selector: unescaped character in value: 61"
-        );
-        assert_eq!(
-            field_err("a=b\\"),
-            "invalid field selector: invalid escape sequence: \\"
-        );
-        assert_eq!(
-            field_err("a=b\\x"),
-            "invalid field selector: invalid escape sequence: \\x"
-        );
-        assert_eq!(
-            field_err("a=\\é"),
-            "invalid field selector: invalid escape sequence: \\é"
-        );
+        assert_eq!(field_err("a"), "invalid selector: 'a'; can't understand 'a'");
+        assert_eq!(field_err("b=c,a"), "invalid selector: 'b=c,a'; can't understand 'a'");
+        assert_eq!(field_err("a=b=c"), "invalid field selector: unescaped character in value: 61");
+        assert_eq!(field_err("a==b=c"), "invalid field selector: unescaped character in value: 61");
+        assert_eq!(field_err("a=b\\"), "invalid field selector: invalid escape sequence: \\");
+        assert_eq!(field_err("a=b\\x"), "invalid field selector: invalid escape sequence: \\x");
+        assert_eq!(field_err("a=\\é"), "invalid field selector: invalid escape sequence: \\é");
         assert_eq!(field_err("=x"), "field label not supported: ");
-        assert_eq!(
-            FieldSelector::parse("=x"),
-            Err(SelectorError::EmptyFieldName { term: "=x".into() })
-        );
+        assert_eq!(FieldSelector::parse("=x"), Err(SelectorError::EmptyFieldName { term: "=x".into() }));
         // Syntax errors in other terms are reported before the empty field.
-        assert_eq!(
-            field_err("=x,zz"),
-            "invalid selector: '=x,zz'; can't understand 'zz'"
-        );
-        assert_eq!(
-            FieldSelector::parse("a=,b=c\\"),
-            Err(SelectorError::InvalidFieldEscape {
-                sequence: "\\".into()
-            })
-        );
+        assert_eq!(field_err("=x,zz"), "invalid selector: '=x,zz'; can't understand 'zz'");
+        assert_eq!(FieldSelector::parse("a=,b=c\\"), Err(SelectorError::InvalidFieldEscape { sequence: "\\".into() }));
         assert_eq!(
             FieldSelector::parse("a=b,c"),
-            Err(SelectorError::InvalidFieldTerm {
-                selector: "a=b,c".into(),
-                term: "c".into()
-            })
+            Err(SelectorError::InvalidFieldTerm { selector: "a=b,c".into(), term: "c".into() })
         );
     }
 
@@ -2046,9 +1763,8 @@ mod tests {
     }
 
     const PIECES: &[&str] = &[
-        "a", "b", "x", "k8s.io/", "/", "in", "notin", "(", ")", ",", "=", "==", "!=", "!", ">",
-        "<", " ", "\t", "1", "-1", "+2", "-", "_", ".", "\0", "\\", "\\,", "\\=", "é", "\u{2028}",
-        "Z9",
+        "a", "b", "x", "k8s.io/", "/", "in", "notin", "(", ")", ",", "=", "==", "!=", "!", ">", "<", " ", "\t", "1",
+        "-1", "+2", "-", "_", ".", "\0", "\\", "\\,", "\\=", "é", "\u{2028}", "Z9",
     ];
 
     fn random_input(rng: &mut XorShift) -> String {
@@ -2065,11 +1781,8 @@ mod tests {
     #[test]
     fn fuzz_never_panics_and_round_trips() {
         let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
-        let probes = [
-            labels(&[]),
-            labels(&[("a", "1"), ("b", ""), ("x", "in")]),
-            labels(&[("x", "-1"), ("k8s.io/a", "b")]),
-        ];
+        let probes =
+            [labels(&[]), labels(&[("a", "1"), ("b", ""), ("x", "in")]), labels(&[("x", "-1"), ("k8s.io/a", "b")])];
         let (mut label_ok, mut field_ok) = (0, 0);
         for _ in 0..30_000 {
             let input = random_input(&mut rng);
@@ -2080,8 +1793,8 @@ mod tests {
                         let _ = ls.matches(p);
                     }
                     let text = ls.to_string();
-                    let again = LabelSelector::parse(&text)
-                        .unwrap_or_else(|e| panic!("{input:?} -> {text:?} fails: {e}"));
+                    let again =
+                        LabelSelector::parse(&text).unwrap_or_else(|e| panic!("{input:?} -> {text:?} fails: {e}"));
                     assert_eq!(again, ls, "{input:?} -> {text:?}");
                 }
                 Err(e) => assert!(!e.to_string().is_empty()),
@@ -2091,11 +1804,9 @@ mod tests {
                     field_ok += 1;
                     let _ = fs.matches(|f| (f.len() % 2 == 0).then(|| f.to_string()));
                     let text = fs.to_string();
-                    let again = FieldSelector::parse(&text)
-                        .unwrap_or_else(|e| panic!("{input:?} -> {text:?} fails: {e}"));
-                    let key = |r: &FieldRequirement| {
-                        (r.field.clone(), r.op == FieldOp::Equals, r.value.clone())
-                    };
+                    let again =
+                        FieldSelector::parse(&text).unwrap_or_else(|e| panic!("{input:?} -> {text:?} fails: {e}"));
+                    let key = |r: &FieldRequirement| (r.field.clone(), r.op == FieldOp::Equals, r.value.clone());
                     let mut a: Vec<_> = again.requirements.iter().map(key).collect();
                     let mut b: Vec<_> = fs.requirements.iter().map(key).collect();
                     a.sort();

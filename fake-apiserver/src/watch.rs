@@ -152,12 +152,20 @@ impl Watcher {
 }
 
 /// Starts a watch on the target's collection.
-pub(crate) fn watch(inner: Arc<Inner>, target: Target, query: Query, stop: Option<ListenerStop>) -> ApiResult<Response> {
+pub(crate) fn watch(
+    inner: Arc<Inner>,
+    target: Target,
+    query: Query,
+    stop: Option<ListenerStop>,
+) -> ApiResult<Response> {
     let (labels, fields) = query.selectors(&target.rt)?;
     let send_initial = query.send_initial_events;
     if send_initial.is_some() {
         if !query.allow_watch_bookmarks {
-            return Err(invalid_watch("allowWatchBookmarks", "Forbidden: sendInitialEvents requires setting allowWatchBookmarks=true"));
+            return Err(invalid_watch(
+                "allowWatchBookmarks",
+                "Forbidden: sendInitialEvents requires setting allowWatchBookmarks=true",
+            ));
         }
         if query.resource_version_match.as_deref() != Some("NotOlderThan") {
             return Err(invalid_watch(
@@ -166,7 +174,10 @@ pub(crate) fn watch(inner: Arc<Inner>, target: Target, query: Query, stop: Optio
             ));
         }
     } else if query.resource_version_match.is_some() {
-        return Err(invalid_watch("resourceVersionMatch", "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+        return Err(invalid_watch(
+            "resourceVersionMatch",
+            "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
     }
     let requested = match query.resource_version.as_deref() {
         None => None,
@@ -204,7 +215,10 @@ pub(crate) fn watch(inner: Arc<Inner>, target: Target, query: Query, stop: Optio
             }
             Some(n) if !initial && n != 0 && n < st.compacted => {
                 // Too old: the apiserver answers 200 and a single ERROR event.
-                w.pending.push_back(value_frame("ERROR", &ApiError::too_old_resource_version(n, st.compacted + 1).to_status()));
+                w.pending.push_back(value_frame(
+                    "ERROR",
+                    &ApiError::too_old_resource_version(n, st.compacted + 1).to_status(),
+                ));
                 w.done = true;
             }
             Some(n) if !initial && n != 0 => w.cursor = n,

@@ -65,10 +65,13 @@ async fn install(server: &ApiServer) -> Api<DynamicObject> {
     let crds: Api<CustomResourceDefinition> = Api::all(server.client());
     let crd: CustomResourceDefinition = serde_json::from_value(widget_crd()).unwrap();
     crds.create(&PostParams::default(), &crd).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(5), await_condition(crds, "widgets.example.com", conditions::is_crd_established()))
-        .await
-        .expect("established in time")
-        .unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        await_condition(crds, "widgets.example.com", conditions::is_crd_established()),
+    )
+    .await
+    .expect("established in time")
+    .unwrap();
     widgets(server, "v1")
 }
 
@@ -78,7 +81,10 @@ fn widgets(server: &ApiServer, version: &str) -> Api<DynamicObject> {
 }
 
 fn widget(name: &str, spec: Value) -> DynamicObject {
-    serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec})).unwrap()
+    serde_json::from_value(
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec}),
+    )
+    .unwrap()
 }
 
 #[tokio::test]
@@ -88,7 +94,8 @@ async fn a_crd_is_accepted_established_and_discoverable() {
     let crds: Api<CustomResourceDefinition> = Api::all(server.client());
     let crd = crds.get("widgets.example.com").await.unwrap();
     let status = crd.status.unwrap();
-    let conds: Vec<(String, String)> = status.conditions.unwrap().iter().map(|c| (c.type_.clone(), c.status.clone())).collect();
+    let conds: Vec<(String, String)> =
+        status.conditions.unwrap().iter().map(|c| (c.type_.clone(), c.status.clone())).collect();
     assert!(conds.contains(&("NamesAccepted".into(), "True".into())));
     assert!(conds.contains(&("Established".into(), "True".into())));
     assert_eq!(status.stored_versions, Some(vec!["v1".to_string()]));
@@ -138,13 +145,18 @@ async fn custom_resources_are_validated_with_field_paths() {
     )
     .await;
     assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY);
-    let fields: Vec<&str> = body["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    let fields: Vec<&str> =
+        body["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
     for f in ["spec.color", "spec.replicas", "spec.size", "spec.tags[1]"] {
         assert!(fields.contains(&f), "{f} in {fields:?}");
     }
     assert_eq!(body["details"]["kind"], "Widget");
     assert_eq!(body["details"]["group"], "example.com");
-    assert!(body["message"].as_str().unwrap().starts_with("Widget.example.com \"bad\" is invalid"), "{}", body["message"]);
+    assert!(
+        body["message"].as_str().unwrap().starts_with("Widget.example.com \"bad\" is invalid"),
+        "{}",
+        body["message"]
+    );
     let (code, body) = post(
         &server,
         "/apis/example.com/v1/namespaces/default/widgets",
@@ -165,7 +177,10 @@ async fn unknown_fields_are_pruned_unless_preserved_and_defaults_are_applied() {
     let server = ApiServer::default();
     let w = install(&server).await;
     let created = w
-        .create(&PostParams::default(), &widget("w", json!({"color": "red", "bogus": 1, "opaque": {"anything": {"goes": true}}})))
+        .create(
+            &PostParams::default(),
+            &widget("w", json!({"color": "red", "bogus": 1, "opaque": {"anything": {"goes": true}}})),
+        )
         .await
         .unwrap();
     let spec = &created.data["spec"];
@@ -188,7 +203,13 @@ async fn defaults_added_to_the_schema_later_apply_when_reading() {
     w.create(&PostParams::default(), &widget("old", json!({"color": "red"}))).await.unwrap();
     let crds: Api<CustomResourceDefinition> = Api::all(server.client());
     let patch = json!([{"op": "add", "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/size/default", "value": "1Gi"}]);
-    crds.patch("widgets.example.com", &PatchParams::default(), &Patch::<()>::Json(serde_json::from_value(patch).unwrap())).await.unwrap();
+    crds.patch(
+        "widgets.example.com",
+        &PatchParams::default(),
+        &Patch::<()>::Json(serde_json::from_value(patch).unwrap()),
+    )
+    .await
+    .unwrap();
     let read = w.get("old").await.unwrap();
     assert_eq!(read.data["spec"]["size"], "1Gi", "defaulted on read");
     let listed = w.list(&ListParams::default()).await.unwrap();
@@ -204,11 +225,21 @@ async fn updates_of_custom_resources_need_a_resource_version_and_respect_the_sta
     no_rv.metadata.resource_version = None;
     let err = w.replace("w", &PostParams::default(), &no_rv).await.unwrap_err();
     assert!(matches!(err, kube::Error::Api(ref s) if s.code == 422), "{err:?}");
-    let s = w.patch_status("w", &PatchParams::default(), &Patch::Merge(json!({"status": {"replicas": 3}, "spec": {"color": "blue"}}))).await.unwrap();
+    let s = w
+        .patch_status(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"replicas": 3}, "spec": {"color": "blue"}})),
+        )
+        .await
+        .unwrap();
     assert_eq!(s.data["status"]["replicas"], 3);
     assert_eq!(s.data["spec"]["color"], "red");
     assert_eq!(s.metadata.generation, Some(1), "status writes do not bump generation");
-    let m = w.patch("w", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"annotations": {"a": "b"}}}))).await.unwrap();
+    let m = w
+        .patch("w", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"annotations": {"a": "b"}}})))
+        .await
+        .unwrap();
     assert_eq!(m.metadata.generation, Some(1), "metadata writes do not bump generation");
     let g = w.patch("w", &PatchParams::default(), &Patch::Merge(json!({"spec": {"color": "blue"}}))).await.unwrap();
     assert_eq!(g.metadata.generation, Some(2));
@@ -235,7 +266,10 @@ async fn without_a_status_subresource_status_changes_bump_generation() {
     assert_eq!(c.data["status"]["x"], 1, "no status subresource in v1beta1: status is kept on create");
     let p = w.patch("b", &PatchParams::default(), &Patch::Merge(json!({"status": {"x": 2}}))).await.unwrap();
     assert_eq!(p.metadata.generation, Some(2));
-    assert_eq!(get(&server, "/apis/example.com/v1beta1/namespaces/default/widgets/b/status").await.0, StatusCode::NOT_FOUND);
+    assert_eq!(
+        get(&server, "/apis/example.com/v1beta1/namespaces/default/widgets/b/status").await.0,
+        StatusCode::NOT_FOUND
+    );
 }
 
 #[tokio::test]
@@ -256,7 +290,13 @@ async fn the_scale_subresource_follows_the_crd_paths() {
     let server = ApiServer::default();
     let w = install(&server).await;
     w.create(&PostParams::default(), &widget("w", json!({"color": "red", "replicas": 2}))).await.unwrap();
-    w.patch_status("w", &PatchParams::default(), &Patch::Merge(json!({"status": {"replicas": 2, "selector": "app=w"}}))).await.unwrap();
+    w.patch_status(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"replicas": 2, "selector": "app=w"}})),
+    )
+    .await
+    .unwrap();
     let (code, scale) = get(&server, "/apis/example.com/v1/namespaces/default/widgets/w/scale").await;
     assert_eq!(code, StatusCode::OK);
     assert_eq!(scale["kind"], "Scale");

@@ -72,7 +72,10 @@ async fn namespaced_objects_need_an_existing_namespace_and_standard_namespaces_e
     }
     let cms: Api<ConfigMap> = Api::namespaced(server.client(), "missing");
     let err = cms.create(&PostParams::default(), &cm("a")).await.unwrap_err();
-    assert!(matches!(err, kube::Error::Api(ref s) if s.code == 404 && s.message == "namespaces \"missing\" not found"), "{err:?}");
+    assert!(
+        matches!(err, kube::Error::Api(ref s) if s.code == 404 && s.message == "namespaces \"missing\" not found"),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]
@@ -189,13 +192,19 @@ async fn finalizers_hold_deletion_until_the_last_one_is_removed() {
     assert_eq!(pending.metadata.deletion_grace_period_seconds, Some(0));
     // No new finalizers once deleting.
     let err = cms
-        .patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/a", "example.com/b", "example.com/c"]}})))
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/a", "example.com/b", "example.com/c"]}})),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, kube::Error::Api(ref s) if s.code == 422), "{err:?}");
     // Spec changes are still allowed.
     cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({"data": {"k": "changed"}}))).await.unwrap();
-    cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/b"]}}))).await.unwrap();
+    cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/b"]}})))
+        .await
+        .unwrap();
     assert!(cms.get_opt("held").await.unwrap().is_some());
     cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
     assert!(cms.get_opt("held").await.unwrap().is_none(), "gone when the last finalizer is removed");
@@ -265,7 +274,11 @@ async fn status_subresource_splits_spec_and_status_writes_and_generation_follows
     assert_eq!(p.metadata.resource_version, created.metadata.resource_version, "no-op write");
     // ...and a spec write through /status is ignored, the status kept, generation unchanged.
     let s = d
-        .patch_status("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 7}, "status": {"replicas": 5}})))
+        .patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 7}, "status": {"replicas": 5}})),
+        )
         .await
         .unwrap();
     assert_eq!(s.status.unwrap().replicas, Some(5));
@@ -274,7 +287,10 @@ async fn status_subresource_splits_spec_and_status_writes_and_generation_follows
     // A spec change bumps generation; a metadata-only change does not.
     let g2 = d.patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}}))).await.unwrap();
     assert_eq!(g2.metadata.generation, Some(2));
-    let g2b = d.patch("web", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}}))).await.unwrap();
+    let g2b = d
+        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})))
+        .await
+        .unwrap();
     assert_eq!(g2b.metadata.generation, Some(2));
     assert_eq!(g2b.status.unwrap().replicas, Some(5), "status survives main-resource writes");
 }
@@ -287,7 +303,8 @@ async fn scale_subresource_reads_and_writes_replicas() {
     let scale = d.get_scale("web").await.unwrap();
     assert_eq!(scale.spec.unwrap().replicas, Some(2));
     assert_eq!(scale.status.unwrap().selector.as_deref(), Some("app=web"));
-    let s = d.patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 4}}))).await.unwrap();
+    let s =
+        d.patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 4}}))).await.unwrap();
     assert_eq!(s.spec.unwrap().replicas, Some(4));
     let dep = d.get("web").await.unwrap();
     assert_eq!(dep.spec.replicas, Some(4));
@@ -309,7 +326,8 @@ async fn merge_and_json_patches_work_and_a_failed_test_op_is_422() {
     let server = ApiServer::default();
     let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
     cms.create(&PostParams::default(), &cm("a")).await.unwrap();
-    let m = cms.patch("a", &PatchParams::default(), &Patch::Merge(json!({"data": {"x": "1", "k": null}}))).await.unwrap();
+    let m =
+        cms.patch("a", &PatchParams::default(), &Patch::Merge(json!({"data": {"x": "1", "k": null}}))).await.unwrap();
     assert_eq!(m.data.unwrap(), [("x".to_string(), "1".to_string())].into());
     let ops: json_patch::Patch = serde_json::from_value(json!([
         {"op": "test", "path": "/data/x", "value": "1"},
@@ -344,8 +362,14 @@ async fn patch_with_a_stale_resource_version_conflicts() {
 #[tokio::test]
 async fn post_without_content_type_is_read_as_json() {
     let server = ApiServer::default();
-    let (code, body) =
-        raw(&server, Method::POST, "/api/v1/namespaces/default/configmaps", None, json!({"metadata": {"name": "plain"}}).to_string()).await;
+    let (code, body) = raw(
+        &server,
+        Method::POST,
+        "/api/v1/namespaces/default/configmaps",
+        None,
+        json!({"metadata": {"name": "plain"}}).to_string(),
+    )
+    .await;
     assert_eq!(code, StatusCode::CREATED, "{body}");
     assert_eq!(body["kind"], "ConfigMap");
     assert_eq!(body["apiVersion"], "v1");
@@ -355,7 +379,8 @@ async fn post_without_content_type_is_read_as_json() {
 async fn yaml_bodies_are_accepted() {
     let server = ApiServer::default();
     let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  a: b\n";
-    let (code, body) = raw(&server, Method::POST, "/api/v1/namespaces/default/configmaps", Some("application/yaml"), yaml).await;
+    let (code, body) =
+        raw(&server, Method::POST, "/api/v1/namespaces/default/configmaps", Some("application/yaml"), yaml).await;
     assert_eq!(code, StatusCode::CREATED, "{body}");
     assert_eq!(body["data"]["a"], "b");
 }
@@ -364,7 +389,8 @@ async fn yaml_bodies_are_accepted() {
 async fn dry_run_runs_the_pipeline_and_persists_nothing() {
     let server = ApiServer::default();
     let before = (server.resource_version(), server.timeline().len());
-    let (code, body) = post(&server, "/api/v1/namespaces/default/configmaps?dryRun=All", &json!({"metadata": {"name": "dry"}})).await;
+    let (code, body) =
+        post(&server, "/api/v1/namespaces/default/configmaps?dryRun=All", &json!({"metadata": {"name": "dry"}})).await;
     assert_eq!(code, StatusCode::CREATED);
     assert!(body["metadata"]["uid"].is_string());
     assert_eq!((server.resource_version(), server.timeline().len()), before);
@@ -383,7 +409,9 @@ async fn timeline_records_every_write_with_its_actor() {
     let verbs: Vec<&str> = t.iter().map(|e| e.verb.as_str()).collect();
     assert_eq!(verbs, vec!["create", "patch", "delete"]);
     assert!(t.windows(2).all(|w| w[0].resource_version < w[1].resource_version));
-    assert!(t.iter().all(|e| e.user_agent == "my-controller/v1.2" && e.kind == "ConfigMap" && e.namespace == "default"));
+    assert!(
+        t.iter().all(|e| e.user_agent == "my-controller/v1.2" && e.kind == "ConfigMap" && e.namespace == "default")
+    );
     assert_eq!(t[0].field_manager.as_deref(), Some("mgr"));
     assert_eq!(t[1].field_manager.as_deref(), Some("my-controller"), "derived from the user agent");
     assert_eq!(t[1].object()["data"]["k"], "2");
@@ -406,7 +434,8 @@ async fn deleting_a_namespace_removes_its_content_and_then_the_namespace() {
     assert!(cms.get_opt("a").await.unwrap().is_none());
     let h = cms.get("held").await.unwrap();
     assert!(h.metadata.deletion_timestamp.is_some(), "finalizers are respected");
-    let (code, body) = post(&server, "/api/v1/namespaces/team/configmaps", &json!({"metadata": {"name": "late"}})).await;
+    let (code, body) =
+        post(&server, "/api/v1/namespaces/team/configmaps", &json!({"metadata": {"name": "late"}})).await;
     assert_eq!(code, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(get(&server, "/api/v1/namespaces/team").await.0, StatusCode::OK);
     cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();

@@ -34,7 +34,16 @@ async fn legacy_discovery_lists_groups_resources_and_subresources() {
     assert_eq!(api["versions"][0], "v1");
     let (_, apis) = get(&server, "/apis").await;
     let groups: Vec<&str> = apis["groups"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
-    for g in ["apps", "batch", "discovery.k8s.io", "events.k8s.io", "coordination.k8s.io", "apiextensions.k8s.io", "resource.k8s.io", "scheduling.k8s.io"] {
+    for g in [
+        "apps",
+        "batch",
+        "discovery.k8s.io",
+        "events.k8s.io",
+        "coordination.k8s.io",
+        "apiextensions.k8s.io",
+        "resource.k8s.io",
+        "scheduling.k8s.io",
+    ] {
         assert!(groups.contains(&g), "{g} in {groups:?}");
     }
     let (_, sched) = get(&server, "/apis/scheduling.k8s.io").await;
@@ -78,17 +87,25 @@ async fn aggregated_discovery_is_chosen_by_accept_and_echoes_the_media_type() {
     let (_, _, body) = raw_full(&server, Method::GET, "/apis", &[("accept", Some(V2))], "").await;
     let v: Value = serde_json::from_slice(&body).unwrap();
     let apps = v["items"].as_array().unwrap().iter().find(|g| g["metadata"]["name"] == "apps").unwrap().clone();
-    let deploy = apps["versions"][0]["resources"].as_array().unwrap().iter().find(|r| r["resource"] == "deployments").unwrap().clone();
+    let deploy = apps["versions"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "deployments")
+        .unwrap()
+        .clone();
     assert_eq!(deploy["scope"], "Namespaced");
     assert_eq!(deploy["singularResource"], "deployment");
     assert_eq!(deploy["responseKind"]["kind"], "Deployment");
-    let subs: Vec<&str> = deploy["subresources"].as_array().unwrap().iter().map(|s| s["subresource"].as_str().unwrap()).collect();
+    let subs: Vec<&str> =
+        deploy["subresources"].as_array().unwrap().iter().map(|s| s["subresource"].as_str().unwrap()).collect();
     assert_eq!(subs, vec!["scale", "status"]);
     assert_eq!(deploy["subresources"][0]["responseKind"]["group"], "autoscaling");
     // Plain JSON falls back to the legacy shape; protobuf alone is 406.
     let (_, legacy) = raw_with(&server, Method::GET, "/apis", &[("accept", Some("application/json, */*"))], "").await;
     assert_eq!(legacy["kind"], "APIGroupList");
-    let (code, status) = raw_with(&server, Method::GET, "/apis", &[("accept", Some("application/vnd.kubernetes.protobuf"))], "").await;
+    let (code, status) =
+        raw_with(&server, Method::GET, "/apis", &[("accept", Some("application/vnd.kubernetes.protobuf"))], "").await;
     assert_eq!(code, StatusCode::NOT_ACCEPTABLE);
     assert_eq!(status["reason"], "NotAcceptable");
 }

@@ -54,13 +54,18 @@ async fn field_selectors_cover_metadata_and_per_kind_fields() {
     assert_eq!(names(&cms, &ListParams::default().fields("metadata.name=c")).await, vec!["c"]);
     assert_eq!(names(&cms, &ListParams::default().fields("metadata.name!=c")).await, vec!["a", "b", "d"]);
     let all: Api<ConfigMap> = Api::all(server.client());
-    assert_eq!(names(&all, &ListParams::default().fields("metadata.namespace=default,metadata.name=a")).await, vec!["a"]);
+    assert_eq!(
+        names(&all, &ListParams::default().fields("metadata.namespace=default,metadata.name=a")).await,
+        vec!["a"]
+    );
     let pods: Api<Pod> = Api::default_namespaced(server.client());
     for (name, node) in [("p1", Some("n1")), ("p2", Some("n2")), ("p3", None)] {
         let p: Pod = serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}})).unwrap();
         pods.create(&PostParams::default(), &p).await.unwrap();
     }
-    pods.patch_status("p2", &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": "Running"}}))).await.unwrap();
+    pods.patch_status("p2", &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": "Running"}})))
+        .await
+        .unwrap();
     let pod_names = |lp: ListParams| {
         let pods = pods.clone();
         async move { pods.list(&lp).await.unwrap().items.into_iter().map(|p| p.metadata.name.unwrap()).collect::<Vec<_>>() }
@@ -78,7 +83,9 @@ async fn lists_across_all_namespaces_and_of_cluster_scoped_kinds() {
     let server = ApiServer::default();
     seed(&server).await;
     let sys: Api<ConfigMap> = Api::namespaced(server.client(), "kube-system");
-    sys.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "s"}})).unwrap()).await.unwrap();
+    sys.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "s"}})).unwrap())
+        .await
+        .unwrap();
     let all: Api<ConfigMap> = Api::all(server.client());
     let items = all.list(&ListParams::default()).await.unwrap().items;
     let ids: Vec<(String, String)> =
@@ -93,14 +100,21 @@ async fn pages_share_one_consistent_snapshot() {
     let server = ApiServer::default();
     let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
     for i in 0..25 {
-        cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": format!("c{i:02}")}})).unwrap()).await.unwrap();
+        cms.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": format!("c{i:02}")}})).unwrap(),
+        )
+        .await
+        .unwrap();
     }
     let first = cms.list(&ListParams::default().limit(10)).await.unwrap();
     assert_eq!(first.items.len(), 10);
     assert_eq!(first.metadata.remaining_item_count, Some(15));
     let snapshot_rv = first.metadata.resource_version.clone().unwrap();
     // Changes after the first page must not show in later pages.
-    cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "c99"}})).unwrap()).await.unwrap();
+    cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "c99"}})).unwrap())
+        .await
+        .unwrap();
     cms.delete("c20", &Default::default()).await.unwrap();
     cms.patch("c15", &PatchParams::default(), &Patch::Merge(json!({"data": {"x": "y"}}))).await.unwrap();
     let mut all: Vec<ConfigMap> = first.items;
@@ -121,7 +135,12 @@ async fn a_continue_token_outside_the_history_window_is_410_expired() {
     let server = ApiServer::new(Config { history: 3, ..Default::default() });
     let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
     for i in 0..5 {
-        cms.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": format!("c{i}")}})).unwrap()).await.unwrap();
+        cms.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": format!("c{i}")}})).unwrap(),
+        )
+        .await
+        .unwrap();
     }
     let first = cms.list(&ListParams::default().limit(2)).await.unwrap();
     let token = first.metadata.continue_.unwrap();
@@ -162,7 +181,10 @@ async fn list_metadata_carries_the_global_resource_version() {
     let server = ApiServer::default();
     let cms = seed(&server).await;
     let other: Api<ConfigMap> = Api::namespaced(server.client(), "kube-public");
-    other.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "z"}})).unwrap()).await.unwrap();
+    other
+        .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "z"}})).unwrap())
+        .await
+        .unwrap();
     let l = cms.list(&ListParams::default()).await.unwrap();
     assert_eq!(l.metadata.resource_version, Some(server.resource_version().to_string()));
     let (_, raw) = get(&server, "/api/v1/namespaces/default/configmaps").await;

@@ -1,7 +1,7 @@
 mod common;
 use fake_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, PostParams, ListParams};
+use kube::api::{Api, ListParams, PostParams};
 
 #[tokio::test]
 async fn smoke() {

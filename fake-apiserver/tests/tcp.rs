@@ -28,7 +28,11 @@ async fn kube_rs_over_tcp_with_the_generated_kubeconfig() {
     tcp.write_kubeconfig(&path).unwrap();
     let client = client_from(&path).await;
     let cms: Api<ConfigMap> = Api::default_namespaced(client);
-    let mut w = cms.watch(&WatchParams::default().disable_bookmarks(), &server.resource_version().to_string()).await.unwrap().boxed();
+    let mut w = cms
+        .watch(&WatchParams::default().disable_bookmarks(), &server.resource_version().to_string())
+        .await
+        .unwrap()
+        .boxed();
     cms.create(&PostParams::default(), &cm("over-tcp")).await.unwrap();
     match tokio::time::timeout(Duration::from_secs(10), w.next()).await.unwrap().unwrap().unwrap() {
         WatchEvent::Added(o) => assert_eq!(o.metadata.name.as_deref(), Some("over-tcp")),
@@ -58,7 +62,9 @@ async fn a_wrong_token_is_401_and_no_credentials_is_anonymous() {
             let path = format!("/{}", url.trim_start_matches("http://").splitn(2, '/').nth(1).unwrap_or(""));
             let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
             let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-            s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n").as_bytes()).await.unwrap();
+            s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n").as_bytes())
+                .await
+                .unwrap();
             let mut out = String::new();
             s.read_to_string(&mut out).await.unwrap();
             out
@@ -100,7 +106,8 @@ async fn the_binary_serves_writes_a_kubeconfig_and_stops_on_sigterm() {
     let pid = child.id().unwrap() as i32;
     // SAFETY: sending a signal to our own child process.
     assert_eq!(unsafe { libc_kill(pid, 15) }, 0);
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.expect("exits after SIGTERM").unwrap();
+    let status =
+        tokio::time::timeout(Duration::from_secs(10), child.wait()).await.expect("exits after SIGTERM").unwrap();
     assert!(status.success(), "{status:?}");
 }
 

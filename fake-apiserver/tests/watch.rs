@@ -35,7 +35,11 @@ async fn next_events(
 ) -> Vec<String> {
     let mut out = Vec::new();
     while out.len() < n {
-        let e = tokio::time::timeout(Duration::from_secs(10), stream.next()).await.expect("event in time").expect("stream open").unwrap();
+        let e = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .expect("event in time")
+            .expect("stream open")
+            .unwrap();
         out.push(describe(&e));
     }
     out
@@ -71,7 +75,8 @@ async fn watch_without_version_starts_with_the_current_state() {
         )
         .await;
         assert_eq!(code, StatusCode::OK);
-        let lines: Vec<Value> = body.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
+        let lines: Vec<Value> =
+            body.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
         let names: Vec<&str> = lines.iter().map(|e| e["object"]["metadata"]["name"].as_str().unwrap()).collect();
         assert_eq!(names, vec!["x", "y"], "resourceVersion={rv:?}");
         assert!(lines.iter().all(|e| e["type"] == "ADDED"));
@@ -112,7 +117,11 @@ async fn bookmarks_arrive_periodically_when_asked_for_and_carry_the_current_vers
     // A write to another namespace moves the global version without an event for this watch.
     let other: Api<ConfigMap> = Api::namespaced(server.client(), "kube-system");
     other.create(&PostParams::default(), &cm("elsewhere", &[])).await.unwrap();
-    let e = tokio::time::timeout(Duration::from_secs(61), w.next()).await.expect("a bookmark within the interval").unwrap().unwrap();
+    let e = tokio::time::timeout(Duration::from_secs(61), w.next())
+        .await
+        .expect("a bookmark within the interval")
+        .unwrap()
+        .unwrap();
     match e {
         WatchEvent::Bookmark(b) => assert_eq!(b.metadata.resource_version, server.resource_version().to_string()),
         other => panic!("expected a bookmark, got {}", describe(&other)),
@@ -139,9 +148,13 @@ async fn label_selected_watch_sees_objects_enter_and_leave_the_selection() {
     let wp = WatchParams::default().disable_bookmarks().labels("app=web");
     let mut w = cms.watch(&wp, &rv).await.unwrap().boxed();
     cms.create(&PostParams::default(), &cm("x", &[("app", "db")])).await.unwrap();
-    cms.patch("x", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "web"}}}))).await.unwrap();
+    cms.patch("x", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "web"}}})))
+        .await
+        .unwrap();
     cms.patch("x", &PatchParams::default(), &Patch::Merge(json!({"data": {"k": "v"}}))).await.unwrap();
-    cms.patch("x", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "db"}}}))).await.unwrap();
+    cms.patch("x", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "db"}}})))
+        .await
+        .unwrap();
     cms.delete("x", &Default::default()).await.unwrap();
     cms.create(&PostParams::default(), &cm("y", &[("app", "web")])).await.unwrap();
     assert_eq!(next_events(&mut w, 4).await, vec!["ADDED x", "MODIFIED x", "DELETED x", "ADDED y"]);
@@ -152,7 +165,8 @@ async fn field_selected_watch_follows_one_object_like_kubectl_wait() {
     let server = ApiServer::default();
     let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
     let rv = server.resource_version().to_string();
-    let mut w = cms.watch(&WatchParams::default().disable_bookmarks().fields("metadata.name=b"), &rv).await.unwrap().boxed();
+    let mut w =
+        cms.watch(&WatchParams::default().disable_bookmarks().fields("metadata.name=b"), &rv).await.unwrap().boxed();
     for n in ["a", "b", "c"] {
         cms.create(&PostParams::default(), &cm(n, &[])).await.unwrap();
     }
@@ -169,15 +183,21 @@ async fn send_initial_events_streams_the_state_then_an_initial_events_end_bookma
     let uri = "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1";
     let (code, _, body) = raw_full(&server, Method::GET, uri, &[], "").await;
     assert_eq!(code, StatusCode::OK);
-    let events: Vec<Value> = body.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
+    let events: Vec<Value> =
+        body.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
     assert_eq!(events[0]["type"], "ADDED");
     assert_eq!(events[1]["type"], "BOOKMARK");
     assert_eq!(events[1]["object"]["metadata"]["annotations"][INITIAL_EVENTS_END], "true");
     assert_eq!(events[1]["object"]["metadata"]["resourceVersion"], list_rv.to_string());
     // sendInitialEvents needs bookmarks and NotOlderThan.
-    let (code, status) =
-        raw_with(&server, Method::GET, "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", &[], "")
-            .await;
+    let (code, status) = raw_with(
+        &server,
+        Method::GET,
+        "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+        &[],
+        "",
+    )
+    .await;
     assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{status}");
 }
 
@@ -246,10 +266,16 @@ async fn reflector_survives_a_forced_410_and_ends_equal_to_a_fresh_list() {
     tokio::time::timeout(Duration::from_secs(20), async {
         loop {
             let fresh = cms.list(&ListParams::default()).await.unwrap();
-            let mut want: Vec<(String, String)> =
-                fresh.items.iter().map(|o| (o.metadata.name.clone().unwrap(), o.metadata.resource_version.clone().unwrap())).collect();
-            let mut got: Vec<(String, String)> =
-                reader.state().iter().map(|o| (o.metadata.name.clone().unwrap(), o.metadata.resource_version.clone().unwrap())).collect();
+            let mut want: Vec<(String, String)> = fresh
+                .items
+                .iter()
+                .map(|o| (o.metadata.name.clone().unwrap(), o.metadata.resource_version.clone().unwrap()))
+                .collect();
+            let mut got: Vec<(String, String)> = reader
+                .state()
+                .iter()
+                .map(|o| (o.metadata.name.clone().unwrap(), o.metadata.resource_version.clone().unwrap()))
+                .collect();
             want.sort();
             got.sort();
             if want == got {
@@ -278,7 +304,13 @@ async fn no_event_is_lost_between_list_and_watch_with_many_concurrent_watchers()
             for i in 0..OBJECTS {
                 cms.create(&PostParams::default(), &cm(&format!("o{i}"), &[])).await.unwrap();
                 if i % 3 == 0 {
-                    cms.patch(&format!("o{i}"), &PatchParams::default(), &Patch::Merge(json!({"data": {"i": i.to_string()}}))).await.unwrap();
+                    cms.patch(
+                        &format!("o{i}"),
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"data": {"i": i.to_string()}})),
+                    )
+                    .await
+                    .unwrap();
                 }
                 if i % 5 == 0 {
                     cms.delete(&format!("o{i}"), &Default::default()).await.unwrap();
@@ -329,8 +361,11 @@ async fn no_event_is_lost_between_list_and_watch_with_many_concurrent_watchers()
     }
     writer.await.unwrap();
     let fresh = cms.list(&ListParams::default()).await.unwrap();
-    let want: BTreeMap<String, String> =
-        fresh.items.iter().map(|o| (o.metadata.name.clone().unwrap(), o.metadata.resource_version.clone().unwrap())).collect();
+    let want: BTreeMap<String, String> = fresh
+        .items
+        .iter()
+        .map(|o| (o.metadata.name.clone().unwrap(), o.metadata.resource_version.clone().unwrap()))
+        .collect();
     assert_eq!(want.len(), OBJECTS - OBJECTS.div_ceil(5));
     for t in tasks {
         assert_eq!(t.await.unwrap(), want);

@@ -8,7 +8,13 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 /// Sends one raw request through the router and returns the status and the JSON body.
-pub async fn raw(server: &ApiServer, method: Method, uri: &str, content_type: Option<&str>, body: impl Into<Body>) -> (StatusCode, Value) {
+pub async fn raw(
+    server: &ApiServer,
+    method: Method,
+    uri: &str,
+    content_type: Option<&str>,
+    body: impl Into<Body>,
+) -> (StatusCode, Value) {
     raw_with(server, method, uri, &[("content-type", content_type)], body).await
 }
 
@@ -21,7 +27,8 @@ pub async fn raw_with(
     body: impl Into<Body>,
 ) -> (StatusCode, Value) {
     let (status, _, bytes) = raw_full(server, method, uri, headers, body).await;
-    let v = serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    let v =
+        serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
     (status, v)
 }
 
