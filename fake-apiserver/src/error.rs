@@ -42,7 +42,7 @@ pub struct ApiError {
     pub code: u16,
     pub reason: &'static str,
     pub message: String,
-    pub details: Option<StatusDetails>,
+    pub details: Option<Box<StatusDetails>>,
 }
 
 /// How a resource is named in error messages: `pods` or `rayclusters.ray.io`.
@@ -50,8 +50,8 @@ pub(crate) fn qualified(group: &str, resource: &str) -> String {
     if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
 }
 
-fn details(group: &str, kind: &str, name: &str) -> Option<StatusDetails> {
-    Some(StatusDetails { name: name.into(), group: group.into(), kind: kind.into(), ..Default::default() })
+fn details(group: &str, kind: &str, name: &str) -> Option<Box<StatusDetails>> {
+    Some(Box::new(StatusDetails { name: name.into(), group: group.into(), kind: kind.into(), ..Default::default() }))
 }
 
 impl ApiError {
@@ -89,7 +89,7 @@ impl ApiError {
     /// 404 NotFound for a URL that names no resource.
     pub fn path_not_found() -> Self {
         Self {
-            details: Some(StatusDetails::default()),
+            details: Some(Box::default()),
             ..Self::new(404, "NotFound", "the server could not find the requested resource")
         }
     }
@@ -171,13 +171,13 @@ impl ApiError {
         };
         let message = format!("{} \"{name}\" is invalid: {listed}", qualified(group, kind));
         Self {
-            details: Some(StatusDetails {
+            details: Some(Box::new(StatusDetails {
                 name: name.into(),
                 group: group.into(),
                 kind: kind.into(),
                 causes,
                 ..Default::default()
-            }),
+            })),
             ..Self::new(422, "Invalid", message)
         }
     }
@@ -190,7 +190,10 @@ impl ApiError {
     /// 429 TooManyRequests.
     pub fn too_many_requests(retry_after_seconds: u32) -> Self {
         Self {
-            details: Some(StatusDetails { retry_after_seconds: Some(retry_after_seconds), ..Default::default() }),
+            details: Some(Box::new(StatusDetails {
+                retry_after_seconds: Some(retry_after_seconds),
+                ..Default::default()
+            })),
             ..Self::new(429, "TooManyRequests", "Too many requests, please try again later.")
         }
     }
@@ -198,10 +201,10 @@ impl ApiError {
     /// 500 InternalError.
     pub fn internal(message: impl std::fmt::Display) -> Self {
         Self {
-            details: Some(StatusDetails {
+            details: Some(Box::new(StatusDetails {
                 causes: vec![StatusCause::field("UnexpectedServerResponse", "", message.to_string())],
                 ..Default::default()
-            }),
+            })),
             ..Self::new(500, "InternalError", format!("Internal error occurred: {message}"))
         }
     }
@@ -209,11 +212,11 @@ impl ApiError {
     /// 504 Timeout: a resourceVersion from the future was requested.
     pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
         Self {
-            details: Some(StatusDetails {
+            details: Some(Box::new(StatusDetails {
                 causes: vec![StatusCause::field("ResourceVersionTooLarge", "", "Too large resource version")],
                 retry_after_seconds: Some(1),
                 ..Default::default()
-            }),
+            })),
             ..Self::new(504, "Timeout", format!("Too large resource version: {requested}, current: {current}"))
         }
     }
@@ -275,10 +278,13 @@ impl IntoResponse for ApiError {
         let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
         let mut resp = (self.status_code(), body).into_response();
         resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some(secs) = self.details.as_ref().and_then(|d| d.retry_after_seconds) {
-            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
-                resp.headers_mut().insert(header::RETRY_AFTER, v);
-            }
+        if let Some(v) = self
+            .details
+            .as_ref()
+            .and_then(|d| d.retry_after_seconds)
+            .and_then(|secs| HeaderValue::from_str(&secs.to_string()).ok())
+        {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
         }
         resp
     }

@@ -222,10 +222,12 @@ fn pod_qos(pod: &Value) -> &'static str {
 
 /// What the apiserver's per-kind strategies do on create.
 fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
-    if rt.status && rt.plural != "nodes" {
-        if let Some(o) = obj.as_object_mut() {
-            o.remove("status");
-        }
+    // Nodes keep the status the kubelet registers them with; other kinds start with none.
+    if rt.status
+        && rt.plural != "nodes"
+        && let Some(o) = obj.as_object_mut()
+    {
+        o.remove("status");
     }
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "pods") => {
@@ -253,10 +255,10 @@ fn add_finalizer(obj: &mut Value, f: &str) {
     if !list.is_array() {
         *list = json!([]);
     }
-    if let Some(a) = list.as_array_mut() {
-        if !a.iter().any(|x| x == f) {
-            a.push(Value::String(f.into()));
-        }
+    if let Some(a) = list.as_array_mut()
+        && !a.iter().any(|x| x == f)
+    {
+        a.push(Value::String(f.into()));
     }
 }
 
@@ -389,20 +391,16 @@ pub fn update(
         }
         _ => {}
     }
-    if rt.namespaced {
-        if let Some(n) = meta.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty() && *n != ns) {
-            let _ = n;
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
+    if rt.namespaced && meta.get("namespace").and_then(Value::as_str).is_some_and(|n| !n.is_empty() && n != ns) {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
     }
     match meta.get("resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty()) {
-        Some(rv) => {
-            if crate::store::parse_rv(rv) != Some(old.resource_version) {
-                return Err(ApiError::conflict(&rt.group, &rt.plural, name));
-            }
+        Some(rv) if crate::store::parse_rv(rv) != Some(old.resource_version) => {
+            return Err(ApiError::conflict(&rt.group, &rt.plural, name));
         }
+        Some(_) => {}
         None if rt.custom => {
             return Err(ApiError::invalid(
                 &rt.group,

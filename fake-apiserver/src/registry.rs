@@ -28,6 +28,9 @@ pub struct ScaleSpec {
     pub selector_is_object: bool,
 }
 
+/// Decodes a built-in body into its k8s-openapi type; `Err` carries the decoder's message.
+pub type DecodeCheck = fn(&Value) -> Result<(), String>;
+
 /// One served group/version/resource and how the server treats it.
 #[derive(Debug, Clone)]
 pub struct ResourceType {
@@ -57,7 +60,7 @@ pub struct ResourceType {
     pub printer_columns: Vec<Value>,
     /// For built-ins: decodes a body into the k8s-openapi type, as the apiserver's decoder
     /// would, so type errors (`replicas: "three"`) are rejected with 400.
-    pub decode_check: Option<fn(&Value) -> Result<(), String>>,
+    pub decode_check: Option<DecodeCheck>,
 }
 
 impl ResourceType {

@@ -59,7 +59,7 @@ async fn a_wrong_token_is_401_and_no_credentials_is_anonymous() {
         async move {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};
             let addr = url.trim_start_matches("http://").split('/').next().unwrap().to_string();
-            let path = format!("/{}", url.trim_start_matches("http://").splitn(2, '/').nth(1).unwrap_or(""));
+            let path = format!("/{}", url.trim_start_matches("http://").split_once('/').map(|x| x.1).unwrap_or(""));
             let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
             let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
             s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n").as_bytes())
