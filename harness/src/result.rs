@@ -1,0 +1,113 @@
+//! What a run produces: one result per row, and the material the flight recorder keeps for
+//! a failing row.
+
+use crate::suite::RowKind;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// How a row ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Passed,
+    Failed,
+    /// Not run: the backend lacks something the row needs. Never counted as passed.
+    Skipped,
+}
+
+/// The result of one row on one backend.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RowResult {
+    pub suite: String,
+    pub id: String,
+    pub title: String,
+    pub kind: RowKind,
+    pub source: String,
+    pub backend: String,
+    pub outcome: Outcome,
+    /// Why it was skipped, or what failed (one line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The full failure message: which expectation, expected against observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Wall-clock time the row took.
+    pub wall_ms: u64,
+    /// Time that passed on the backend's clock (virtual time in-process).
+    pub backend_ms: u64,
+    /// The flight-recorder directory of a failing row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flight_record: Option<PathBuf>,
+}
+
+impl RowResult {
+    /// `suite::id`, the row's test name.
+    pub fn name(&self) -> String {
+        format!("{}::{}", self.suite, self.id)
+    }
+}
+
+/// The last mismatch of a wait or expectation: what was expected, what was seen.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Mismatch {
+    /// The expectation, as written in the suite (YAML).
+    pub expectation: String,
+    /// Expected against observed, one line per failing condition.
+    pub diff: String,
+    /// The objects observed at the last check.
+    pub observed: Vec<Value>,
+    /// When (backend clock, ms since the row started) the last check ran.
+    pub at_ms: u64,
+}
+
+/// Everything kept about a failing row.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlightRecord {
+    /// Every write the backend saw during the row, oldest first (timeline entries as JSON).
+    pub timeline: Vec<Value>,
+    /// The last mismatch of every wait and expectation that failed.
+    pub mismatches: Vec<Mismatch>,
+    /// The objects in the row's namespace (and cluster-scoped ones it touched) at the end.
+    pub objects: Vec<Value>,
+    /// Kubernetes Events in the row's namespace.
+    pub events: Vec<Value>,
+    /// Log lines of the controllers and the harness during the row.
+    pub logs: Vec<String>,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunReport {
+    /// The report format's version: `kproof.dev/report/v1`.
+    pub schema: String,
+    pub backend: String,
+    pub started_at: String,
+    pub wall_ms: u64,
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub rows: Vec<RowResult>,
+}
+
+/// The report format's version string.
+pub const REPORT_SCHEMA: &str = "kproof.dev/report/v1";
+
+impl RunReport {
+    /// Builds a report from row results, counting outcomes.
+    pub fn new(backend: &str, started_at: String, wall_ms: u64, rows: Vec<RowResult>) -> Self {
+        let count = |o: Outcome| rows.iter().filter(|r| r.outcome == o).count();
+        Self {
+            schema: REPORT_SCHEMA.to_string(),
+            backend: backend.to_string(),
+            started_at,
+            wall_ms,
+            passed: count(Outcome::Passed),
+            failed: count(Outcome::Failed),
+            skipped: count(Outcome::Skipped),
+            rows,
+        }
+    }
+}

@@ -1,0 +1,454 @@
+//! Runs one row: fixtures, steps, expectations, with bindings, against any backend's client.
+
+use crate::load::load_manifests;
+use crate::matching::{check_fields, event_matches};
+use crate::result::Mismatch;
+use crate::suite::{Expectation, Manifest, ObjectMatch, ObjectRef, PatchType, Row, Step, Suite, format_duration};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiCapabilities, Discovery, Scope};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The writes a backend observed during a row, oldest first.
+pub trait Timeline: Send + Sync {
+    /// Each entry as JSON (camelCase: resourceVersion, verb, change, kind, namespace, name,
+    /// userAgent, fieldManager...) paired with the object as written.
+    fn entries(&self) -> Vec<(Value, Value)>;
+
+    /// How long the timeline may trail the writes (a watch recorder does; the server's own log
+    /// does not). Timeline expectations wait this long before they look.
+    fn lag(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+/// Turns knobs of simulated actors and controllers.
+pub trait Knobs: Send + Sync {
+    /// Sets `knob` of `actor` to `value`; `Err` names what is wrong (unknown actor or knob, bad value).
+    fn turn(&self, actor: &str, knob: &str, value: &Value) -> Result<(), String>;
+}
+
+/// Everything a row runs against.
+pub struct RowContext {
+    pub client: kube::Client,
+    /// Namespace for namespaced objects that do not name one.
+    pub namespace: String,
+    pub timeline: Arc<dyn Timeline>,
+    pub knobs: Arc<dyn Knobs>,
+    pub fixtures_dir: PathBuf,
+    /// Default for `eventually` without `within`.
+    pub default_timeout: Duration,
+    /// How often waits re-check.
+    pub poll: Duration,
+    /// When the row started, on the backend's clock.
+    pub started: Instant,
+}
+
+/// Why a row failed.
+#[derive(Debug, Clone)]
+pub struct RowFailure {
+    /// One line: which step or expectation.
+    pub summary: String,
+    /// The full message: expected against observed.
+    pub message: String,
+    pub mismatches: Vec<Mismatch>,
+}
+
+impl RowFailure {
+    fn plain(summary: impl Into<String>) -> Self {
+        let summary = summary.into();
+        Self { message: summary.clone(), summary, mismatches: Vec::new() }
+    }
+}
+
+/// Resolves kinds to API resources through discovery, re-running it when a kind is unknown
+/// (a CRD applied by the row makes new kinds appear).
+struct Resolver {
+    client: kube::Client,
+    discovery: Option<Discovery>,
+}
+
+impl Resolver {
+    async fn resolve(&mut self, api_version: &str, kind: &str) -> Result<(ApiResource, ApiCapabilities), RowFailure> {
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", api_version),
+        };
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        for attempt in 0..2 {
+            if attempt == 1 || self.discovery.is_none() {
+                let d = Discovery::new(self.client.clone())
+                    .run_aggregated()
+                    .await
+                    .map_err(|e| RowFailure::plain(format!("discovery failed: {e}")))?;
+                self.discovery = Some(d);
+            }
+            if let Some(found) = self.discovery.as_ref().and_then(|d| d.resolve_gvk(&gvk)) {
+                return Ok(found);
+            }
+        }
+        Err(RowFailure::plain(format!("the server does not serve {api_version} {kind}")))
+    }
+}
+
+/// Replaces `${name}` with bound values in every string of a value.
+fn substitute(v: &Value, bindings: &BTreeMap<String, String>) -> Value {
+    match v {
+        Value::String(s) => Value::String(substitute_str(s, bindings)),
+        Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, bindings)).collect()),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (substitute_str(k, bindings), substitute(x, bindings))).collect()),
+        other => other.clone(),
+    }
+}
+
+fn substitute_str(s: &str, bindings: &BTreeMap<String, String>) -> String {
+    let mut out = s.to_string();
+    for (k, v) in bindings {
+        out = out.replace(&format!("${{{k}}}"), v);
+    }
+    out
+}
+
+fn substitute_ref(r: &ObjectRef, bindings: &BTreeMap<String, String>) -> ObjectRef {
+    let s = |o: &Option<String>| o.as_ref().map(|x| substitute_str(x, bindings));
+    ObjectRef {
+        api_version: substitute_str(&r.api_version, bindings),
+        kind: substitute_str(&r.kind, bindings),
+        name: s(&r.name),
+        namespace: s(&r.namespace),
+        selector: s(&r.selector),
+    }
+}
+
+fn yaml(v: &impl serde::Serialize) -> String {
+    serde_saphyr::to_string(v).unwrap_or_else(|e| format!("<cannot render: {e}>"))
+}
+
+/// Executes a row. Returns the first failure.
+pub async fn execute(ctx: &RowContext, suite: &Suite, row: &Row) -> Result<(), RowFailure> {
+    let mut run = RowRun { ctx, resolver: Resolver { client: ctx.client.clone(), discovery: None }, bindings: BTreeMap::new() };
+    for m in suite.fixtures.iter().chain(&row.fixtures) {
+        run.apply(m).await.map_err(|f| RowFailure { summary: format!("fixture: {}", f.summary), ..f })?;
+    }
+    for (i, step) in row.steps.iter().enumerate() {
+        run.step(step).await.map_err(|f| RowFailure { summary: format!("step {} ({}): {}", i + 1, step_name(step), f.summary), ..f })?;
+    }
+    for (i, e) in row.expect.iter().enumerate() {
+        run.expect(e).await.map_err(|f| RowFailure { summary: format!("expect {} ({}): {}", i + 1, expectation_name(e), f.summary), ..f })?;
+    }
+    Ok(())
+}
+
+fn step_name(s: &Step) -> &'static str {
+    match s {
+        Step::Apply(_) => "apply",
+        Step::Patch { .. } => "patch",
+        Step::Delete { .. } => "delete",
+        Step::Scale { .. } => "scale",
+        Step::Advance(_) => "advance",
+        Step::Wait(_) => "wait",
+        Step::Knob { .. } => "knob",
+        Step::Bind { .. } => "bind",
+    }
+}
+
+fn expectation_name(e: &Expectation) -> &'static str {
+    match e {
+        Expectation::Eventually { .. } => "eventually",
+        Expectation::Consistently { .. } => "consistently",
+        Expectation::Before { .. } => "before",
+        Expectation::Never(_) => "never",
+        Expectation::AtMost { .. } => "atMost",
+        Expectation::Count { .. } => "count",
+    }
+}
+
+struct RowRun<'a> {
+    ctx: &'a RowContext,
+    resolver: Resolver,
+    bindings: BTreeMap<String, String>,
+}
+
+fn api_error(what: &str, e: kube::Error) -> RowFailure {
+    RowFailure::plain(format!("{what}: {e}"))
+}
+
+impl RowRun<'_> {
+    fn elapsed_ms(&self) -> u64 {
+        self.ctx.started.elapsed().as_millis() as u64
+    }
+
+    async fn api_for(&mut self, api_version: &str, kind: &str, namespace: Option<&str>) -> Result<(Api<DynamicObject>, bool), RowFailure> {
+        let (ar, caps) = self.resolver.resolve(api_version, kind).await?;
+        Ok(match caps.scope {
+            Scope::Namespaced => (Api::namespaced_with(self.ctx.client.clone(), namespace.unwrap_or(&self.ctx.namespace), &ar), true),
+            Scope::Cluster => (Api::all_with(self.ctx.client.clone(), &ar), false),
+        })
+    }
+
+    async fn apply(&mut self, m: &Manifest) -> Result<(), RowFailure> {
+        let docs = load_manifests(&self.ctx.fixtures_dir, m).map_err(|e| RowFailure::plain(e.to_string()))?;
+        for doc in docs {
+            let doc = substitute(&doc, &self.bindings);
+            self.apply_one(doc).await?;
+        }
+        Ok(())
+    }
+
+    /// Creates the object, or merges the manifest into the existing one.
+    async fn apply_one(&mut self, doc: Value) -> Result<(), RowFailure> {
+        let s = |p: &str| doc.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+        let (api_version, kind, name, ns) = (s("/apiVersion"), s("/kind"), s("/metadata/name"), s("/metadata/namespace"));
+        let (api, _) = self.api_for(&api_version, &kind, Some(&ns).filter(|n| !n.is_empty()).map(|x| x.as_str())).await?;
+        let obj: DynamicObject = serde_json::from_value(doc.clone()).map_err(|e| RowFailure::plain(format!("{kind} {name}: {e}")))?;
+        let pp = PostParams { field_manager: Some("kproof".into()), ..Default::default() };
+        let exists = !name.is_empty() && api.get_opt(&name).await.map_err(|e| api_error(&format!("get {kind} {name}"), e))?.is_some();
+        if exists {
+            let mut patch = doc.clone();
+            if let Some(meta) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("namespace");
+            }
+            api.patch(&name, &PatchParams { field_manager: Some("kproof".into()), ..Default::default() }, &Patch::Merge(patch))
+                .await
+                .map_err(|e| api_error(&format!("apply {kind} {name}"), e))?;
+        } else {
+            api.create(&pp, &obj).await.map_err(|e| api_error(&format!("create {kind} {name}"), e))?;
+        }
+        Ok(())
+    }
+
+    async fn step(&mut self, step: &Step) -> Result<(), RowFailure> {
+        let pp = PatchParams { field_manager: Some("kproof".into()), ..Default::default() };
+        match step {
+            Step::Apply(m) => self.apply(m).await,
+            Step::Patch { target, patch_type, patch, status } => {
+                let t = substitute_ref(target, &self.bindings);
+                let name = t.name.clone().unwrap_or_default();
+                let (api, _) = self.api_for(&t.api_version, &t.kind, t.namespace.as_deref()).await?;
+                let body = substitute(patch, &self.bindings);
+                let p: Patch<Value> = match patch_type {
+                    PatchType::Merge => Patch::Merge(body),
+                    PatchType::Apply => Patch::Apply(body),
+                    PatchType::Json => Patch::Json(serde_json::from_value(body).map_err(|e| RowFailure::plain(format!("bad JSON patch: {e}")))?),
+                };
+                let r = if *status { api.patch_status(&name, &pp, &p).await } else { api.patch(&name, &pp, &p).await };
+                r.map(|_| ()).map_err(|e| api_error(&format!("patch {} {name}", t.kind), e))
+            }
+            Step::Delete { target, propagation } => {
+                let t = substitute_ref(target, &self.bindings);
+                let (api, _) = self.api_for(&t.api_version, &t.kind, t.namespace.as_deref()).await?;
+                let dp = DeleteParams {
+                    propagation_policy: match propagation.as_deref() {
+                        Some("Foreground") => Some(kube::api::PropagationPolicy::Foreground),
+                        Some("Orphan") => Some(kube::api::PropagationPolicy::Orphan),
+                        Some("Background") => Some(kube::api::PropagationPolicy::Background),
+                        Some(other) => return Err(RowFailure::plain(format!("unknown propagation {other:?}"))),
+                        None => None,
+                    },
+                    ..Default::default()
+                };
+                match (&t.name, &t.selector) {
+                    (Some(name), _) => api.delete(name, &dp).await.map(|_| ()).map_err(|e| api_error(&format!("delete {} {name}", t.kind), e)),
+                    (None, Some(sel)) => api
+                        .delete_collection(&dp, &ListParams::default().labels(sel))
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| api_error(&format!("delete {} -l {sel}", t.kind), e)),
+                    (None, None) => Err(RowFailure::plain("delete needs a name or a selector")),
+                }
+            }
+            Step::Scale { target, replicas } => {
+                let t = substitute_ref(target, &self.bindings);
+                let name = t.name.clone().unwrap_or_default();
+                let (api, _) = self.api_for(&t.api_version, &t.kind, t.namespace.as_deref()).await?;
+                api.patch_scale(&name, &pp, &Patch::Merge(serde_json::json!({"spec": {"replicas": replicas}})))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| api_error(&format!("scale {} {name}", t.kind), e))
+            }
+            Step::Advance(d) => {
+                tokio::time::sleep(d.0).await;
+                Ok(())
+            }
+            Step::Wait(e) => self.expect(e).await,
+            Step::Knob { actor, knob, value } => {
+                self.ctx.knobs.turn(actor, knob, &substitute(value, &self.bindings)).map_err(RowFailure::plain)
+            }
+            Step::Bind { name, from, path } => {
+                let t = substitute_ref(from, &self.bindings);
+                let deadline = Instant::now() + self.ctx.default_timeout;
+                loop {
+                    let objs = self.fetch(&t).await?;
+                    if let Some(v) = objs.first().and_then(|o| crate::matching::lookup(o, path).ok().flatten()) {
+                        let s = match v {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        self.bindings.insert(name.clone(), s);
+                        return Ok(());
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(RowFailure::plain(format!(
+                            "nothing to bind ${{{name}}} from: no {} {} with {path} within {}",
+                            t.kind,
+                            t.name.as_deref().or(t.selector.as_deref()).unwrap_or_default(),
+                            format_duration(self.ctx.default_timeout)
+                        )));
+                    }
+                    tokio::time::sleep(self.ctx.poll).await;
+                }
+            }
+        }
+    }
+
+    /// The objects a reference names, oldest first (one object, or a selector's set).
+    async fn fetch(&mut self, t: &ObjectRef) -> Result<Vec<Value>, RowFailure> {
+        let (api, _) = self.api_for(&t.api_version, &t.kind, t.namespace.as_deref()).await?;
+        match (&t.name, &t.selector) {
+            (Some(name), _) => Ok(api
+                .get_opt(name)
+                .await
+                .map_err(|e| api_error(&format!("get {} {name}", t.kind), e))?
+                .map(|o| serde_json::to_value(o).unwrap_or(Value::Null))
+                .into_iter()
+                .collect()),
+            (None, sel) => {
+                let lp = sel.as_deref().map(|s| ListParams::default().labels(s)).unwrap_or_default();
+                let mut items: Vec<DynamicObject> = api.list(&lp).await.map_err(|e| api_error(&format!("list {}", t.kind), e))?.items;
+                items.sort_by(|a, b| {
+                    (a.metadata.creation_timestamp.as_ref().map(|t| t.0), &a.metadata.name)
+                        .cmp(&(b.metadata.creation_timestamp.as_ref().map(|t| t.0), &b.metadata.name))
+                });
+                Ok(items.into_iter().map(|o| serde_json::to_value(o).unwrap_or(Value::Null)).collect())
+            }
+        }
+    }
+
+    /// Checks an object expectation once: `Ok` or the lines that failed plus what was observed.
+    async fn check_objects(&mut self, m: &ObjectMatch) -> Result<Result<(), (String, Vec<Value>)>, RowFailure> {
+        let t = substitute_ref(&m.target, &self.bindings);
+        let objs = self.fetch(&t).await?;
+        let what = format!("{} {}", t.kind, t.name.as_deref().map(str::to_string).or(t.selector.as_ref().map(|s| format!("-l {s}"))).unwrap_or_default());
+        let fields: Vec<_> = m.fields.iter().map(|f| crate::suite::FieldMatch { eq: f.eq.as_ref().map(|v| substitute(v, &self.bindings)), ..f.clone() }).collect();
+        let mut lines = Vec::new();
+        if m.gone {
+            if !objs.is_empty() {
+                lines.push(format!("{what}: expected gone, observed {} object(s)", objs.len()));
+            }
+        } else if let Some(n) = m.count {
+            if objs.len() != n {
+                lines.push(format!("{what}: expected {n} object(s), observed {}", objs.len()));
+            }
+        } else if objs.is_empty() {
+            lines.push(format!("{what}: expected to exist, observed none"));
+        }
+        if !m.gone {
+            for o in &objs {
+                let name = o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+                lines.extend(check_fields(o, &fields).into_iter().map(|l| format!("{} {name}: {l}", t.kind)));
+            }
+        }
+        Ok(if lines.is_empty() { Ok(()) } else { Err((lines.join("\n"), objs)) })
+    }
+
+    fn mismatch(&self, e: &Expectation, diff: String, observed: Vec<Value>) -> Mismatch {
+        Mismatch { expectation: yaml(e), diff, observed, at_ms: self.elapsed_ms() }
+    }
+
+    async fn expect(&mut self, e: &Expectation) -> Result<(), RowFailure> {
+        let on_timeline = matches!(e, Expectation::Before { .. } | Expectation::Never(_) | Expectation::AtMost { .. } | Expectation::Count { .. });
+        if on_timeline && !self.ctx.timeline.lag().is_zero() {
+            tokio::time::sleep(self.ctx.timeline.lag()).await;
+        }
+        match e {
+            Expectation::Eventually { object, within } => {
+                let within = within.map(|d| d.0).unwrap_or(self.ctx.default_timeout);
+                let deadline = Instant::now() + within;
+                loop {
+                    let last = match self.check_objects(object).await? {
+                        Ok(()) => return Ok(()),
+                        Err(last) => last,
+                    };
+                    if Instant::now() >= deadline {
+                        let summary = format!("not true within {}", format_duration(within));
+                        return Err(RowFailure {
+                            message: format!("{summary}\n{}", last.0),
+                            summary,
+                            mismatches: vec![self.mismatch(e, last.0, last.1)],
+                        });
+                    }
+                    tokio::time::sleep(self.ctx.poll).await;
+                }
+            }
+            Expectation::Consistently { object, duration } => {
+                let until = Instant::now() + duration.0;
+                loop {
+                    if let Err((diff, observed)) = self.check_objects(object).await? {
+                        let summary = format!("stopped holding after {} of {}", format_duration(duration.0.saturating_sub(until.saturating_duration_since(Instant::now()))), format_duration(duration.0));
+                        return Err(RowFailure { message: format!("{summary}\n{diff}"), summary, mismatches: vec![self.mismatch(e, diff, observed)] });
+                    }
+                    if Instant::now() >= until {
+                        return Ok(());
+                    }
+                    tokio::time::sleep(self.ctx.poll.min(until.saturating_duration_since(Instant::now()))).await;
+                }
+            }
+            Expectation::Before { first, then, all } => {
+                let entries = self.ctx.timeline.entries();
+                let rv = |x: &Value| x.get("resourceVersion").and_then(Value::as_u64).unwrap_or(0);
+                let firsts: Vec<&(Value, Value)> = entries.iter().filter(|(m, o)| event_matches(m, o, first)).collect();
+                let thens: Vec<&(Value, Value)> = entries.iter().filter(|(m, o)| event_matches(m, o, then)).collect();
+                let describe = |v: &[&(Value, Value)]| v.iter().map(|(m, _)| timeline_line(m)).collect::<Vec<_>>().join("\n");
+                let ok = match (firsts.first(), thens.first()) {
+                    (None, _) => false,
+                    (Some(_), None) => true,
+                    (Some(f), Some(t)) if *all => firsts.last().is_some_and(|l| rv(&l.0) < rv(&t.0)) && rv(&f.0) < rv(&t.0),
+                    (Some(f), Some(t)) => rv(&f.0) < rv(&t.0),
+                };
+                if ok {
+                    Ok(())
+                } else {
+                    let diff = format!(
+                        "expected {}the writes matching `first` before the first matching `then`\nfirst ({}):\n{}\nthen ({}):\n{}",
+                        if *all { "all " } else { "" },
+                        firsts.len(),
+                        describe(&firsts),
+                        thens.len(),
+                        describe(&thens)
+                    );
+                    let summary = if firsts.is_empty() { "no write matched `first`".to_string() } else { "the order was wrong".to_string() };
+                    Err(RowFailure { message: format!("{summary}\n{diff}"), summary, mismatches: vec![self.mismatch(e, diff, vec![])] })
+                }
+            }
+            Expectation::Never(m) => self.count_check(e, m, |n| n == 0, "no write"),
+            Expectation::AtMost { n, event } => self.count_check(e, event, |c| c <= *n, &format!("at most {n} write(s)")),
+            Expectation::Count { n, event } => self.count_check(e, event, |c| c == *n, &format!("exactly {n} write(s)")),
+        }
+    }
+
+    fn count_check(&self, e: &Expectation, m: &crate::suite::EventMatch, ok: impl Fn(usize) -> bool, want: &str) -> Result<(), RowFailure> {
+        let entries = self.ctx.timeline.entries();
+        let matching: Vec<&(Value, Value)> = entries.iter().filter(|(meta, o)| event_matches(meta, o, m)).collect();
+        if ok(matching.len()) {
+            return Ok(());
+        }
+        let lines: Vec<String> = matching.iter().map(|(meta, _)| timeline_line(meta)).collect();
+        let summary = format!("expected {want} matching, observed {}", matching.len());
+        let diff = format!("{summary}:\n{}", lines.join("\n"));
+        Err(RowFailure { message: diff.clone(), summary, mismatches: vec![self.mismatch(e, diff, matching.iter().map(|(_, o)| o.clone()).collect())] })
+    }
+}
+
+/// One timeline entry as a line: `rv verb CHANGE Kind ns/name by agent`.
+pub fn timeline_line(m: &Value) -> String {
+    let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or_default();
+    let ns = s("namespace");
+    let id = if ns.is_empty() { s("name").to_string() } else { format!("{ns}/{}", s("name")) };
+    let sub = m.get("subresource").and_then(Value::as_str).map(|x| format!(" [{x}]")).unwrap_or_default();
+    format!("  rv {} {} {} {} {id}{sub} by {}", m.get("resourceVersion").map(|v| v.to_string()).unwrap_or_default(), s("verb"), s("change"), s("kind"), s("userAgent"))
+}

@@ -1,0 +1,335 @@
+//! The suite format: YAML tables of rows, one documented behaviour, limitation or upstream
+//! bug per row, with its source, what it needs, its steps and its expectations.
+//!
+//! The Rust types here are the format's definition: `kproof schema` prints the JSON Schema
+//! generated from them, so editors can validate suite files.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// One suite file: a table of rows about one area.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    /// Short name, used by `kproof run --suite NAME` (e.g. `raycluster`).
+    pub suite: String,
+    /// What the table covers.
+    pub title: String,
+    /// Fixtures applied before the steps of every row.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixtures: Vec<Manifest>,
+    pub rows: Vec<Row>,
+}
+
+/// What a row documents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RowKind {
+    /// Documented behaviour of the upstream system.
+    Behaviour,
+    /// A known limitation, asserted as it is today.
+    Limitation,
+    /// An upstream bug, asserted as it behaves (or as fixed, naming the fix).
+    UpstreamBug,
+}
+
+/// One row: one test.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Row {
+    /// Unique within the catalogue; the test name under `cargo test` (`suite::id`).
+    pub id: String,
+    pub title: String,
+    pub kind: RowKind,
+    /// Where the behaviour is documented: seed file name, URL, PR or issue (`kubernetes/kubernetes#1234`).
+    pub source: String,
+    /// Where upstream docs and code disagree, what the row models and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub needs: Needs,
+    /// Manifests applied before the steps (after the suite's fixtures).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixtures: Vec<Manifest>,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// Checked after the steps, in order.
+    #[serde(default)]
+    pub expect: Vec<Expectation>,
+}
+
+/// What a row needs from a backend.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Needs {
+    /// Capabilities the backend must offer (see [`crate::backend::Capability`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<String>,
+    /// Feature gates of the controllers under test, e.g. `RayServiceIncrementalUpgrade: true`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub feature_gates: BTreeMap<String, bool>,
+    /// Controller settings (operator version, flags), passed to the controllers as configuration.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, Value>,
+}
+
+/// A manifest: a file (relative to the repository's `fixtures/`) or an inline object.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "lowercase")]
+pub enum Manifest {
+    /// Path under `fixtures/`; may hold several YAML documents.
+    File(String),
+    /// One object, written inline.
+    Inline(Value),
+}
+
+/// Which object a step or expectation is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ObjectRef {
+    /// `v1`, `apps/v1`, `ray.io/v1`.
+    pub api_version: String,
+    pub kind: String,
+    /// The object's name; may use bindings (`${cluster}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Defaults to the row's namespace for namespaced kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// A label selector, to refer to a set of objects instead of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+}
+
+/// The kinds of patch a step can send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PatchType {
+    Merge,
+    Json,
+    Apply,
+}
+
+/// One step of a row.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Step {
+    /// Create or update objects (server-side apply where the backend offers it, else create/replace).
+    Apply(Manifest),
+    /// Patch one object.
+    Patch {
+        target: ObjectRef,
+        #[serde(rename = "type")]
+        patch_type: PatchType,
+        patch: Value,
+        /// Patch the `/status` subresource.
+        #[serde(default)]
+        status: bool,
+    },
+    /// Delete one object (or the set a selector names).
+    Delete {
+        target: ObjectRef,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        propagation: Option<String>,
+    },
+    /// Set replicas through the `/scale` subresource.
+    Scale { target: ObjectRef, replicas: i64 },
+    /// Let time pass: virtual time on the in-process backend, real time elsewhere.
+    Advance(#[schemars(with = "String")] DurationStr),
+    /// Wait for an expectation before going on (`eventually` or `consistently`).
+    Wait(Box<Expectation>),
+    /// Turn a knob of a simulated actor (make a pod fail, keep a Gateway unready, pause a controller).
+    Knob {
+        actor: String,
+        knob: String,
+        #[serde(default)]
+        value: Value,
+    },
+    /// Capture a value from an object for later steps: `${name}` in strings.
+    Bind { name: String, from: ObjectRef, path: String },
+}
+
+/// A duration written like `30s`, `5m`, `1h`, `250ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DurationStr(pub Duration);
+
+impl Serialize for DurationStr {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_duration(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for DurationStr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        parse_duration(&s).map(DurationStr).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Parses `250ms`, `30s`, `5m`, `1h`, `1h30m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Err("empty duration".into());
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        if digits == 0 {
+            return Err(format!("invalid duration {s:?}: expected a number"));
+        }
+        let n: u64 = rest[..digits].parse().map_err(|_| format!("invalid duration {s:?}"))?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        total += match unit {
+            "ms" => Duration::from_millis(n),
+            "s" => Duration::from_secs(n),
+            "m" => Duration::from_secs(n * 60),
+            "h" => Duration::from_secs(n * 3600),
+            _ => return Err(format!("invalid duration {s:?}: unit must be ms, s, m or h")),
+        };
+    }
+    Ok(total)
+}
+
+/// Formats a duration the way suites write it.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms > 0 && ms.is_multiple_of(3_600_000) {
+        format!("{}h", ms / 3_600_000)
+    } else if ms > 0 && ms.is_multiple_of(60_000) {
+        format!("{}m", ms / 60_000)
+    } else if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// A condition on one field: `path` plus exactly one operator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FieldMatch {
+    /// Dotted path; `[N]` indexes a list, `[key=value]` picks the list item with that field
+    /// (`status.conditions[type=Ready].status`).
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eq: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ne: Option<Value>,
+    /// `true`: the field exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exists: Option<bool>,
+    /// `true`: the field does not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gt: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lt: Option<f64>,
+    /// A string contains this substring, or a list contains this value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contains: Option<Value>,
+    /// A string matches this regular expression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matches: Option<String>,
+}
+
+/// A condition on objects: which ones, and what each must look like.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectMatch {
+    pub target: ObjectRef,
+    /// Every condition must hold on the object (on every selected object).
+    #[serde(default, rename = "match")]
+    pub fields: Vec<FieldMatch>,
+    /// With a selector: how many objects must be selected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<usize>,
+    /// The object must not exist (or no object may be selected).
+    #[serde(default)]
+    pub gone: bool,
+}
+
+/// A pattern over timeline entries (writes).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EventMatch {
+    /// `create`, `update`, `patch`, `delete`, or an internal actor's verb.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verb: Option<String>,
+    /// `ADDED`, `MODIFIED` or `DELETED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subresource: Option<String>,
+    /// The writer's user agent contains this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// Conditions on the object as written.
+    #[serde(default, rename = "match", skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldMatch>,
+}
+
+/// What must hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Expectation {
+    /// Becomes true within the duration (default 30s).
+    Eventually {
+        #[serde(flatten)]
+        object: ObjectMatch,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(with = "Option<String>")]
+        within: Option<DurationStr>,
+    },
+    /// Is true now and stays true for the duration.
+    Consistently {
+        #[serde(flatten)]
+        object: ObjectMatch,
+        #[serde(rename = "for")]
+        #[schemars(with = "String")]
+        duration: DurationStr,
+    },
+    /// On the timeline, the first write matching `first` comes before the first matching `then`
+    /// (with `all: true`, every `first` write comes before any `then` write).
+    Before {
+        first: EventMatch,
+        then: EventMatch,
+        #[serde(default)]
+        all: bool,
+    },
+    /// No write on the timeline matches.
+    Never(EventMatch),
+    /// At most `n` writes match.
+    AtMost { n: usize, event: EventMatch },
+    /// Exactly `n` writes match.
+    Count { n: usize, event: EventMatch },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_round_trip() {
+        for (s, d) in [("250ms", 250), ("30s", 30_000), ("5m", 300_000), ("1h", 3_600_000), ("1h30m", 5_400_000)] {
+            assert_eq!(parse_duration(s).unwrap(), Duration::from_millis(d), "{s}");
+        }
+        assert_eq!(format_duration(Duration::from_secs(90)), "90s");
+        assert!(parse_duration("5x").is_err());
+        assert!(parse_duration("s").is_err());
+    }
+}

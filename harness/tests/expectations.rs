@@ -1,0 +1,140 @@
+//! The harness's own tests: a small controller proves that eventually, consistently, before,
+//! never and atMost pass when they should and fail, with a clear message, when they should not.
+
+use kproof::backend::{Backend, InProcessBackend, RunOptions};
+use kproof::load::load_suite_str;
+use kproof::result::{Outcome, RowResult};
+use kproof::testing::EchoControllerFactory;
+use std::path::Path;
+use std::sync::Arc;
+
+fn run(yaml: &str) -> RowResult {
+    let suite = load_suite_str(Path::new("inline.yaml"), yaml).unwrap_or_else(|e| panic!("{e}"));
+    let backend = InProcessBackend::new().with_actor(Arc::new(EchoControllerFactory));
+    let row = suite.suite.rows[0].clone();
+    backend.run_row(&suite, &row, &RunOptions::default())
+}
+
+fn row(steps: &str, expect: &str) -> String {
+    format!(
+        "suite: self\ntitle: harness self-test\nrows:\n  - id: r\n    title: t\n    kind: behaviour\n    source: harness/tests/expectations.rs\n    needs: {{capabilities: [actor:echo]}}\n    steps:\n{steps}\n    expect:\n{expect}\n"
+    )
+}
+
+const SOURCE: &str = "      - apply: {inline: {apiVersion: v1, kind: ConfigMap, metadata: {name: src, labels: {kproof.dev/echo: \"true\"}}, data: {delay: \"60\", v: \"1\"}}}";
+const ECHO: &str = "{apiVersion: v1, kind: ConfigMap, name: src-echo}";
+
+fn failed(r: &RowResult) -> String {
+    assert_eq!(r.outcome, Outcome::Failed, "expected a failure, got {r:?}");
+    r.failure.clone().unwrap_or_default()
+}
+
+#[test]
+fn eventually_passes_when_the_controller_acts_in_time() {
+    let r = run(&row(SOURCE, &format!("      - eventually: {{target: {ECHO}, match: [{{path: data.v, eq: \"1\"}}], within: 2m}}")));
+    assert_eq!(r.outcome, Outcome::Passed, "{r:?}");
+    assert!(r.backend_ms >= 60_000, "the echo waited 60 virtual seconds: {}", r.backend_ms);
+}
+
+#[test]
+fn eventually_fails_with_expected_and_observed_when_the_controller_is_paused() {
+    let steps = format!("{SOURCE}\n      - knob: {{actor: echo, knob: paused, value: true}}");
+    let r = run(&row(&steps, &format!("      - eventually: {{target: {ECHO}, within: 5m}}")));
+    let msg = failed(&r);
+    assert!(msg.contains("not true within 5m"), "{msg}");
+    assert!(msg.contains("ConfigMap src-echo: expected to exist, observed none"), "{msg}");
+    assert_eq!(r.reason.as_deref(), Some("expect 1 (eventually): not true within 5m"));
+}
+
+#[test]
+fn consistently_passes_while_nothing_changes_and_fails_when_it_does() {
+    let hold = format!("      - consistently: {{target: {ECHO}, gone: true, for: 30s}}");
+    assert_eq!(run(&row(SOURCE, &hold)).outcome, Outcome::Passed);
+    let too_long = format!("      - consistently: {{target: {ECHO}, gone: true, for: 2m}}");
+    let msg = failed(&run(&row(SOURCE, &too_long)));
+    assert!(msg.contains("stopped holding after"), "{msg}");
+    assert!(msg.contains("expected gone, observed 1 object(s)"), "{msg}");
+}
+
+#[test]
+fn before_checks_the_order_of_writes() {
+    let steps = format!("{SOURCE}\n      - wait: {{eventually: {{target: {ECHO}, within: 2m}}}}");
+    let good = "      - before: {first: {kind: ConfigMap, name: src, change: ADDED}, then: {kind: ConfigMap, name: src-echo, change: ADDED}}";
+    assert_eq!(run(&row(&steps, good)).outcome, Outcome::Passed);
+    let bad = "      - before: {first: {kind: ConfigMap, name: src-echo, change: ADDED}, then: {kind: ConfigMap, name: src, change: ADDED}}";
+    let msg = failed(&run(&row(&steps, bad)));
+    assert!(msg.contains("the order was wrong"), "{msg}");
+    assert!(msg.contains("ADDED ConfigMap default/src-echo by echo"), "the writer is named: {msg}");
+}
+
+#[test]
+fn never_and_at_most_count_writes() {
+    let steps = format!("{SOURCE}\n      - wait: {{eventually: {{target: {ECHO}, within: 2m}}}}");
+    assert_eq!(run(&row(&steps, "      - never: {kind: ConfigMap, change: DELETED}")).outcome, Outcome::Passed);
+    let msg = failed(&run(&row(&steps, "      - never: {kind: ConfigMap, name: src-echo, actor: echo}")));
+    assert!(msg.contains("expected no write matching, observed 1"), "{msg}");
+    let update = format!("{steps}\n      - patch: {{target: {{apiVersion: v1, kind: ConfigMap, name: src}}, type: merge, patch: {{data: {{v: \"2\"}}}}}}\n      - wait: {{eventually: {{target: {ECHO}, match: [{{path: data.v, eq: \"2\"}}], within: 2m}}}}");
+    assert_eq!(run(&row(&update, "      - atMost: {n: 2, event: {name: src-echo, actor: echo}}")).outcome, Outcome::Passed);
+    let msg = failed(&run(&row(&update, "      - atMost: {n: 1, event: {name: src-echo, actor: echo}}")));
+    assert!(msg.contains("expected at most 1 write(s) matching, observed 2"), "{msg}");
+}
+
+#[test]
+fn an_hour_of_virtual_time_passes_on_the_backend_clock() {
+    let steps = "      - advance: 1h";
+    let r = run(&row(steps, "      - count: {n: 0, event: {kind: Pod}}"));
+    assert_eq!(r.outcome, Outcome::Passed, "{r:?}");
+    assert!(r.backend_ms >= 3_600_000, "{}", r.backend_ms);
+    println!("1h of virtual time took {} ms of wall time", r.wall_ms);
+}
+
+#[test]
+fn a_row_needing_a_missing_capability_is_skipped_with_the_reason() {
+    let yaml = row(SOURCE, "      - never: {kind: Pod}").replace("capabilities: [actor:echo]", "capabilities: [actor:kubelet]");
+    let r = run(&yaml);
+    assert_eq!(r.outcome, Outcome::Skipped);
+    assert_eq!(r.reason.as_deref(), Some("backend fake lacks actor:kubelet"));
+}
+
+#[test]
+fn a_knob_of_an_unknown_actor_fails_the_row_clearly() {
+    let steps = format!("{SOURCE}\n      - knob: {{actor: kubelet, knob: fail, value: true}}");
+    let msg = failed(&run(&row(&steps, "      - never: {kind: Pod}")));
+    assert!(msg.contains("no actor \"kubelet\" runs here (running: echo)"), "{msg}");
+}
+
+#[test]
+fn failing_rows_leave_a_flight_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = format!("{SOURCE}\n      - knob: {{actor: echo, knob: paused, value: true}}");
+    let suite = load_suite_str(Path::new("inline.yaml"), &row(&steps, &format!("      - eventually: {{target: {ECHO}, within: 10s}}"))).unwrap();
+    let backend = InProcessBackend::new().with_actor(Arc::new(EchoControllerFactory));
+    let opts = RunOptions { flight_dir: Some(dir.path().to_path_buf()), ..Default::default() };
+    let r = backend.run_row(&suite, &suite.suite.rows[0], &opts);
+    let rec = r.flight_record.expect("a flight record");
+    let timeline = std::fs::read_to_string(rec.join("timeline.txt")).unwrap();
+    assert!(timeline.contains("src"), "{timeline}");
+    let mismatches = std::fs::read_to_string(rec.join("mismatches.md")).unwrap();
+    assert!(mismatches.contains("expected to exist, observed none"), "{mismatches}");
+    assert!(rec.join("README.md").exists());
+}
+
+#[test]
+fn failure_message_snapshot() {
+    let steps = format!("{SOURCE}\n      - knob: {{actor: echo, knob: paused, value: true}}");
+    let r = run(&row(&steps, &format!("      - eventually: {{target: {ECHO}, match: [{{path: data.v, eq: \"1\"}}], within: 90s}}")));
+    insta::assert_snapshot!(failed(&r));
+}
+
+#[test]
+fn human_summary_snapshot() {
+    let ok = run(&row(SOURCE, &format!("      - eventually: {{target: {ECHO}, within: 2m}}")));
+    let steps = format!("{SOURCE}\n      - knob: {{actor: echo, knob: paused, value: true}}");
+    let bad = run(&row(&steps, &format!("      - eventually: {{target: {ECHO}, within: 1m}}")));
+    let skipped = run(&row(SOURCE, "      - never: {kind: Pod}").replace("capabilities: [actor:echo]", "capabilities: [virtual-time, actor:gateway]"));
+    let report = kproof::result::RunReport::new("fake", "2026-01-01T00:00:00Z".into(), 0, vec![ok, bad, skipped]);
+    let summary = kproof::report::summary_table(&report);
+    insta::with_settings!({filters => vec![(r"\b\d[\d.]*(ms|s|m|h|d)(\d+(ms|s|m|h))*\b", "[time]")]}, {
+        insta::assert_snapshot!(summary);
+    });
+}

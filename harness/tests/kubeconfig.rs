@@ -1,0 +1,72 @@
+//! The kubeconfig backend against the fake server over TCP (`kproof serve`), in real time:
+//! the catalogue's rows pass there or are skipped with a reason, never passed unrun.
+
+use kproof::backend::{Backend, KubeconfigBackend, RunOptions};
+use kproof::result::Outcome;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_kproof"))
+            .args(["serve", "--port", "0", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let start = Instant::now();
+    while !kubeconfig.exists() {
+        assert!(start.elapsed() < Duration::from_secs(20), "kproof serve wrote no kubeconfig");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let suites = kproof::load::load_suite_dir(&root.join("suites")).unwrap();
+    let backend = KubeconfigBackend::new(Some(kubeconfig)).unwrap();
+    let opts = RunOptions { fixtures_dir: root.join("fixtures"), default_timeout: Duration::from_secs(20), ..Default::default() };
+    let mut passed = 0;
+    for suite in &suites {
+        for row in &suite.suite.rows {
+            let r = backend.run_row(suite, row, &opts);
+            println!("{:?} {} {}", r.outcome, r.name(), r.reason.clone().unwrap_or_default());
+            match r.outcome {
+                Outcome::Passed => passed += 1,
+                Outcome::Skipped => assert!(r.reason.as_deref().is_some_and(|w| w.starts_with("backend kubeconfig lacks")), "{r:?}"),
+                Outcome::Failed => panic!("{} failed on the kubeconfig backend:\n{}", r.name(), r.failure.unwrap_or_default()),
+            }
+        }
+    }
+    assert!(passed >= 5, "most rows run on a real-time backend too ({passed} passed)");
+}
+
+#[test]
+fn an_unreachable_cluster_fails_rows_with_a_clear_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    // Port 9 (discard) on loopback: nothing listens there.
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'http://127.0.0.1:9'}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n",
+    )
+    .unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let suites = kproof::load::load_suite_dir(&root.join("suites")).unwrap();
+    let backend = KubeconfigBackend::new(Some(kubeconfig)).unwrap();
+    let row = &suites[0].suite.rows[0];
+    let r = backend.run_row(&suites[0], row, &RunOptions::default());
+    assert_eq!(r.outcome, Outcome::Failed);
+    assert!(r.reason.as_deref().is_some_and(|w| w.contains("cannot create namespace")), "{r:?}");
+}
