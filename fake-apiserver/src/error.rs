@@ -142,12 +142,19 @@ impl ApiError {
         Self::expired(format!("too old resource version: {requested} ({oldest})"))
     }
 
-    /// 413 RequestEntityTooLarge.
+    /// 413 RequestEntityTooLarge: the body is over the size limit.
     pub fn too_large(limit: usize) -> Self {
-        Self::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}"))
+        Self::request_entity_too_large(format!("limit is {limit}"))
     }
 
-    /// 415 UnsupportedMediaType.
+    /// 413 RequestEntityTooLarge with an explanation (`errors.NewRequestEntityTooLargeError`),
+    /// e.g. a JSON patch with more operations than the apiserver allows.
+    pub fn request_entity_too_large(why: impl std::fmt::Display) -> Self {
+        Self::new(413, "RequestEntityTooLarge", format!("Request entity too large: {why}"))
+    }
+
+    /// 415 UnsupportedMediaType. `content_type` is the Content-Type header as the client sent it,
+    /// `accepted` the media types the verb takes.
     pub fn unsupported_media_type(content_type: &str, accepted: &[&str]) -> Self {
         Self::new(
             415,
@@ -159,7 +166,9 @@ impl ApiError {
         )
     }
 
-    /// 422 Invalid with field causes. `kind` is the Kind (`Pod`, `RayCluster`).
+    /// 422 Invalid with field causes. `kind` is usually the Kind (`Pod`, `RayCluster`); the
+    /// apiserver also uses options kinds (`ListOptions` in `meta.k8s.io`) and, in a few places,
+    /// the resource plural.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<StatusCause>) -> Self {
         let summary: Vec<String> = causes
             .iter()
@@ -209,7 +218,8 @@ impl ApiError {
         }
     }
 
-    /// 504 Timeout: a resourceVersion from the future was requested.
+    /// 504 Timeout: a resourceVersion from the future was requested (`errors.NewTimeoutError`,
+    /// which prefixes the message with `Timeout: `).
     pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
         Self {
             details: Some(Box::new(StatusDetails {
@@ -217,7 +227,7 @@ impl ApiError {
                 retry_after_seconds: Some(1),
                 ..Default::default()
             })),
-            ..Self::new(504, "Timeout", format!("Too large resource version: {requested}, current: {current}"))
+            ..Self::new(504, "Timeout", format!("Timeout: Too large resource version: {requested}, current: {current}"))
         }
     }
 

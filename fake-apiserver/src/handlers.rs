@@ -1,6 +1,6 @@
 //! HTTP handlers: URL and query parsing, content negotiation and the verbs.
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, StatusCause};
 use crate::objects::{self, DeleteOptions, Deleted, UpdateMode, Write};
 use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
@@ -78,18 +78,40 @@ pub(crate) struct Query {
     pub timeout_seconds: Option<u64>,
     pub send_initial_events: Option<bool>,
     pub field_manager: Option<String>,
-    pub dry_run: bool,
+    /// The `dryRun` values as given; each verb validates them against its options kind.
+    pub dry_run_values: Vec<String>,
     pub propagation_policy: Option<String>,
     pub grace_period_seconds: Option<i64>,
     pub orphan_dependents: Option<bool>,
 }
 
-fn parse_bool(name: &str, v: &str) -> ApiResult<bool> {
-    match v {
-        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
-        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
-        _ => Err(ApiError::bad_request(format!("invalid value for {name}: {v:?} is not a boolean"))),
+/// A boolean query parameter as kube-apiserver reads it (`runtime.Convert_Slice_string_To_bool`):
+/// `0` and `false` (any case) are false, anything else, the empty string included, is true.
+fn parse_bool(v: &str) -> bool {
+    !(v == "0" || v.eq_ignore_ascii_case("false"))
+}
+
+/// The most operations kube-apiserver applies from one JSON patch (`maxJSONPatchOperations`).
+const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+
+/// `ValidateDryRun`: every value must be `All`. The error is `field.NotSupported` on `dryRun`
+/// with the whole list as the bad value (printed with Go's `%#v`).
+fn dry_run_causes(values: &[String]) -> Vec<StatusCause> {
+    if values.iter().all(|v| v == "All") {
+        return Vec::new();
     }
+    let listed: Vec<String> = values.iter().map(|v| serde_json::to_string(v).unwrap_or_default()).collect();
+    vec![StatusCause::field(
+        "FieldValueNotSupported",
+        "dryRun",
+        format!("Unsupported value: []string{{{}}}: supported values: \"All\"", listed.join(", ")),
+    )]
+}
+
+/// 422 Invalid for failed options validation: `NewInvalid(GroupKind{Group: "meta.k8s.io",
+/// Kind: options_kind}, "", causes)`.
+pub(crate) fn invalid_options(options_kind: &str, causes: Vec<StatusCause>) -> ApiError {
+    ApiError::invalid("meta.k8s.io", options_kind, "", causes)
 }
 
 fn parse_int<T: std::str::FromStr>(name: &str, v: &str) -> ApiResult<T> {
@@ -111,26 +133,29 @@ impl Query {
                 "continue" => q.continue_token = Some(v).filter(|s| !s.is_empty()),
                 "resourceVersion" => q.resource_version = Some(v).filter(|s| !s.is_empty()),
                 "resourceVersionMatch" => q.resource_version_match = Some(v).filter(|s| !s.is_empty()),
-                "watch" => q.watch = parse_bool("watch", &v)?,
-                "allowWatchBookmarks" => q.allow_watch_bookmarks = parse_bool("allowWatchBookmarks", &v)?,
+                "watch" => q.watch = parse_bool(&v),
+                "allowWatchBookmarks" => q.allow_watch_bookmarks = parse_bool(&v),
                 "timeoutSeconds" => q.timeout_seconds = Some(parse_int("timeoutSeconds", &v)?),
-                "sendInitialEvents" => q.send_initial_events = Some(parse_bool("sendInitialEvents", &v)?),
+                "sendInitialEvents" => q.send_initial_events = Some(parse_bool(&v)),
                 "fieldManager" => q.field_manager = Some(v).filter(|s| !s.is_empty()),
-                "dryRun" => {
-                    if v != "All" {
-                        return Err(ApiError::bad_request(format!(
-                            "dryRun: Unsupported value: \"{v}\": supported values: \"All\""
-                        )));
-                    }
-                    q.dry_run = true;
-                }
+                "dryRun" => q.dry_run_values.push(v),
                 "propagationPolicy" => q.propagation_policy = Some(v),
                 "gracePeriodSeconds" => q.grace_period_seconds = Some(parse_int("gracePeriodSeconds", &v)?),
-                "orphanDependents" => q.orphan_dependents = Some(parse_bool("orphanDependents", &v)?),
+                "orphanDependents" => q.orphan_dependents = Some(parse_bool(&v)),
                 _ => {}
             }
         }
         Ok(q)
+    }
+
+    /// Whether the write is a dry run, after validating `dryRun` as the verb's options kind
+    /// (`CreateOptions`, `UpdateOptions`, `PatchOptions`) does. Reads ignore `dryRun`.
+    pub fn dry_run(&self, options_kind: &str) -> ApiResult<bool> {
+        let causes = dry_run_causes(&self.dry_run_values);
+        if !causes.is_empty() {
+            return Err(invalid_options(options_kind, causes));
+        }
+        Ok(!self.dry_run_values.is_empty())
     }
 
     pub fn selectors(&self, rt: &ResourceType) -> ApiResult<(LabelSelector, FieldSelector)> {
@@ -164,10 +189,15 @@ pub(crate) enum BodyFormat {
 const WRITE_MEDIA_TYPES: &[&str] = &["application/json", "application/yaml"];
 const PATCH_MEDIA_TYPES: &[&str] = &["application/json-patch+json", "application/merge-patch+json"];
 
-fn body_format(headers: &HeaderMap) -> ApiResult<BodyFormat> {
+/// The Content-Type header as sent, for messages.
+fn raw_content_type(headers: &HeaderMap) -> String {
+    headers.get(header::CONTENT_TYPE).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).unwrap_or_default()
+}
+
+fn body_format(headers: &HeaderMap) -> Option<BodyFormat> {
     let raw = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let media = raw.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
-    Ok(match media.as_str() {
+    Some(match media.as_str() {
         // The Python client sends POST bodies with no Content-Type: read them as JSON.
         "" | "application/json" | "*/*" => BodyFormat::Json,
         "application/yaml" => BodyFormat::Yaml,
@@ -175,8 +205,40 @@ fn body_format(headers: &HeaderMap) -> ApiResult<BodyFormat> {
         "application/json-patch+json" => BodyFormat::JsonPatch,
         "application/strategic-merge-patch+json" => BodyFormat::StrategicMergePatch,
         "application/apply-patch+yaml" => BodyFormat::ApplyPatch,
-        _ => return Err(ApiError::unsupported_media_type(raw, WRITE_MEDIA_TYPES)),
+        _ => return None,
     })
+}
+
+/// The format of a POST or PUT body: an object as JSON or YAML, else 415 listing those.
+fn object_format(headers: &HeaderMap) -> ApiResult<BodyFormat> {
+    match body_format(headers) {
+        Some(f @ (BodyFormat::Json | BodyFormat::Yaml)) => Ok(f),
+        _ => Err(ApiError::unsupported_media_type(&raw_content_type(headers), WRITE_MEDIA_TYPES)),
+    }
+}
+
+/// A PATCH body's kind. Strategic merge patch and server-side apply are not implemented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PatchKind {
+    Merge,
+    Json,
+}
+
+/// The kind of a PATCH body, else 415 listing the patch media types (checked before the body
+/// is read, as the patch handler does).
+fn patch_kind(headers: &HeaderMap) -> ApiResult<PatchKind> {
+    match body_format(headers) {
+        Some(BodyFormat::MergePatch) => Ok(PatchKind::Merge),
+        Some(BodyFormat::JsonPatch) => Ok(PatchKind::Json),
+        _ => Err(ApiError::unsupported_media_type(&raw_content_type(headers), PATCH_MEDIA_TYPES)),
+    }
+}
+
+/// What a write to `/scale` carries: a whole Scale (PUT; first its media type, then the
+/// decoded body) or a patch of one (PATCH).
+enum ScaleWrite<T> {
+    Replace(T),
+    Patch(PatchKind),
 }
 
 /// Checks the Accept header allows JSON (406 otherwise).
@@ -324,87 +386,80 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             if target.rt.namespaced && target.namespace.is_empty() {
                 return Err(ApiError::method_not_allowed());
             }
-            let format = body_format(&parts.headers)?;
+            let format = object_format(&parts.headers)?;
             let body = read_body(&inner, body, &parts.headers).await?;
-            if !matches!(format, BodyFormat::Json | BodyFormat::Yaml) {
-                return Err(ApiError::unsupported_media_type(&format!("{format:?}"), WRITE_MEDIA_TYPES));
-            }
+            let dry_run = query.dry_run("CreateOptions")?;
             let obj = objects::parse_object(&body, format == BodyFormat::Yaml)?;
             ctx.verb = "create".into();
             let now = inner.clock.now();
-            let created = write(&inner, query.dry_run, |st| {
-                objects::create(
-                    st,
-                    &target.rt,
-                    &target.namespace,
-                    obj,
-                    &Write { ctx: &ctx, now, dry_run: query.dry_run },
-                )
+            let created = write(&inner, dry_run, |st| {
+                objects::create(st, &target.rt, &target.namespace, obj, &Write { ctx: &ctx, now, dry_run })
             })?;
             Ok(bytes_response(StatusCode::CREATED, objects::render(&target.rt, &created)))
         }
         (&Method::PUT, Some(name), None | Some("status")) => {
-            let format = body_format(&parts.headers)?;
-            if !matches!(format, BodyFormat::Json | BodyFormat::Yaml) {
-                return Err(ApiError::unsupported_media_type(&format!("{format:?}"), WRITE_MEDIA_TYPES));
-            }
+            let format = object_format(&parts.headers)?;
             let body = read_body(&inner, body, &parts.headers).await?;
+            let dry_run = query.dry_run("UpdateOptions")?;
             let obj = objects::parse_object(&body, format == BodyFormat::Yaml)?;
             let mode = if sub == Some("status") { status_mode(&target.rt)? } else { UpdateMode::Main };
             ctx.verb = "update".into();
             let now = inner.clock.now();
-            let updated = write(&inner, query.dry_run, |st| {
-                objects::update(
-                    st,
-                    &target.rt,
-                    &target.namespace,
-                    name,
-                    obj,
-                    mode,
-                    &Write { ctx: &ctx, now, dry_run: query.dry_run },
-                )
+            let updated = write(&inner, dry_run, |st| {
+                objects::update(st, &target.rt, &target.namespace, name, obj, mode, &Write { ctx: &ctx, now, dry_run })
             })?;
             Ok(bytes_response(StatusCode::OK, objects::render(&target.rt, &updated)))
         }
         (&Method::PATCH, Some(name), None | Some("status")) => {
-            let format = body_format(&parts.headers)?;
+            let kind = patch_kind(&parts.headers)?;
             let body = read_body(&inner, body, &parts.headers).await?;
+            let dry_run = query.dry_run("PatchOptions")?;
             let mode = if sub == Some("status") { status_mode(&target.rt)? } else { UpdateMode::Main };
             ctx.verb = "patch".into();
             let now = inner.clock.now();
-            let updated = write(&inner, query.dry_run, |st| {
+            let rt = &target.rt;
+            let updated = write(&inner, dry_run, |st| {
                 let old = current(st, &target, name)?;
-                let mut patched = apply_patch(format, &target.rt, &old.value(), &body)?;
+                let mut patched = apply_patch(kind, &old.value(), &body)?;
+                objects::check_patched(&patched, &rt.api_version(), &rt.kind, rt.decode_check)?;
                 keep_resource_version(&mut patched, &old);
-                objects::update(
-                    st,
-                    &target.rt,
-                    &target.namespace,
-                    name,
-                    patched,
-                    mode,
-                    &Write { ctx: &ctx, now, dry_run: query.dry_run },
-                )
+                objects::update(st, rt, &target.namespace, name, patched, mode, &Write { ctx: &ctx, now, dry_run })
             })?;
             Ok(bytes_response(StatusCode::OK, objects::render(&target.rt, &updated)))
         }
         (&Method::PUT | &Method::PATCH, Some(name), Some("scale")) if target.rt.scale.is_some() => {
-            let format = body_format(&parts.headers)?;
+            let put = method == Method::PUT;
+            // PUT replaces the Scale, PATCH patches it; the media type is checked before the body is read.
+            let how = if put {
+                ScaleWrite::Replace(object_format(&parts.headers)?)
+            } else {
+                ScaleWrite::Patch(patch_kind(&parts.headers)?)
+            };
             let body = read_body(&inner, body, &parts.headers).await?;
-            ctx.verb = if method == Method::PUT { "update" } else { "patch" }.into();
+            let dry_run = query.dry_run(if put { "UpdateOptions" } else { "PatchOptions" })?;
+            let how = match how {
+                ScaleWrite::Replace(format) => {
+                    let scale = objects::parse_object(&body, format == BodyFormat::Yaml)?;
+                    objects::decode_scale(&scale).map_err(|e| {
+                        ApiError::bad_request(format!("Scale in version \"v1\" cannot be handled as a Scale: {e}"))
+                    })?;
+                    ScaleWrite::Replace(scale)
+                }
+                ScaleWrite::Patch(kind) => ScaleWrite::Patch(kind),
+            };
+            ctx.verb = if put { "update" } else { "patch" }.into();
             let now = inner.clock.now();
             let rt = target.rt.clone();
-            let updated = write(&inner, query.dry_run, |st| {
+            let updated = write(&inner, dry_run, |st| {
                 let old = current(st, &target, name)?;
                 let mut obj = old.value();
-                let scale = objects::scale_of(&rt, &obj)?;
-                let new_scale = if method == Method::PUT {
-                    if !matches!(format, BodyFormat::Json | BodyFormat::Yaml) {
-                        return Err(ApiError::unsupported_media_type(&format!("{format:?}"), WRITE_MEDIA_TYPES));
+                let new_scale = match how {
+                    ScaleWrite::Replace(scale) => scale,
+                    ScaleWrite::Patch(kind) => {
+                        let patched = apply_patch(kind, &objects::scale_of(&rt, &obj)?, &body)?;
+                        objects::check_patched(&patched, "autoscaling/v1", "Scale", Some(objects::decode_scale))?;
+                        patched
                     }
-                    objects::parse_object(&body, format == BodyFormat::Yaml)?
-                } else {
-                    apply_patch(format, &rt, &scale, &body)?
                 };
                 objects::apply_scale(&rt, &mut obj, &new_scale)?;
                 objects::update(
@@ -414,7 +469,7 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
                     name,
                     obj,
                     UpdateMode::Main,
-                    &Write { ctx: &ctx, now, dry_run: query.dry_run },
+                    &Write { ctx: &ctx, now, dry_run },
                 )
             })?;
             Ok(json_response(StatusCode::OK, &objects::scale_of(&rt, &updated.value())?))
@@ -423,14 +478,16 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             if target.rt.group.is_empty() && target.rt.plural == "namespaces" =>
         {
             let body = read_body(&inner, body, &parts.headers).await?;
-            let obj = objects::parse_object(&body, false)?;
+            let dry_run = query.dry_run("UpdateOptions")?;
+            let mut obj = objects::parse_object(&body, false)?;
+            objects::decode_object(&target.rt, &mut obj)?;
             ctx.verb = "update".into();
             let now = inner.clock.now();
-            let updated = write(&inner, query.dry_run, |st| {
+            let updated = write(&inner, dry_run, |st| {
                 let old = current(st, &target, name)?;
                 let mut v = old.value();
-                v["spec"]["finalizers"] = obj["spec"]["finalizers"].clone();
-                let w = Write { ctx: &ctx, now, dry_run: query.dry_run };
+                objects::put(&mut v, &["spec", "finalizers"], obj["spec"]["finalizers"].clone());
+                let w = Write { ctx: &ctx, now, dry_run };
                 Ok(st_commit_modified(st, &target.rt, v, old, &w))
             })?;
             Ok(bytes_response(StatusCode::OK, objects::render(&target.rt, &updated)))
@@ -559,32 +616,30 @@ fn keep_resource_version(patched: &mut Value, old: &StoredObject) {
     }
 }
 
-fn apply_patch(format: BodyFormat, rt: &ResourceType, old: &Value, body: &[u8]) -> ApiResult<Value> {
+fn apply_patch(kind: PatchKind, old: &Value, body: &[u8]) -> ApiResult<Value> {
     let mut doc = old.clone();
-    match format {
-        BodyFormat::MergePatch => {
+    match kind {
+        PatchKind::Merge => {
             let patch: Value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
             json_patch::merge(&mut doc, &patch);
         }
-        BodyFormat::JsonPatch => {
-            let patch: json_patch::Patch = serde_json::from_slice(body)
+        PatchKind::Json => {
+            let ops: Vec<Value> = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            json_patch::patch(&mut doc, &patch).map_err(|e| {
+            if ops.len() > MAX_JSON_PATCH_OPERATIONS {
+                return Err(ApiError::request_entity_too_large(format!(
+                    "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+                    ops.len()
+                )));
+            }
+            let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops))
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            // `doc` is a scratch copy thrown away on failure, so no undo is needed (and
+            // `json_patch::patch`'s undo panics after ops that moved the document root).
+            json_patch::patch_unsafe(&mut doc, &patch).map_err(|e| {
                 ApiError::unprocessable(format!("the server rejected our request due to an error in our request: {e}"))
             })?;
-        }
-        BodyFormat::StrategicMergePatch if rt.custom => {
-            return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json", PATCH_MEDIA_TYPES));
-        }
-        other => {
-            let media = match other {
-                BodyFormat::StrategicMergePatch => "application/strategic-merge-patch+json",
-                BodyFormat::ApplyPatch => "application/apply-patch+yaml",
-                BodyFormat::Yaml => "application/yaml",
-                _ => "application/json",
-            };
-            return Err(ApiError::unsupported_media_type(media, PATCH_MEDIA_TYPES));
         }
     }
     if !doc.is_object() {
@@ -593,66 +648,92 @@ fn apply_patch(format: BodyFormat, rt: &ResourceType, old: &Value, body: &[u8]) 
     Ok(doc)
 }
 
+/// Options of a DELETE from the query and, when there is one, the body (a `DeleteOptions`
+/// object; JSON `null` counts as none). Decode errors are 400, `ValidateDeleteOptions`
+/// failures 422 Invalid `DeleteOptions.meta.k8s.io`.
 fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
     let mut o = DeleteOptions {
         grace_period_seconds: query.grace_period_seconds,
         propagation_policy: query.propagation_policy.clone(),
         orphan_dependents: query.orphan_dependents,
-        dry_run: query.dry_run,
         ..Default::default()
     };
+    let mut dry_run = query.dry_run_values.clone();
     if !body.iter().all(u8::is_ascii_whitespace) {
-        let v: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
-        if let Some(g) = v.get("gracePeriodSeconds").filter(|g| !g.is_null()) {
-            o.grace_period_seconds =
-                Some(g.as_i64().ok_or_else(|| ApiError::bad_request("gracePeriodSeconds must be an integer"))?);
+        let decode_error = |e: String| ApiError::bad_request(format!("error decoding DeleteOptions: {e}"));
+        let v: Value = serde_json::from_slice(body).map_err(|e| decode_error(e.to_string()))?;
+        let fields = match &v {
+            Value::Object(m) => m.clone(),
+            Value::Null => serde_json::Map::new(),
+            other => {
+                return Err(decode_error(format!(
+                    "json: cannot unmarshal {} into Go value of type v1.DeleteOptions",
+                    objects::go_json_type(other)
+                )));
+            }
+        };
+        let field = |name: &str| fields.get(name).filter(|x| !x.is_null());
+        let wrong_type = |name: &str, want: &str, got: &Value| {
+            decode_error(format!(
+                "json: cannot unmarshal {} into Go struct field DeleteOptions.{name} of type {want}",
+                objects::go_json_type(got)
+            ))
+        };
+        if let Some(g) = field("gracePeriodSeconds") {
+            o.grace_period_seconds = Some(g.as_i64().ok_or_else(|| wrong_type("gracePeriodSeconds", "int64", g))?);
         }
-        if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
+        if let Some(p) = field("propagationPolicy") {
+            let p = p.as_str().ok_or_else(|| wrong_type("propagationPolicy", "v1.DeletionPropagation", p))?;
             o.propagation_policy = Some(p.to_string());
         }
-        if let Some(b) = v.get("orphanDependents").and_then(Value::as_bool) {
-            o.orphan_dependents = Some(b);
+        if let Some(b) = field("orphanDependents") {
+            o.orphan_dependents = Some(b.as_bool().ok_or_else(|| wrong_type("orphanDependents", "bool", b))?);
         }
-        o.precondition_uid = v["preconditions"]["uid"].as_str().map(str::to_string);
-        o.precondition_resource_version = v["preconditions"]["resourceVersion"].as_str().map(str::to_string);
-        if let Some(d) = v.get("dryRun").and_then(Value::as_array) {
-            for x in d {
-                if x != "All" {
-                    return Err(ApiError::bad_request(format!(
-                        "dryRun: Unsupported value: {x}: supported values: \"All\""
-                    )));
+        if let Some(pre) = field("preconditions") {
+            let pre = pre.as_object().ok_or_else(|| wrong_type("preconditions", "v1.Preconditions", pre))?;
+            let string = |name: &str| -> ApiResult<Option<String>> {
+                match pre.get(name).filter(|x| !x.is_null()) {
+                    None => Ok(None),
+                    Some(Value::String(s)) => Ok(Some(s.clone())),
+                    Some(other) => Err(wrong_type(&format!("preconditions.{name}"), "string", other)),
                 }
-                o.dry_run = true;
-            }
+            };
+            o.precondition_uid = string("uid")?;
+            o.precondition_resource_version = string("resourceVersion")?;
+        }
+        if let Some(d) = field("dryRun") {
+            let list = d.as_array().ok_or_else(|| wrong_type("dryRun", "[]string", d))?;
+            dry_run = list
+                .iter()
+                .map(|x| x.as_str().map(str::to_string).ok_or_else(|| wrong_type("dryRun", "string", x)))
+                .collect::<ApiResult<_>>()?;
         }
     }
+    // ValidateDeleteOptions, all failures in one Invalid.
+    let mut causes = Vec::new();
     if let Some(p) = &o.propagation_policy {
-        if !matches!(p.as_str(), "Foreground" | "Background" | "Orphan") {
-            return Err(ApiError::invalid(
-                "",
-                "DeleteOptions",
-                "",
-                vec![crate::error::StatusCause::field(
-                    "FieldValueNotSupported",
-                    "propagationPolicy",
-                    format!("Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\""),
-                )],
+        if o.orphan_dependents.is_some() {
+            causes.push(StatusCause::field(
+                "FieldValueInvalid",
+                "propagationPolicy",
+                format!("Invalid value: \"{p}\": orphanDependents and deletionPropagation cannot be both set"),
             ));
         }
-        if o.orphan_dependents.is_some() {
-            return Err(ApiError::invalid(
-                "",
-                "DeleteOptions",
-                "",
-                vec![crate::error::StatusCause::field(
-                    "FieldValueInvalid",
-                    "propagationPolicy",
-                    "Invalid value: orphanDependents and deletionPropagation cannot be both set",
-                )],
+        if !matches!(p.as_str(), "Foreground" | "Background" | "Orphan") {
+            causes.push(StatusCause::field(
+                "FieldValueNotSupported",
+                "propagationPolicy",
+                format!(
+                    "Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                ),
             ));
         }
     }
+    causes.extend(dry_run_causes(&dry_run));
+    if !causes.is_empty() {
+        return Err(invalid_options("DeleteOptions", causes));
+    }
+    o.dry_run = !dry_run.is_empty();
     Ok(o)
 }
 
@@ -727,21 +808,17 @@ fn list_snapshot(query: &Query, current: u64) -> ApiResult<Option<u64>> {
     };
     match (query.resource_version_match.as_deref(), parsed) {
         (None, None) | (None, Some(0)) | (Some("NotOlderThan"), Some(0)) => Ok(None),
-        (Some(m), None) => Err(ApiError::invalid(
-            "",
+        (Some(m), None) => Err(invalid_options(
             "ListOptions",
-            "",
-            vec![crate::error::StatusCause::field(
+            vec![StatusCause::field(
                 "FieldValueForbidden",
                 "resourceVersionMatch",
                 format!("Forbidden: resourceVersionMatch \"{m}\" is forbidden unless resourceVersion is provided"),
             )],
         )),
-        (Some("Exact"), Some(0)) => Err(ApiError::invalid(
-            "",
+        (Some("Exact"), Some(0)) => Err(invalid_options(
             "ListOptions",
-            "",
-            vec![crate::error::StatusCause::field(
+            vec![StatusCause::field(
                 "FieldValueForbidden",
                 "resourceVersionMatch",
                 "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
@@ -759,11 +836,9 @@ fn list_snapshot(query: &Query, current: u64) -> ApiResult<Option<u64>> {
             }
             Ok(None)
         }
-        (Some(m), _) => Err(ApiError::invalid(
-            "",
+        (Some(m), _) => Err(invalid_options(
             "ListOptions",
-            "",
-            vec![crate::error::StatusCause::field(
+            vec![StatusCause::field(
                 "FieldValueNotSupported",
                 "resourceVersionMatch",
                 format!("Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\""),

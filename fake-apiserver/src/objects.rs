@@ -4,7 +4,7 @@
 
 use crate::error::{ApiError, ApiResult, StatusCause};
 use crate::names::{generate_name, validate_name};
-use crate::registry::{ResourceType, StorageKey, crd_resource_types};
+use crate::registry::{DecodeCheck, ResourceType, StorageKey, crd_resource_types};
 use crate::server::Inner;
 use crate::store::{ChangeKind, State, StoredObject, WriteContext, get_path};
 use bytes::Bytes;
@@ -55,7 +55,7 @@ pub fn render(rt: &ResourceType, obj: &StoredObject) -> Bytes {
         return obj.bytes.clone();
     }
     let mut v = obj.value();
-    v["apiVersion"] = Value::String(rt.api_version());
+    put(&mut v, &["apiVersion"], Value::String(rt.api_version()));
     if let Some(schema) = &rt.schema {
         schema.apply_defaults(&mut v);
     }
@@ -98,27 +98,174 @@ fn string_list(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Checks that apiVersion and kind, when given, match the URL, and fills them in when not.
+/// Go's name for the JSON type of a value, as `encoding/json` words its unmarshal errors.
+pub(crate) fn go_json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A string quoted the way Go's `%q` quotes it in field error messages (close enough: JSON
+/// string syntax).
+fn go_quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// The decoder reads `apiVersion` and `kind` as strings before anything else: any other JSON
+/// type (null aside) fails with "couldn't get version/kind; json parse error: ...".
+fn check_type_meta_types(obj: &Value) -> Result<(), String> {
+    for field in ["apiVersion", "kind"] {
+        match obj.get(field) {
+            None | Some(Value::Null) | Some(Value::String(_)) => {}
+            Some(other) => {
+                return Err(format!(
+                    "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{field} of type string",
+                    go_json_type(other)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks that apiVersion and kind, when given, are strings that match the URL, and fills them
+/// in when not.
 pub fn check_type_meta(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+    check_type_meta_types(obj).map_err(ApiError::bad_request)?;
+    let o =
+        obj.as_object_mut().ok_or_else(|| ApiError::bad_request("the body of the request must be a JSON object"))?;
     let api_version = rt.api_version();
-    match obj.get("apiVersion").and_then(Value::as_str) {
+    match o.get("apiVersion").and_then(Value::as_str) {
         Some(v) if !v.is_empty() && v != api_version => {
             return Err(ApiError::bad_request(format!(
                 "the API version in the data ({v}) does not match the expected API version ({api_version})"
             )));
         }
-        _ => obj["apiVersion"] = Value::String(api_version),
+        _ => {
+            o.insert("apiVersion".into(), Value::String(api_version));
+        }
     }
-    match obj.get("kind").and_then(Value::as_str) {
+    match o.get("kind").and_then(Value::as_str) {
         Some(k) if !k.is_empty() && k != rt.kind => {
             return Err(ApiError::bad_request(format!(
                 "the kind in the data ({k}) does not match the expected kind ({})",
                 rt.kind
             )));
         }
-        _ => obj["kind"] = Value::String(rt.kind.clone()),
+        _ => {
+            o.insert("kind".into(), Value::String(rt.kind.clone()));
+        }
     }
     Ok(())
+}
+
+/// Runs the built-in decoder on a body whose type meta [`check_type_meta`] has checked and
+/// filled in: a type error (`replicas: "three"`) is 400 BadRequest, before any storage check,
+/// as kube-apiserver decodes the body first.
+fn decode_body(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    match rt.decode_check {
+        Some(check) => check(obj).map_err(|e| {
+            ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                rt.kind, rt.version, rt.kind
+            ))
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Decodes a request body for `rt` the way the create and update handlers do: type meta, the
+/// shapes of ObjectMeta fields, then the built-in decoder (400 BadRequest on failure).
+pub fn decode_object(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+    check_type_meta(rt, obj)?;
+    check_meta_shape(rt, obj)?;
+    decode_body(rt, obj)
+}
+
+/// Checks that a patched object still decodes into its type. The patch handler answers a
+/// failure with 422 Invalid: `NewInvalid(GroupKind{}, "", [field.Invalid("patch",
+/// string(patchedJS), err)])`. `api_version` and `kind` fill in type meta the patch left
+/// empty (the decoder defaults them from the target type).
+pub fn check_patched(patched: &Value, api_version: &str, kind: &str, check: Option<DecodeCheck>) -> ApiResult<()> {
+    let result = check_type_meta_types(patched).and_then(|()| {
+        let Some(check) = check else { return Ok(()) };
+        // Absent type meta decodes fine; null or empty is the target type's.
+        let unset = |field: &str| patched.get(field).is_some_and(|v| v.is_null() || v == "");
+        if !unset("apiVersion") && !unset("kind") {
+            return check(patched);
+        }
+        let mut typed = patched.clone();
+        if let Some(o) = typed.as_object_mut() {
+            o.insert("apiVersion".into(), Value::String(api_version.into()));
+            o.insert("kind".into(), Value::String(kind.into()));
+        }
+        check(&typed)
+    });
+    result.map_err(|e| {
+        let json = serde_json::to_string(patched).unwrap_or_default();
+        ApiError::invalid(
+            "",
+            "",
+            "",
+            vec![StatusCause::field("FieldValueInvalid", "patch", format!("Invalid value: {}: {e}", go_quote(&json)))],
+        )
+    })
+}
+
+/// The decoder of the `autoscaling/v1` Scale the `/scale` subresource reads and writes.
+pub fn decode_scale(v: &Value) -> Result<(), String> {
+    use serde::Deserialize;
+    k8s_openapi::api::autoscaling::v1::Scale::deserialize(v).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// `ValidateLabels` (part of `ValidateObjectMeta`): every key a qualified name, every value a
+/// label value, each failure a `FieldValueInvalid` cause on `metadata.labels`.
+fn label_causes(labels: Option<&Value>) -> Vec<StatusCause> {
+    let Some(Value::Object(labels)) = labels else { return Vec::new() };
+    let mut causes = Vec::new();
+    let invalid = |value: &str, msg: String| {
+        StatusCause::field("FieldValueInvalid", "metadata.labels", format!("Invalid value: {}: {msg}", go_quote(value)))
+    };
+    for (key, value) in labels {
+        if !crate::selector::is_valid_label_key(key) {
+            causes.extend(crate::selector::label_key_errors(key).into_iter().map(|m| invalid(key, m)));
+        }
+        let value = value.as_str().unwrap_or_default();
+        if !crate::selector::is_valid_label_value(value) {
+            causes.extend(crate::selector::label_value_errors(value).into_iter().map(|m| invalid(value, m)));
+        }
+    }
+    causes
+}
+
+/// `obj[path[0]][path[1]]... = new` without `IndexMut`'s panics, for values a client could
+/// have shaped: missing or null values on the way become objects; when a value on the way is
+/// something else, nothing is set and the answer is false.
+pub(crate) fn put(obj: &mut Value, path: &[&str], new: Value) -> bool {
+    let Some((last, parents)) = path.split_last() else { return false };
+    let mut cur = obj;
+    for seg in parents {
+        if cur.is_null() {
+            *cur = Value::Object(Map::new());
+        }
+        let Some(o) = cur.as_object_mut() else { return false };
+        cur = o.entry(seg.to_string()).or_insert(Value::Null);
+    }
+    if cur.is_null() {
+        *cur = Value::Object(Map::new());
+    }
+    match cur.as_object_mut() {
+        Some(o) => {
+            o.insert(last.to_string(), new);
+            true
+        }
+        None => false,
+    }
 }
 
 /// Checks the shapes of ObjectMeta fields the store relies on (a decode error in the apiserver).
@@ -153,7 +300,8 @@ fn check_meta_shape(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
     Ok(())
 }
 
-/// Runs the kind's validation: the CRD schema (prune, default, validate) or the built-in decoder.
+/// Runs the kind's validation: the CRD schema (prune, default, validate) and the CRD checks.
+/// (The built-in decoder runs earlier, in [`decode_object`].)
 fn validate_content(rt: &ResourceType, obj: &mut Value, name: &str) -> ApiResult<()> {
     if let Some(schema) = &rt.schema {
         schema.prune(obj);
@@ -163,14 +311,6 @@ fn validate_content(rt: &ResourceType, obj: &mut Value, name: &str) -> ApiResult
         if !causes.is_empty() {
             return Err(ApiError::invalid(&rt.group, &rt.kind, name, causes));
         }
-    }
-    if let Some(check) = rt.decode_check {
-        check(obj).map_err(|e| {
-            ApiError::bad_request(format!(
-                "{} in version \"{}\" cannot be handled as a {}: {e}",
-                rt.kind, rt.version, rt.kind
-            ))
-        })?;
     }
     if rt.storage_key() == StorageKey::crds() {
         crd_resource_types(obj).map_err(|causes| ApiError::invalid(&rt.group, &rt.kind, name, causes))?;
@@ -232,18 +372,18 @@ fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "pods") => {
             let qos = pod_qos(obj);
-            obj["status"] = json!({"phase": "Pending", "qosClass": qos});
+            put(obj, &["status"], json!({"phase": "Pending", "qosClass": qos}));
         }
         ("", "namespaces") => {
             let name = str_field(obj, "metadata.name").to_string();
-            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = Value::String(name);
-            obj["spec"] = json!({"finalizers": [NAMESPACE_FINALIZER]});
-            obj["status"] = json!({"phase": "Active"});
+            put(obj, &["metadata", "labels", "kubernetes.io/metadata.name"], Value::String(name));
+            put(obj, &["spec"], json!({"finalizers": [NAMESPACE_FINALIZER]}));
+            put(obj, &["status"], json!({"phase": "Active"}));
         }
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             add_finalizer(obj, CRD_CLEANUP_FINALIZER);
-            if obj["spec"]["conversion"].is_null() {
-                obj["spec"]["conversion"] = json!({"strategy": "None"});
+            if get_path(obj, "spec.conversion").is_none_or(Value::is_null) {
+                put(obj, &["spec", "conversion"], json!({"strategy": "None"}));
             }
         }
         _ => {}
@@ -251,7 +391,8 @@ fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
 }
 
 fn add_finalizer(obj: &mut Value, f: &str) {
-    let list = &mut obj["metadata"]["finalizers"];
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else { return };
+    let list = meta.entry("finalizers").or_insert(Value::Null);
     if !list.is_array() {
         *list = json!([]);
     }
@@ -277,10 +418,10 @@ fn new_uid() -> String {
     )
 }
 
-/// Create: name and generateName, namespace checks, server-set metadata, validation, store.
+/// Create: decoding, name and generateName, namespace checks, server-set metadata, validation,
+/// store.
 pub fn create(st: &mut State, rt: &ResourceType, ns: &str, mut obj: Value, w: &Write) -> ApiResult<Arc<StoredObject>> {
-    check_type_meta(rt, &mut obj)?;
-    check_meta_shape(rt, &obj)?;
+    decode_object(rt, &mut obj)?;
     let meta = meta_mut(&mut obj)?;
     if rt.namespaced {
         match meta.get("namespace").and_then(Value::as_str) {
@@ -302,25 +443,20 @@ pub fn create(st: &mut State, rt: &ResourceType, ns: &str, mut obj: Value, w: &W
         name = generate_name(&generate);
         meta.insert("name".into(), Value::String(name.clone()));
     }
+    // ValidateObjectMeta: the name first, then the labels, all in one Invalid.
+    let mut causes = Vec::new();
     if name.is_empty() {
-        return Err(ApiError::invalid(
-            &rt.group,
-            &rt.kind,
-            "",
-            vec![StatusCause::field(
-                "FieldValueRequired",
-                "metadata.name",
-                "Required value: name or generateName is required",
-            )],
+        causes.push(StatusCause::field(
+            "FieldValueRequired",
+            "metadata.name",
+            "Required value: name or generateName is required",
         ));
+    } else if let Some(msg) = validate_name(&name, rt.name_rule) {
+        causes.push(StatusCause::field("FieldValueInvalid", "metadata.name", msg));
     }
-    if let Some(msg) = validate_name(&name, rt.name_rule) {
-        return Err(ApiError::invalid(
-            &rt.group,
-            &rt.kind,
-            &name,
-            vec![StatusCause::field("FieldValueInvalid", "metadata.name", msg)],
-        ));
+    causes.extend(label_causes(meta.get("labels")));
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&rt.group, &rt.kind, &name, causes));
     }
     namespace_check(st, rt, ns, &name)?;
     let key = rt.storage_key();
@@ -377,11 +513,8 @@ pub fn update(
     mode: UpdateMode,
     w: &Write,
 ) -> ApiResult<Arc<StoredObject>> {
-    let key = rt.storage_key();
-    let stored_ns = if rt.namespaced { ns } else { "" };
-    let old = st.get(&key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
-    check_type_meta(rt, &mut new)?;
-    check_meta_shape(rt, &new)?;
+    // The handler decodes the body and checks it against the URL before the store looks at it.
+    decode_object(rt, &mut new)?;
     let meta = meta_mut(&mut new)?;
     match meta.get("name").and_then(Value::as_str) {
         Some(n) if !n.is_empty() && n != name => {
@@ -396,20 +529,25 @@ pub fn update(
             "the namespace of the provided object does not match the namespace sent on the request",
         ));
     }
+    let key = rt.storage_key();
+    let stored_ns = if rt.namespaced { ns } else { "" };
+    let old = st.get(&key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     match meta.get("resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty()) {
         Some(rv) if crate::store::parse_rv(rv) != Some(old.resource_version) => {
             return Err(ApiError::conflict(&rt.group, &rt.plural, name));
         }
         Some(_) => {}
         None if rt.custom => {
+            // The generic store builds this from the resource (`GroupKind{Group, Kind: resource}`)
+            // and prints the uint64 zero with `%#v`.
             return Err(ApiError::invalid(
                 &rt.group,
-                &rt.kind,
+                &rt.plural,
                 name,
                 vec![StatusCause::field(
                     "FieldValueInvalid",
                     "metadata.resourceVersion",
-                    "Invalid value: 0: must be specified for an update",
+                    "Invalid value: 0x0: must be specified for an update",
                 )],
             ));
         }
@@ -421,7 +559,9 @@ pub fn update(
             let mut m = new;
             if rt.status {
                 match old_value.get("status") {
-                    Some(s) => m["status"] = s.clone(),
+                    Some(s) => {
+                        put(&mut m, &["status"], s.clone());
+                    }
                     None => {
                         if let Some(o) = m.as_object_mut() {
                             o.remove("status");
@@ -434,7 +574,9 @@ pub fn update(
         UpdateMode::Status => {
             let mut m = old_value.clone();
             match new.get("status") {
-                Some(s) => m["status"] = s.clone(),
+                Some(s) => {
+                    put(&mut m, &["status"], s.clone());
+                }
                 None => {
                     if let Some(o) = m.as_object_mut() {
                         o.remove("status");
@@ -474,7 +616,11 @@ pub fn update(
         }
     }
     if rt.storage_key() == StorageKey::namespaces() && mode == UpdateMode::Main {
-        merged["spec"] = old_value["spec"].clone();
+        put(&mut merged, &["spec"], old_value["spec"].clone());
+    }
+    let causes = label_causes(merged["metadata"].get("labels"));
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&rt.group, &rt.kind, name, causes));
     }
     validate_content(rt, &mut merged, name)?;
     if rt.tracks_generation {
@@ -482,7 +628,7 @@ pub fn update(
             if rt.status { &["metadata", "status", "apiVersion", "kind"] } else { &["metadata", "apiVersion", "kind"] };
         if without(&merged, skip) != without(&old_value, skip) {
             let g = old_value["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
-            merged["metadata"]["generation"] = json!(g);
+            put(&mut merged, &["metadata", "generation"], json!(g));
         }
     }
     if merged == old_value {
@@ -541,26 +687,26 @@ pub fn delete(
     let key = rt.storage_key();
     let stored_ns = if rt.namespaced { ns } else { "" };
     let old = st.get(&key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+    // rest.BeforeDelete checks the preconditions first, with a Conflict built from the Kind.
     if let Some(uid) = opts.precondition_uid.as_deref().filter(|u| *u != old.uid) {
         return Err(ApiError::conflict_because(
             &rt.group,
-            &rt.plural,
-            name,
-            format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", old.uid),
-        ));
-    }
-    if let Some(rv) = opts
-        .precondition_resource_version
-        .as_deref()
-        .filter(|rv| crate::store::parse_rv(rv) != Some(old.resource_version))
-    {
-        return Err(ApiError::conflict_because(
-            &rt.group,
-            &rt.plural,
+            &rt.kind,
             name,
             format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                old.resource_version
+                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                old.uid
+            ),
+        ));
+    }
+    let current_rv = old.resource_version.to_string();
+    if let Some(rv) = opts.precondition_resource_version.as_deref().filter(|rv| *rv != current_rv) {
+        return Err(ApiError::conflict_because(
+            &rt.group,
+            &rt.kind,
+            name,
+            format!(
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({current_rv}). The object might have been modified"
             ),
         ));
     }
@@ -579,16 +725,16 @@ pub fn delete(
     }
     let g = grace.unwrap_or(0);
     let at = w.now.checked_add(jiff::SignedDuration::from_secs(g)).unwrap_or(w.now);
-    v["metadata"]["deletionTimestamp"] = Value::String(crate::clock::format_time(at));
-    v["metadata"]["deletionGracePeriodSeconds"] = json!(g);
+    put(&mut v, &["metadata", "deletionTimestamp"], Value::String(crate::clock::format_time(at)));
+    put(&mut v, &["metadata", "deletionGracePeriodSeconds"], json!(g));
     if rt.tracks_generation {
         let gen_ = v["metadata"]["generation"].as_i64().unwrap_or(0);
         if gen_ > 0 {
-            v["metadata"]["generation"] = json!(gen_ + 1);
+            put(&mut v, &["metadata", "generation"], json!(gen_ + 1));
         }
     }
     if rt.storage_key() == StorageKey::namespaces() {
-        v["status"]["phase"] = json!("Terminating");
+        put(&mut v, &["status", "phase"], json!("Terminating"));
     }
     if rt.storage_key() == StorageKey::crds() {
         set_condition(
@@ -618,21 +764,21 @@ fn graceful_period(rt: &ResourceType, v: &Value, opts: &DeleteOptions) -> Option
 }
 
 fn set_condition(obj: &mut Value, type_: &str, status: &str, reason: &str, message: &str, now: &str) {
-    let conds = &mut obj["status"]["conditions"];
-    if !conds.is_array() {
-        *conds = json!([]);
+    if !get_path(obj, "status.conditions").is_some_and(Value::is_array) {
+        put(obj, &["status", "conditions"], json!([]));
     }
-    if let Some(list) = conds.as_array_mut() {
-        let cond =
-            json!({"type": type_, "status": status, "lastTransitionTime": now, "reason": reason, "message": message});
-        match list.iter_mut().find(|c| c["type"] == type_) {
-            Some(c) if c["status"] == status => {
-                c["reason"] = json!(reason);
-                c["message"] = json!(message);
-            }
-            Some(c) => *c = cond,
-            None => list.push(cond),
+    let Some(list) = obj.get_mut("status").and_then(|s| s.get_mut("conditions")).and_then(Value::as_array_mut) else {
+        return;
+    };
+    let cond =
+        json!({"type": type_, "status": status, "lastTransitionTime": now, "reason": reason, "message": message});
+    match list.iter_mut().find(|c| c["type"] == type_) {
+        Some(c) if c["status"] == status => {
+            put(c, &["reason"], json!(reason));
+            put(c, &["message"], json!(message));
         }
+        Some(c) => *c = cond,
+        None => list.push(cond),
     }
 }
 
@@ -676,7 +822,8 @@ fn system_ctx(user_agent: &str, verb: &str, subresource: Option<&str>) -> WriteC
 fn establish_crd(st: &mut State, rt: &ResourceType, crd: Arc<StoredObject>, now: Timestamp) -> Arc<StoredObject> {
     let mut v = crd.value();
     let t = crate::clock::format_time(now);
-    v["status"]["acceptedNames"] = v["spec"]["names"].clone();
+    let names = v["spec"]["names"].clone();
+    put(&mut v, &["status", "acceptedNames"], names);
     let storage: Vec<Value> = v["spec"]["versions"]
         .as_array()
         .map(|a| a.iter().filter(|x| x["storage"] == true).map(|x| x["name"].clone()).collect())
@@ -687,7 +834,7 @@ fn establish_crd(st: &mut State, rt: &ResourceType, crd: Arc<StoredObject>, now:
             stored.push(s);
         }
     }
-    v["status"]["storedVersions"] = Value::Array(stored);
+    put(&mut v, &["status", "storedVersions"], Value::Array(stored));
     if st.registry.serves_crd(&crd.name) {
         set_condition(&mut v, "NamesAccepted", "True", "NoConflicts", "no conflicts found", &t);
         set_condition(
@@ -709,7 +856,7 @@ fn establish_crd(st: &mut State, rt: &ResourceType, crd: Arc<StoredObject>, now:
             )
             .unwrap_or_default();
         let reason = if why.contains(str_field(&v, "spec.names.kind")) { "KindConflict" } else { "PluralConflict" };
-        v["status"]["acceptedNames"] = json!({"plural": "", "kind": ""});
+        put(&mut v, &["status", "acceptedNames"], json!({"plural": "", "kind": ""}));
         set_condition(&mut v, "NamesAccepted", "False", reason, &why, &t);
         set_condition(&mut v, "Established", "False", "NotAccepted", "not all names are accepted", &t);
     }
@@ -793,7 +940,7 @@ fn reconcile_crds(st: &mut State, now: Timestamp) -> bool {
                 .filter(|f| f != CRD_CLEANUP_FINALIZER)
                 .map(Value::String)
                 .collect();
-            nv["metadata"]["finalizers"] = Value::Array(fins.clone());
+            put(&mut nv, &["metadata", "finalizers"], Value::Array(fins.clone()));
             let kind = if fins.is_empty() { ChangeKind::Deleted } else { ChangeKind::Modified };
             let obj = st.commit(&crd_rt, kind, nv, Some(crd.clone()), &system_ctx(SYSTEM_CRD, "update", None), now);
             sync_crd(st, &obj, kind);
@@ -831,7 +978,7 @@ fn reconcile_namespaces(st: &mut State, now: Timestamp) -> bool {
                 let mut nv = v.clone();
                 let rest: Vec<Value> =
                     spec_finalizers.iter().filter(|f| *f != NAMESPACE_FINALIZER).cloned().map(Value::String).collect();
-                nv["spec"]["finalizers"] = Value::Array(rest);
+                put(&mut nv, &["spec", "finalizers"], Value::Array(rest));
                 st.commit(
                     &ns_rt,
                     ChangeKind::Modified,
@@ -911,7 +1058,7 @@ pub fn apply_scale(rt: &ResourceType, obj: &mut Value, scale: &Value) -> ApiResu
         return Err(invalid(format!("Invalid value: {replicas}: must be greater than or equal to 0")));
     }
     if let Some(rv) = scale["metadata"]["resourceVersion"].as_str().filter(|s| !s.is_empty()) {
-        obj["metadata"]["resourceVersion"] = json!(rv);
+        put(obj, &["metadata", "resourceVersion"], json!(rv));
     }
     if !crate::store::set_path(obj, &spec.spec_replicas_path, json!(replicas)) {
         return Err(invalid(format!("Invalid value: {replicas}: cannot set {}", spec.spec_replicas_path)));

@@ -332,7 +332,7 @@ fn is_dns1123_subdomain(s: &str) -> bool {
 }
 
 /// Failures of `validation.IsQualifiedName` (a label key), empty when valid.
-fn label_key_errors(key: &str) -> Vec<String> {
+pub(crate) fn label_key_errors(key: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let parts: Vec<&str> = key.split('/').collect();
     let name = match parts.as_slice() {
@@ -376,7 +376,7 @@ fn label_key_errors(key: &str) -> Vec<String> {
 }
 
 /// Failures of `validation.IsValidLabelValue`, empty when valid.
-fn label_value_errors(value: &str) -> Vec<String> {
+pub(crate) fn label_value_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > LABEL_VALUE_MAX {
         errs.push(max_len_error(LABEL_VALUE_MAX));

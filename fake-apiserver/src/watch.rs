@@ -251,5 +251,8 @@ pub(crate) fn watch(
 }
 
 fn invalid_watch(field: &str, msg: &str) -> ApiError {
-    ApiError::invalid("", "ListOptions", "", vec![crate::error::StatusCause::field("FieldValueForbidden", field, msg)])
+    crate::handlers::invalid_options(
+        "ListOptions",
+        vec![crate::error::StatusCause::field("FieldValueForbidden", field, msg)],
+    )
 }
