@@ -32,6 +32,6 @@ mod watch;
 
 pub use clock::Clock;
 pub use error::{ApiError, StatusCause};
-pub use server::{ApiServer, Config, TcpServer};
+pub use server::{ApiServer, Config, TcpServer, shutdown_signal};
 pub use store::{ChangeKind, TimelineEntry};
 pub use watch::INITIAL_EVENTS_END;

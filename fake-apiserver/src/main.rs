@@ -40,29 +40,8 @@ async fn main() -> anyhow::Result<()> {
     println!("fake-apiserver listening on {}", tcp.url());
     println!("kubeconfig written to {}", args.kubeconfig.display());
     println!("try: kubectl --kubeconfig {} get namespaces", args.kubeconfig.display());
-    shutdown_signal().await;
+    fake_apiserver::shutdown_signal().await;
     eprintln!("shutting down");
     tcp.shutdown().await.context("server error during shutdown")?;
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
-    }
 }
