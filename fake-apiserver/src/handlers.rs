@@ -420,7 +420,9 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             let rt = &target.rt;
             let updated = write(&inner, dry_run, |st| {
                 let old = current(st, &target, name)?;
-                let mut patched = apply_patch(kind, &old.value(), &body)?;
+                // Patch the object as this version serves it (apiVersion, read-time defaults).
+                let served: Value = serde_json::from_slice(&objects::render(rt, &old)).unwrap_or_else(|_| old.value());
+                let mut patched = apply_patch(kind, &served, &body)?;
                 objects::check_patched(&patched, &rt.api_version(), &rt.kind, rt.decode_check)?;
                 keep_resource_version(&mut patched, &old);
                 objects::update(st, rt, &target.namespace, name, patched, mode, &Write { ctx: &ctx, now, dry_run })

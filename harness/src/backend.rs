@@ -333,6 +333,35 @@ fn touched_kinds(suite: &LoadedSuite, row: &Row, fixtures_dir: &std::path::Path)
     kinds
 }
 
+/// Namespaces a row names besides its own (objects it creates elsewhere, or namespaces it creates).
+fn touched_namespaces(row: &Row, fixtures_dir: &std::path::Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    fn walk(v: &Value, out: &mut BTreeSet<String>) {
+        match v {
+            Value::Object(o) => {
+                if let Some(ns) = o.get("namespace").and_then(Value::as_str) {
+                    out.insert(ns.to_string());
+                }
+                if o.get("kind").and_then(Value::as_str) == Some("Namespace") {
+                    if let Some(n) = o.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str) {
+                        out.insert(n.to_string());
+                    }
+                }
+                o.values().for_each(|x| walk(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    walk(&serde_json::to_value(row).unwrap_or(Value::Null), &mut out);
+    for m in &row.fixtures {
+        for doc in crate::load::load_manifests(fixtures_dir, m).unwrap_or_default() {
+            walk(&doc, &mut out);
+        }
+    }
+    out
+}
+
 fn collect_refs(v: &Value, out: &mut BTreeSet<(String, String)>) {
     match v {
         Value::Object(o) => {
@@ -370,7 +399,9 @@ impl Knobs for NoKnobs {
     }
 }
 
-async fn record_watch(api: Api<DynamicObject>, ar: ApiResource, sink: Arc<WatchTimeline>, from: String) {
+/// Records the writes to one resource. Namespaced resources are watched in all namespaces and
+/// kept when they are in `namespaces` (the row's own, and those the row names).
+async fn record_watch(api: Api<DynamicObject>, ar: ApiResource, sink: Arc<WatchTimeline>, from: String, namespaces: Option<Arc<BTreeSet<String>>>) {
     let Ok(stream) = api.watch(&WatchParams::default().disable_bookmarks().timeout(290), &from).await else { return };
     use futures::StreamExt;
     let mut stream = stream.boxed();
@@ -381,6 +412,11 @@ async fn record_watch(api: Api<DynamicObject>, ar: ApiResource, sink: Arc<WatchT
             WatchEvent::Deleted(o) => ("DELETED", "delete", o),
             _ => continue,
         };
+        if let (Some(keep), Some(ns)) = (&namespaces, obj.metadata.namespace.as_ref()) {
+            if !keep.contains(ns) {
+                continue;
+            }
+        }
         let manager = obj.metadata.managed_fields.as_ref().and_then(|m| m.last()).and_then(|m| m.manager.clone());
         let meta = json!({
             "resourceVersion": obj.metadata.resource_version.as_deref().and_then(|r| r.parse::<u64>().ok()).unwrap_or(0),
@@ -430,16 +466,18 @@ impl Backend for KubeconfigBackend {
             }
             let timeline = Arc::new(WatchTimeline::default());
             let mut watchers = Vec::new();
+            let mut keep = touched_namespaces(row, &opts.fixtures_dir);
+            keep.insert(ns_name.clone());
+            let keep = Arc::new(keep);
             if let Ok(d) = kube::Discovery::new(client.clone()).run_aggregated().await {
                 for (api_version, kind) in touched_kinds(suite, row, &opts.fixtures_dir) {
                     let (g, v) = api_version.split_once('/').unwrap_or(("", &api_version));
                     let Some((ar, caps)) = d.resolve_gvk(&kube::core::GroupVersionKind::gvk(g, v, &kind)) else { continue };
-                    let api: Api<DynamicObject> = match caps.scope {
-                        kube::discovery::Scope::Namespaced => Api::namespaced_with(client.clone(), &ns_name, &ar),
-                        kube::discovery::Scope::Cluster => Api::all_with(client.clone(), &ar),
-                    };
+                    let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
+                    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
                     let from = api.list(&ListParams::default().limit(1)).await.ok().and_then(|l| l.metadata.resource_version).unwrap_or_else(|| "0".into());
-                    watchers.push(tokio::spawn(record_watch(api, ar, timeline.clone(), from)));
+                    let filter = namespaced.then(|| keep.clone());
+                    watchers.push(tokio::spawn(record_watch(api, ar, timeline.clone(), from, filter)));
                 }
             }
             let ctx = RowContext {

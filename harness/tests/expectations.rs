@@ -134,7 +134,7 @@ fn human_summary_snapshot() {
     let skipped = run(&row(SOURCE, "      - never: {kind: Pod}").replace("capabilities: [actor:echo]", "capabilities: [virtual-time, actor:gateway]"));
     let report = kproof::result::RunReport::new("fake", "2026-01-01T00:00:00Z".into(), 0, vec![ok, bad, skipped]);
     let summary = kproof::report::summary_table(&report);
-    insta::with_settings!({filters => vec![(r"\b\d[\d.]*(ms|s|m|h|d)(\d+(ms|s|m|h))*\b", "[time]")]}, {
+    insta::with_settings!({filters => vec![(r"\b\d[\d.]*(ms|s|m|h|d)(\d+(ms|s|m|h))*\b", "[time]"), (r" {2,}", "  ")]}, {
         insta::assert_snapshot!(summary);
     });
 }
