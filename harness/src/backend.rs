@@ -37,7 +37,12 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        Self { fixtures_dir: PathBuf::from("fixtures"), flight_dir: None, default_timeout: Duration::from_secs(30), poll: Duration::from_millis(100) }
+        Self {
+            fixtures_dir: PathBuf::from("fixtures"),
+            flight_dir: None,
+            default_timeout: Duration::from_secs(30),
+            poll: Duration::from_millis(100),
+        }
     }
 }
 
@@ -78,7 +83,12 @@ fn base_result(suite: &LoadedSuite, row: &Row, backend: &str) -> RowResult {
     }
 }
 
-fn finish(mut result: RowResult, outcome: Result<(), RowFailure>, record: impl FnOnce() -> FlightRecord, opts: &RunOptions) -> RowResult {
+fn finish(
+    mut result: RowResult,
+    outcome: Result<(), RowFailure>,
+    record: impl FnOnce() -> FlightRecord,
+    opts: &RunOptions,
+) -> RowResult {
     match outcome {
         Ok(()) => result.outcome = Outcome::Passed,
         Err(f) => {
@@ -118,7 +128,9 @@ impl Knobs for ActorKnobs {
     fn turn(&self, actor: &str, knob: &str, value: &Value) -> Result<(), String> {
         let mut actors = self.0.lock();
         let known: Vec<String> = actors.keys().cloned().collect();
-        let a = actors.get_mut(actor).ok_or_else(|| format!("no actor {actor:?} runs here (running: {})", known.join(", ")))?;
+        let a = actors
+            .get_mut(actor)
+            .ok_or_else(|| format!("no actor {actor:?} runs here (running: {})", known.join(", ")))?;
         a.knob(knob, value)
     }
 }
@@ -130,7 +142,11 @@ struct ServerTimeline {
 
 impl Timeline for ServerTimeline {
     fn entries(&self) -> Vec<(Value, Value)> {
-        self.server.timeline_since(self.since).into_iter().map(|e| (serde_json::to_value(&e).unwrap_or(Value::Null), e.object())).collect()
+        self.server
+            .timeline_since(self.since)
+            .into_iter()
+            .map(|e| (serde_json::to_value(&e).unwrap_or(Value::Null), e.object()))
+            .collect()
     }
 }
 
@@ -200,7 +216,8 @@ impl Backend for InProcessBackend {
     }
 
     fn capabilities(&self) -> BTreeSet<String> {
-        let mut c: BTreeSet<String> = [VIRTUAL_TIME, TIMELINE, WRITE_ACTORS, CONTROLLER_SETTINGS].iter().map(|s| s.to_string()).collect();
+        let mut c: BTreeSet<String> =
+            [VIRTUAL_TIME, TIMELINE, WRITE_ACTORS, CONTROLLER_SETTINGS].iter().map(|s| s.to_string()).collect();
         c.extend(self.factories.iter().map(|f| format!("{ACTOR_PREFIX}{}", f.name())));
         c
     }
@@ -215,7 +232,16 @@ impl Backend for InProcessBackend {
         let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build() {
             Ok(r) => r,
             Err(e) => {
-                return finish(result, Err(RowFailure { summary: format!("cannot start a runtime: {e}"), message: e.to_string(), mismatches: vec![] }), FlightRecord::default, opts);
+                return finish(
+                    result,
+                    Err(RowFailure {
+                        summary: format!("cannot start a runtime: {e}"),
+                        message: e.to_string(),
+                        mismatches: vec![],
+                    }),
+                    FlightRecord::default,
+                    opts,
+                );
             }
         };
         let logs = LogBuffer::default();
@@ -229,8 +255,11 @@ impl Backend for InProcessBackend {
                 .finish();
             let _guard = tracing::subscriber::set_default(subscriber);
             let server = ApiServer::new(Config { clock_start: Some(virtual_epoch()), ..Config::default() });
-            let actors: BTreeMap<String, Box<dyn Actor>> =
-                self.factories.iter().map(|f| (f.name().to_string(), f.start(server.client_as(f.name()), &row.needs))).collect();
+            let actors: BTreeMap<String, Box<dyn Actor>> = self
+                .factories
+                .iter()
+                .map(|f| (f.name().to_string(), f.start(server.client_as(f.name()), &row.needs)))
+                .collect();
             let ctx = RowContext {
                 client: server.client_as("kproof"),
                 namespace: "default".into(),
@@ -266,13 +295,16 @@ async fn collect_record(ctx: &RowContext, logs: &LogBuffer) -> FlightRecord {
     if let Ok(d) = kube::Discovery::new(ctx.client.clone()).run_aggregated().await {
         for group in d.groups() {
             for (ar, caps) in group.recommended_resources() {
-                if caps.scope != kube::discovery::Scope::Namespaced || !caps.supports_operation(kube::discovery::verbs::LIST) {
+                if caps.scope != kube::discovery::Scope::Namespaced
+                    || !caps.supports_operation(kube::discovery::verbs::LIST)
+                {
                     continue;
                 }
                 let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &ctx.namespace, &ar);
                 if let Ok(list) = api.list(&ListParams::default()).await {
                     objects.extend(list.items.into_iter().map(|mut o| {
-                        o.types = Some(kube::core::TypeMeta { api_version: ar.api_version.clone(), kind: ar.kind.clone() });
+                        o.types =
+                            Some(kube::core::TypeMeta { api_version: ar.api_version.clone(), kind: ar.kind.clone() });
                         serde_json::to_value(o).unwrap_or(Value::Null)
                     }));
                 }
@@ -301,8 +333,11 @@ impl KubeconfigBackend {
     async fn client(&self) -> Result<kube::Client, String> {
         let config = match &self.kubeconfig {
             Some(p) => {
-                let kc = kube::config::Kubeconfig::read_from(p).map_err(|e| format!("cannot read kubeconfig {}: {e}", p.display()))?;
-                kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.map_err(|e| format!("bad kubeconfig {}: {e}", p.display()))?
+                let kc = kube::config::Kubeconfig::read_from(p)
+                    .map_err(|e| format!("cannot read kubeconfig {}: {e}", p.display()))?;
+                kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                    .await
+                    .map_err(|e| format!("bad kubeconfig {}: {e}", p.display()))?
             }
             None => kube::Config::infer().await.map_err(|e| format!("no kubeconfig: {e}"))?,
         };
@@ -342,10 +377,10 @@ fn touched_namespaces(row: &Row, fixtures_dir: &std::path::Path) -> BTreeSet<Str
                 if let Some(ns) = o.get("namespace").and_then(Value::as_str) {
                     out.insert(ns.to_string());
                 }
-                if o.get("kind").and_then(Value::as_str) == Some("Namespace") {
-                    if let Some(n) = o.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str) {
-                        out.insert(n.to_string());
-                    }
+                if o.get("kind").and_then(Value::as_str) == Some("Namespace")
+                    && let Some(n) = o.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str)
+                {
+                    out.insert(n.to_string());
                 }
                 o.values().for_each(|x| walk(x, out));
             }
@@ -365,7 +400,9 @@ fn touched_namespaces(row: &Row, fixtures_dir: &std::path::Path) -> BTreeSet<Str
 fn collect_refs(v: &Value, out: &mut BTreeSet<(String, String)>) {
     match v {
         Value::Object(o) => {
-            if let (Some(a), Some(k)) = (o.get("apiVersion").and_then(Value::as_str), o.get("kind").and_then(Value::as_str)) {
+            if let (Some(a), Some(k)) =
+                (o.get("apiVersion").and_then(Value::as_str), o.get("kind").and_then(Value::as_str))
+            {
                 out.insert((a.to_string(), k.to_string()));
             }
             o.values().for_each(|x| collect_refs(x, out));
@@ -401,7 +438,13 @@ impl Knobs for NoKnobs {
 
 /// Records the writes to one resource. Namespaced resources are watched in all namespaces and
 /// kept when they are in `namespaces` (the row's own, and those the row names).
-async fn record_watch(api: Api<DynamicObject>, ar: ApiResource, sink: Arc<WatchTimeline>, from: String, namespaces: Option<Arc<BTreeSet<String>>>) {
+async fn record_watch(
+    api: Api<DynamicObject>,
+    ar: ApiResource,
+    sink: Arc<WatchTimeline>,
+    from: String,
+    namespaces: Option<Arc<BTreeSet<String>>>,
+) {
     let Ok(stream) = api.watch(&WatchParams::default().disable_bookmarks().timeout(290), &from).await else { return };
     use futures::StreamExt;
     let mut stream = stream.boxed();
@@ -412,10 +455,10 @@ async fn record_watch(api: Api<DynamicObject>, ar: ApiResource, sink: Arc<WatchT
             WatchEvent::Deleted(o) => ("DELETED", "delete", o),
             _ => continue,
         };
-        if let (Some(keep), Some(ns)) = (&namespaces, obj.metadata.namespace.as_ref()) {
-            if !keep.contains(ns) {
-                continue;
-            }
+        if let (Some(keep), Some(ns)) = (&namespaces, obj.metadata.namespace.as_ref())
+            && !keep.contains(ns)
+        {
+            continue;
         }
         let manager = obj.metadata.managed_fields.as_ref().and_then(|m| m.last()).and_then(|m| m.manager.clone());
         let meta = json!({
@@ -459,7 +502,8 @@ impl Backend for KubeconfigBackend {
             let ns_name = format!("kproof-{}-{}", row.id.chars().take(40).collect::<String>(), suffix());
             let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
             let ns: k8s_openapi::api::core::v1::Namespace =
-                serde_json::from_value(json!({"metadata": {"name": ns_name, "labels": {"kproof.dev/row": row.id}}})).unwrap_or_default();
+                serde_json::from_value(json!({"metadata": {"name": ns_name, "labels": {"kproof.dev/row": row.id}}}))
+                    .unwrap_or_default();
             if let Err(e) = namespaces.create(&PostParams::default(), &ns).await {
                 let m = format!("cannot create namespace {ns_name}: {e}");
                 return (Err(RowFailure { summary: m.clone(), message: m, mismatches: vec![] }), None);
@@ -472,10 +516,17 @@ impl Backend for KubeconfigBackend {
             if let Ok(d) = kube::Discovery::new(client.clone()).run_aggregated().await {
                 for (api_version, kind) in touched_kinds(suite, row, &opts.fixtures_dir) {
                     let (g, v) = api_version.split_once('/').unwrap_or(("", &api_version));
-                    let Some((ar, caps)) = d.resolve_gvk(&kube::core::GroupVersionKind::gvk(g, v, &kind)) else { continue };
+                    let Some((ar, caps)) = d.resolve_gvk(&kube::core::GroupVersionKind::gvk(g, v, &kind)) else {
+                        continue;
+                    };
                     let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
                     let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
-                    let from = api.list(&ListParams::default().limit(1)).await.ok().and_then(|l| l.metadata.resource_version).unwrap_or_else(|| "0".into());
+                    let from = api
+                        .list(&ListParams::default().limit(1))
+                        .await
+                        .ok()
+                        .and_then(|l| l.metadata.resource_version)
+                        .unwrap_or_else(|| "0".into());
                     let filter = namespaced.then(|| keep.clone());
                     watchers.push(tokio::spawn(record_watch(api, ar, timeline.clone(), from, filter)));
                 }

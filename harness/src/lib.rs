@@ -6,14 +6,14 @@
 //! timeline of writes; failing rows leave a flight record ([`recorder`]); runs produce JSON and
 //! JUnit reports ([`report`]).
 
-pub mod report;
-pub mod recorder;
-pub mod result;
-pub mod suite;
-pub mod load;
-pub mod lint;
 pub mod backend;
+pub mod lint;
+pub mod load;
 pub mod matching;
+pub mod recorder;
+pub mod report;
+pub mod result;
 pub mod run;
 pub mod runner;
+pub mod suite;
 pub mod testing;

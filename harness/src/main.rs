@@ -98,7 +98,12 @@ fn default_dir(name: &str) -> PathBuf {
 fn catalogue_dirs(a: &CatalogueArgs) -> (PathBuf, PathBuf) {
     let suites = a.suites.clone().unwrap_or_else(|| default_dir("suites"));
     let fixtures = a.fixtures.clone().unwrap_or_else(|| {
-        a.suites.as_ref().and_then(|s| s.parent()).map(|p| p.join("fixtures")).filter(|p| p.is_dir()).unwrap_or_else(|| default_dir("fixtures"))
+        a.suites
+            .as_ref()
+            .and_then(|s| s.parent())
+            .map(|p| p.join("fixtures"))
+            .filter(|p| p.is_dir())
+            .unwrap_or_else(|| default_dir("fixtures"))
     });
     (suites, fixtures)
 }
@@ -146,9 +151,16 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let backend: Box<dyn Backend> = match args.backend {
         BackendName::Fake => Box::new(InProcessBackend::new()),
-        BackendName::Kubeconfig => Box::new(KubeconfigBackend::new(args.kubeconfig.clone()).context("cannot start the kubeconfig backend")?),
+        BackendName::Kubeconfig => {
+            Box::new(KubeconfigBackend::new(args.kubeconfig.clone()).context("cannot start the kubeconfig backend")?)
+        }
     };
-    let opts = RunOptions { fixtures_dir, flight_dir: Some(args.report_dir.join("flight")), default_timeout: args.timeout, ..Default::default() };
+    let opts = RunOptions {
+        fixtures_dir,
+        flight_dir: Some(args.report_dir.join("flight")),
+        default_timeout: args.timeout,
+        ..Default::default()
+    };
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
     let bar = indicatif::ProgressBar::new(rows.len() as u64);
     bar.set_style(
@@ -184,7 +196,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let server = fake_apiserver::ApiServer::default();
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], args.port));
         let tcp = server.serve_tcp(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
-        tcp.write_kubeconfig(&args.kubeconfig).with_context(|| format!("cannot write {}", args.kubeconfig.display()))?;
+        tcp.write_kubeconfig(&args.kubeconfig)
+            .with_context(|| format!("cannot write {}", args.kubeconfig.display()))?;
         println!("kproof serve: fake cluster on {}", tcp.url());
         println!("kubeconfig: {}", args.kubeconfig.display());
         println!("use it:     export KUBECONFIG={}; kubectl get namespaces", args.kubeconfig.display());

@@ -21,7 +21,9 @@ fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
             let inner = &after[..end];
             match inner.split_once('=') {
                 Some((k, v)) => out.push(Segment::Filter(k.trim().to_string(), v.trim().to_string())),
-                None => out.push(Segment::Index(inner.trim().parse().map_err(|_| format!("bad index [{inner}] in path {path:?}"))?)),
+                None => out.push(Segment::Index(
+                    inner.trim().parse().map_err(|_| format!("bad index [{inner}] in path {path:?}"))?,
+                )),
             }
             rest = after[end + 1..].trim_start_matches('.');
             continue;
@@ -51,7 +53,9 @@ pub fn lookup<'a>(obj: &'a Value, path: &str) -> Result<Option<&'a Value>, Strin
         let next = match seg {
             Segment::Key(k) => cur.get(&k),
             Segment::Index(i) => cur.get(i),
-            Segment::Filter(k, v) => cur.as_array().and_then(|a| a.iter().find(|item| item.get(&k).map(scalar_string).as_deref() == Some(v.as_str()))),
+            Segment::Filter(k, v) => cur
+                .as_array()
+                .and_then(|a| a.iter().find(|item| item.get(&k).map(scalar_string).as_deref() == Some(v.as_str()))),
         };
         match next {
             Some(n) => cur = n,
@@ -82,35 +86,35 @@ pub fn check_field(obj: &Value, m: &FieldMatch) -> Result<(), String> {
     let actual = lookup(obj, &m.path)?;
     let shown = |a: Option<&Value>| a.map(|v| v.to_string()).unwrap_or_else(|| "<absent>".into());
     let fail = |want: String| Err(format!("{}: expected {want}, observed {}", m.path, shown(actual)));
-    if let Some(e) = &m.eq {
-        if !actual.is_some_and(|a| equal(e, a)) {
-            return fail(format!("== {e}"));
-        }
+    if let Some(e) = &m.eq
+        && !actual.is_some_and(|a| equal(e, a))
+    {
+        return fail(format!("== {e}"));
     }
-    if let Some(e) = &m.ne {
-        if actual.is_some_and(|a| equal(e, a)) {
-            return fail(format!("!= {e}"));
-        }
+    if let Some(e) = &m.ne
+        && actual.is_some_and(|a| equal(e, a))
+    {
+        return fail(format!("!= {e}"));
     }
-    if let Some(want) = m.exists {
-        if actual.is_some() != want {
-            return fail(if want { "to exist".into() } else { "to be absent".into() });
-        }
+    if let Some(want) = m.exists
+        && actual.is_some() != want
+    {
+        return fail(if want { "to exist".into() } else { "to be absent".into() });
     }
-    if let Some(want) = m.absent {
-        if actual.is_none() != want {
-            return fail(if want { "to be absent".into() } else { "to exist".into() });
-        }
+    if let Some(want) = m.absent
+        && actual.is_none() != want
+    {
+        return fail(if want { "to be absent".into() } else { "to exist".into() });
     }
-    if let Some(n) = m.gt {
-        if !actual.and_then(as_number).is_some_and(|a| a > n) {
-            return fail(format!("> {n}"));
-        }
+    if let Some(n) = m.gt
+        && !actual.and_then(as_number).is_some_and(|a| a > n)
+    {
+        return fail(format!("> {n}"));
     }
-    if let Some(n) = m.lt {
-        if !actual.and_then(as_number).is_some_and(|a| a < n) {
-            return fail(format!("< {n}"));
-        }
+    if let Some(n) = m.lt
+        && !actual.and_then(as_number).is_some_and(|a| a < n)
+    {
+        return fail(format!("< {n}"));
     }
     if let Some(c) = &m.contains {
         let ok = match (actual, c) {
@@ -156,7 +160,17 @@ mod tests {
     use serde_json::json;
 
     fn fm(path: &str) -> FieldMatch {
-        FieldMatch { path: path.into(), eq: None, ne: None, exists: None, absent: None, gt: None, lt: None, contains: None, matches: None }
+        FieldMatch {
+            path: path.into(),
+            eq: None,
+            ne: None,
+            exists: None,
+            absent: None,
+            gt: None,
+            lt: None,
+            contains: None,
+            matches: None,
+        }
     }
 
     #[test]

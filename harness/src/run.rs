@@ -18,13 +18,18 @@ pub struct Selection {
 impl Selection {
     /// Whether a row is selected.
     pub fn includes(&self, suite: &str, row: &Row) -> bool {
-        (self.suites.is_empty() || self.suites.iter().any(|s| s == suite)) && (self.rows.is_empty() || self.rows.iter().any(|r| r == &row.id))
+        (self.suites.is_empty() || self.suites.iter().any(|s| s == suite))
+            && (self.rows.is_empty() || self.rows.iter().any(|r| r == &row.id))
     }
 }
 
 /// The rows selected, in catalogue order.
 pub fn selected<'a>(suites: &'a [LoadedSuite], sel: &Selection) -> Vec<(&'a LoadedSuite, &'a Row)> {
-    suites.iter().flat_map(|s| s.suite.rows.iter().map(move |r| (s, r))).filter(|(s, r)| sel.includes(&s.suite.suite, r)).collect()
+    suites
+        .iter()
+        .flat_map(|s| s.suite.rows.iter().map(move |r| (s, r)))
+        .filter(|(s, r)| sel.includes(&s.suite.suite, r))
+        .collect()
 }
 
 /// Runs rows on `jobs` threads; `on_done` is called as each row finishes (for progress).

@@ -101,7 +101,9 @@ fn substitute(v: &Value, bindings: &BTreeMap<String, String>) -> Value {
     match v {
         Value::String(s) => Value::String(substitute_str(s, bindings)),
         Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, bindings)).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (substitute_str(k, bindings), substitute(x, bindings))).collect()),
+        Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, x)| (substitute_str(k, bindings), substitute(x, bindings))).collect())
+        }
         other => other.clone(),
     }
 }
@@ -131,15 +133,21 @@ fn yaml(v: &impl serde::Serialize) -> String {
 
 /// Executes a row. Returns the first failure.
 pub async fn execute(ctx: &RowContext, suite: &Suite, row: &Row) -> Result<(), RowFailure> {
-    let mut run = RowRun { ctx, resolver: Resolver { client: ctx.client.clone(), discovery: None }, bindings: BTreeMap::new() };
+    let mut run =
+        RowRun { ctx, resolver: Resolver { client: ctx.client.clone(), discovery: None }, bindings: BTreeMap::new() };
     for m in suite.fixtures.iter().chain(&row.fixtures) {
         run.apply(m).await.map_err(|f| RowFailure { summary: format!("fixture: {}", f.summary), ..f })?;
     }
     for (i, step) in row.steps.iter().enumerate() {
-        run.step(step).await.map_err(|f| RowFailure { summary: format!("step {} ({}): {}", i + 1, step_name(step), f.summary), ..f })?;
+        run.step(step)
+            .await
+            .map_err(|f| RowFailure { summary: format!("step {} ({}): {}", i + 1, step_name(step), f.summary), ..f })?;
     }
     for (i, e) in row.expect.iter().enumerate() {
-        run.expect(e).await.map_err(|f| RowFailure { summary: format!("expect {} ({}): {}", i + 1, expectation_name(e), f.summary), ..f })?;
+        run.expect(e).await.map_err(|f| RowFailure {
+            summary: format!("expect {} ({}): {}", i + 1, expectation_name(e), f.summary),
+            ..f
+        })?;
     }
     Ok(())
 }
@@ -183,10 +191,17 @@ impl RowRun<'_> {
         self.ctx.started.elapsed().as_millis() as u64
     }
 
-    async fn api_for(&mut self, api_version: &str, kind: &str, namespace: Option<&str>) -> Result<(Api<DynamicObject>, bool), RowFailure> {
+    async fn api_for(
+        &mut self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Result<(Api<DynamicObject>, bool), RowFailure> {
         let (ar, caps) = self.resolver.resolve(api_version, kind).await?;
         Ok(match caps.scope {
-            Scope::Namespaced => (Api::namespaced_with(self.ctx.client.clone(), namespace.unwrap_or(&self.ctx.namespace), &ar), true),
+            Scope::Namespaced => {
+                (Api::namespaced_with(self.ctx.client.clone(), namespace.unwrap_or(&self.ctx.namespace), &ar), true)
+            }
             Scope::Cluster => (Api::all_with(self.ctx.client.clone(), &ar), false),
         })
     }
@@ -203,19 +218,27 @@ impl RowRun<'_> {
     /// Creates the object, or merges the manifest into the existing one.
     async fn apply_one(&mut self, doc: Value) -> Result<(), RowFailure> {
         let s = |p: &str| doc.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
-        let (api_version, kind, name, ns) = (s("/apiVersion"), s("/kind"), s("/metadata/name"), s("/metadata/namespace"));
-        let (api, _) = self.api_for(&api_version, &kind, Some(&ns).filter(|n| !n.is_empty()).map(|x| x.as_str())).await?;
-        let obj: DynamicObject = serde_json::from_value(doc.clone()).map_err(|e| RowFailure::plain(format!("{kind} {name}: {e}")))?;
+        let (api_version, kind, name, ns) =
+            (s("/apiVersion"), s("/kind"), s("/metadata/name"), s("/metadata/namespace"));
+        let (api, _) =
+            self.api_for(&api_version, &kind, Some(&ns).filter(|n| !n.is_empty()).map(|x| x.as_str())).await?;
+        let obj: DynamicObject =
+            serde_json::from_value(doc.clone()).map_err(|e| RowFailure::plain(format!("{kind} {name}: {e}")))?;
         let pp = PostParams { field_manager: Some("kproof".into()), ..Default::default() };
-        let exists = !name.is_empty() && api.get_opt(&name).await.map_err(|e| api_error(&format!("get {kind} {name}"), e))?.is_some();
+        let exists = !name.is_empty()
+            && api.get_opt(&name).await.map_err(|e| api_error(&format!("get {kind} {name}"), e))?.is_some();
         if exists {
             let mut patch = doc.clone();
             if let Some(meta) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.remove("namespace");
             }
-            api.patch(&name, &PatchParams { field_manager: Some("kproof".into()), ..Default::default() }, &Patch::Merge(patch))
-                .await
-                .map_err(|e| api_error(&format!("apply {kind} {name}"), e))?;
+            api.patch(
+                &name,
+                &PatchParams { field_manager: Some("kproof".into()), ..Default::default() },
+                &Patch::Merge(patch),
+            )
+            .await
+            .map_err(|e| api_error(&format!("apply {kind} {name}"), e))?;
         } else {
             api.create(&pp, &obj).await.map_err(|e| api_error(&format!("create {kind} {name}"), e))?;
         }
@@ -234,7 +257,9 @@ impl RowRun<'_> {
                 let p: Patch<Value> = match patch_type {
                     PatchType::Merge => Patch::Merge(body),
                     PatchType::Apply => Patch::Apply(body),
-                    PatchType::Json => Patch::Json(serde_json::from_value(body).map_err(|e| RowFailure::plain(format!("bad JSON patch: {e}")))?),
+                    PatchType::Json => Patch::Json(
+                        serde_json::from_value(body).map_err(|e| RowFailure::plain(format!("bad JSON patch: {e}")))?,
+                    ),
                 };
                 let r = if *status { api.patch_status(&name, &pp, &p).await } else { api.patch(&name, &pp, &p).await };
                 r.map(|_| ()).map_err(|e| api_error(&format!("patch {} {name}", t.kind), e))
@@ -253,7 +278,11 @@ impl RowRun<'_> {
                     ..Default::default()
                 };
                 match (&t.name, &t.selector) {
-                    (Some(name), _) => api.delete(name, &dp).await.map(|_| ()).map_err(|e| api_error(&format!("delete {} {name}", t.kind), e)),
+                    (Some(name), _) => api
+                        .delete(name, &dp)
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| api_error(&format!("delete {} {name}", t.kind), e)),
                     (None, Some(sel)) => api
                         .delete_collection(&dp, &ListParams::default().labels(sel))
                         .await
@@ -319,7 +348,8 @@ impl RowRun<'_> {
                 .collect()),
             (None, sel) => {
                 let lp = sel.as_deref().map(|s| ListParams::default().labels(s)).unwrap_or_default();
-                let mut items: Vec<DynamicObject> = api.list(&lp).await.map_err(|e| api_error(&format!("list {}", t.kind), e))?.items;
+                let mut items: Vec<DynamicObject> =
+                    api.list(&lp).await.map_err(|e| api_error(&format!("list {}", t.kind), e))?.items;
                 items.sort_by(|a, b| {
                     (a.metadata.creation_timestamp.as_ref().map(|t| t.0), &a.metadata.name)
                         .cmp(&(b.metadata.creation_timestamp.as_ref().map(|t| t.0), &b.metadata.name))
@@ -333,8 +363,20 @@ impl RowRun<'_> {
     async fn check_objects(&mut self, m: &ObjectMatch) -> Result<Result<(), (String, Vec<Value>)>, RowFailure> {
         let t = substitute_ref(&m.target, &self.bindings);
         let objs = self.fetch(&t).await?;
-        let what = format!("{} {}", t.kind, t.name.as_deref().map(str::to_string).or(t.selector.as_ref().map(|s| format!("-l {s}"))).unwrap_or_default());
-        let fields: Vec<_> = m.fields.iter().map(|f| crate::suite::FieldMatch { eq: f.eq.as_ref().map(|v| substitute(v, &self.bindings)), ..f.clone() }).collect();
+        let what = format!(
+            "{} {}",
+            t.kind,
+            t.name
+                .as_deref()
+                .map(str::to_string)
+                .or(t.selector.as_ref().map(|s| format!("-l {s}")))
+                .unwrap_or_default()
+        );
+        let fields: Vec<_> = m
+            .fields
+            .iter()
+            .map(|f| crate::suite::FieldMatch { eq: f.eq.as_ref().map(|v| substitute(v, &self.bindings)), ..f.clone() })
+            .collect();
         let mut lines = Vec::new();
         if m.gone {
             if !objs.is_empty() {
@@ -361,7 +403,10 @@ impl RowRun<'_> {
     }
 
     async fn expect(&mut self, e: &Expectation) -> Result<(), RowFailure> {
-        let on_timeline = matches!(e, Expectation::Before { .. } | Expectation::Never(_) | Expectation::AtMost { .. } | Expectation::Count { .. });
+        let on_timeline = matches!(
+            e,
+            Expectation::Before { .. } | Expectation::Never(_) | Expectation::AtMost { .. } | Expectation::Count { .. }
+        );
         if on_timeline && !self.ctx.timeline.lag().is_zero() {
             tokio::time::sleep(self.ctx.timeline.lag()).await;
         }
@@ -389,8 +434,16 @@ impl RowRun<'_> {
                 let until = Instant::now() + duration.0;
                 loop {
                     if let Err((diff, observed)) = self.check_objects(object).await? {
-                        let summary = format!("stopped holding after {} of {}", format_duration(duration.0.saturating_sub(until.saturating_duration_since(Instant::now()))), format_duration(duration.0));
-                        return Err(RowFailure { message: format!("{summary}\n{diff}"), summary, mismatches: vec![self.mismatch(e, diff, observed)] });
+                        let summary = format!(
+                            "stopped holding after {} of {}",
+                            format_duration(duration.0.saturating_sub(until.saturating_duration_since(Instant::now()))),
+                            format_duration(duration.0)
+                        );
+                        return Err(RowFailure {
+                            message: format!("{summary}\n{diff}"),
+                            summary,
+                            mismatches: vec![self.mismatch(e, diff, observed)],
+                        });
                     }
                     if Instant::now() >= until {
                         return Ok(());
@@ -403,11 +456,14 @@ impl RowRun<'_> {
                 let rv = |x: &Value| x.get("resourceVersion").and_then(Value::as_u64).unwrap_or(0);
                 let firsts: Vec<&(Value, Value)> = entries.iter().filter(|(m, o)| event_matches(m, o, first)).collect();
                 let thens: Vec<&(Value, Value)> = entries.iter().filter(|(m, o)| event_matches(m, o, then)).collect();
-                let describe = |v: &[&(Value, Value)]| v.iter().map(|(m, _)| timeline_line(m)).collect::<Vec<_>>().join("\n");
+                let describe =
+                    |v: &[&(Value, Value)]| v.iter().map(|(m, _)| timeline_line(m)).collect::<Vec<_>>().join("\n");
                 let ok = match (firsts.first(), thens.first()) {
                     (None, _) => false,
                     (Some(_), None) => true,
-                    (Some(f), Some(t)) if *all => firsts.last().is_some_and(|l| rv(&l.0) < rv(&t.0)) && rv(&f.0) < rv(&t.0),
+                    (Some(f), Some(t)) if *all => {
+                        firsts.last().is_some_and(|l| rv(&l.0) < rv(&t.0)) && rv(&f.0) < rv(&t.0)
+                    }
                     (Some(f), Some(t)) => rv(&f.0) < rv(&t.0),
                 };
                 if ok {
@@ -421,17 +477,35 @@ impl RowRun<'_> {
                         thens.len(),
                         describe(&thens)
                     );
-                    let summary = if firsts.is_empty() { "no write matched `first`".to_string() } else { "the order was wrong".to_string() };
-                    Err(RowFailure { message: format!("{summary}\n{diff}"), summary, mismatches: vec![self.mismatch(e, diff, vec![])] })
+                    let summary = if firsts.is_empty() {
+                        "no write matched `first`".to_string()
+                    } else {
+                        "the order was wrong".to_string()
+                    };
+                    Err(RowFailure {
+                        message: format!("{summary}\n{diff}"),
+                        summary,
+                        mismatches: vec![self.mismatch(e, diff, vec![])],
+                    })
                 }
             }
             Expectation::Never(m) => self.count_check(e, m, |n| n == 0, "no write"),
-            Expectation::AtMost { n, event } => self.count_check(e, event, |c| c <= *n, &format!("at most {n} write(s)")),
-            Expectation::Count { n, event } => self.count_check(e, event, |c| c == *n, &format!("exactly {n} write(s)")),
+            Expectation::AtMost { n, event } => {
+                self.count_check(e, event, |c| c <= *n, &format!("at most {n} write(s)"))
+            }
+            Expectation::Count { n, event } => {
+                self.count_check(e, event, |c| c == *n, &format!("exactly {n} write(s)"))
+            }
         }
     }
 
-    fn count_check(&self, e: &Expectation, m: &crate::suite::EventMatch, ok: impl Fn(usize) -> bool, want: &str) -> Result<(), RowFailure> {
+    fn count_check(
+        &self,
+        e: &Expectation,
+        m: &crate::suite::EventMatch,
+        ok: impl Fn(usize) -> bool,
+        want: &str,
+    ) -> Result<(), RowFailure> {
         let entries = self.ctx.timeline.entries();
         let matching: Vec<&(Value, Value)> = entries.iter().filter(|(meta, o)| event_matches(meta, o, m)).collect();
         if ok(matching.len()) {
@@ -440,7 +514,11 @@ impl RowRun<'_> {
         let lines: Vec<String> = matching.iter().map(|(meta, _)| timeline_line(meta)).collect();
         let summary = format!("expected {want} matching, observed {}", matching.len());
         let diff = format!("{summary}:\n{}", lines.join("\n"));
-        Err(RowFailure { message: diff.clone(), summary, mismatches: vec![self.mismatch(e, diff, matching.iter().map(|(_, o)| o.clone()).collect())] })
+        Err(RowFailure {
+            message: diff.clone(),
+            summary,
+            mismatches: vec![self.mismatch(e, diff, matching.iter().map(|(_, o)| o.clone()).collect())],
+        })
     }
 }
 
@@ -450,5 +528,12 @@ pub fn timeline_line(m: &Value) -> String {
     let ns = s("namespace");
     let id = if ns.is_empty() { s("name").to_string() } else { format!("{ns}/{}", s("name")) };
     let sub = m.get("subresource").and_then(Value::as_str).map(|x| format!(" [{x}]")).unwrap_or_default();
-    format!("  rv {} {} {} {} {id}{sub} by {}", m.get("resourceVersion").map(|v| v.to_string()).unwrap_or_default(), s("verb"), s("change"), s("kind"), s("userAgent"))
+    format!(
+        "  rv {} {} {} {} {id}{sub} by {}",
+        m.get("resourceVersion").map(|v| v.to_string()).unwrap_or_default(),
+        s("verb"),
+        s("change"),
+        s("kind"),
+        s("userAgent")
+    )
 }

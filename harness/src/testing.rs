@@ -54,33 +54,37 @@ impl ActorFactory for EchoControllerFactory {
             let all: Api<ConfigMap> = Api::all(client.clone());
             let mut first_seen: BTreeMap<(String, String), tokio::time::Instant> = BTreeMap::new();
             loop {
-                if !flag.load(Ordering::SeqCst) {
-                    if let Ok(list) = all.list(&ListParams::default().labels(&format!("{ECHO_LABEL}=true"))).await {
-                        for cm in list.items {
-                            let (Some(ns), Some(name)) = (cm.metadata.namespace.clone(), cm.metadata.name.clone()) else { continue };
-                            let seen = *first_seen.entry((ns.clone(), name.clone())).or_insert_with(tokio::time::Instant::now);
-                            let delay = cm.data.as_ref().and_then(|d| d.get("delay")).and_then(|d| d.parse().ok()).unwrap_or(0);
-                            if seen.elapsed() < Duration::from_secs(delay) {
-                                continue;
+                if !flag.load(Ordering::SeqCst)
+                    && let Ok(list) = all.list(&ListParams::default().labels(&format!("{ECHO_LABEL}=true"))).await
+                {
+                    for cm in list.items {
+                        let (Some(ns), Some(name)) = (cm.metadata.namespace.clone(), cm.metadata.name.clone()) else {
+                            continue;
+                        };
+                        let seen =
+                            *first_seen.entry((ns.clone(), name.clone())).or_insert_with(tokio::time::Instant::now);
+                        let delay =
+                            cm.data.as_ref().and_then(|d| d.get("delay")).and_then(|d| d.parse().ok()).unwrap_or(0);
+                        if seen.elapsed() < Duration::from_secs(delay) {
+                            continue;
+                        }
+                        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+                        let echo_name = format!("{name}-echo");
+                        let mut echo = ConfigMap::default();
+                        echo.metadata.name = Some(echo_name.clone());
+                        echo.metadata.labels = Some([("kproof.dev/echo-of".to_string(), name.clone())].into());
+                        echo.data = cm.data.clone();
+                        match api.get_opt(&echo_name).await {
+                            Ok(None) => {
+                                tracing::info!(%ns, %name, "echo: creating {echo_name}");
+                                let _ = api.create(&PostParams::default(), &echo).await;
                             }
-                            let api: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
-                            let echo_name = format!("{name}-echo");
-                            let mut echo = ConfigMap::default();
-                            echo.metadata.name = Some(echo_name.clone());
-                            echo.metadata.labels = Some([("kproof.dev/echo-of".to_string(), name.clone())].into());
-                            echo.data = cm.data.clone();
-                            match api.get_opt(&echo_name).await {
-                                Ok(None) => {
-                                    tracing::info!(%ns, %name, "echo: creating {echo_name}");
-                                    let _ = api.create(&PostParams::default(), &echo).await;
-                                }
-                                Ok(Some(cur)) if cur.data != echo.data => {
-                                    tracing::info!(%ns, %name, "echo: updating {echo_name}");
-                                    echo.metadata.resource_version = cur.metadata.resource_version;
-                                    let _ = api.replace(&echo_name, &PostParams::default(), &echo).await;
-                                }
-                                _ => {}
+                            Ok(Some(cur)) if cur.data != echo.data => {
+                                tracing::info!(%ns, %name, "echo: updating {echo_name}");
+                                echo.metadata.resource_version = cur.metadata.resource_version;
+                                let _ = api.replace(&echo_name, &PostParams::default(), &echo).await;
                             }
+                            _ => {}
                         }
                     }
                 }

@@ -31,7 +31,10 @@ fn failed(r: &RowResult) -> String {
 
 #[test]
 fn eventually_passes_when_the_controller_acts_in_time() {
-    let r = run(&row(SOURCE, &format!("      - eventually: {{target: {ECHO}, match: [{{path: data.v, eq: \"1\"}}], within: 2m}}")));
+    let r = run(&row(
+        SOURCE,
+        &format!("      - eventually: {{target: {ECHO}, match: [{{path: data.v, eq: \"1\"}}], within: 2m}}"),
+    ));
     assert_eq!(r.outcome, Outcome::Passed, "{r:?}");
     assert!(r.backend_ms >= 60_000, "the echo waited 60 virtual seconds: {}", r.backend_ms);
 }
@@ -73,8 +76,13 @@ fn never_and_at_most_count_writes() {
     assert_eq!(run(&row(&steps, "      - never: {kind: ConfigMap, change: DELETED}")).outcome, Outcome::Passed);
     let msg = failed(&run(&row(&steps, "      - never: {kind: ConfigMap, name: src-echo, actor: echo}")));
     assert!(msg.contains("expected no write matching, observed 1"), "{msg}");
-    let update = format!("{steps}\n      - patch: {{target: {{apiVersion: v1, kind: ConfigMap, name: src}}, type: merge, patch: {{data: {{v: \"2\"}}}}}}\n      - wait: {{eventually: {{target: {ECHO}, match: [{{path: data.v, eq: \"2\"}}], within: 2m}}}}");
-    assert_eq!(run(&row(&update, "      - atMost: {n: 2, event: {name: src-echo, actor: echo}}")).outcome, Outcome::Passed);
+    let update = format!(
+        "{steps}\n      - patch: {{target: {{apiVersion: v1, kind: ConfigMap, name: src}}, type: merge, patch: {{data: {{v: \"2\"}}}}}}\n      - wait: {{eventually: {{target: {ECHO}, match: [{{path: data.v, eq: \"2\"}}], within: 2m}}}}"
+    );
+    assert_eq!(
+        run(&row(&update, "      - atMost: {n: 2, event: {name: src-echo, actor: echo}}")).outcome,
+        Outcome::Passed
+    );
     let msg = failed(&run(&row(&update, "      - atMost: {n: 1, event: {name: src-echo, actor: echo}}")));
     assert!(msg.contains("expected at most 1 write(s) matching, observed 2"), "{msg}");
 }
@@ -90,7 +98,8 @@ fn an_hour_of_virtual_time_passes_on_the_backend_clock() {
 
 #[test]
 fn a_row_needing_a_missing_capability_is_skipped_with_the_reason() {
-    let yaml = row(SOURCE, "      - never: {kind: Pod}").replace("capabilities: [actor:echo]", "capabilities: [actor:kubelet]");
+    let yaml = row(SOURCE, "      - never: {kind: Pod}")
+        .replace("capabilities: [actor:echo]", "capabilities: [actor:kubelet]");
     let r = run(&yaml);
     assert_eq!(r.outcome, Outcome::Skipped);
     assert_eq!(r.reason.as_deref(), Some("backend fake lacks actor:kubelet"));
@@ -107,7 +116,11 @@ fn a_knob_of_an_unknown_actor_fails_the_row_clearly() {
 fn failing_rows_leave_a_flight_record() {
     let dir = tempfile::tempdir().unwrap();
     let steps = format!("{SOURCE}\n      - knob: {{actor: echo, knob: paused, value: true}}");
-    let suite = load_suite_str(Path::new("inline.yaml"), &row(&steps, &format!("      - eventually: {{target: {ECHO}, within: 10s}}"))).unwrap();
+    let suite = load_suite_str(
+        Path::new("inline.yaml"),
+        &row(&steps, &format!("      - eventually: {{target: {ECHO}, within: 10s}}")),
+    )
+    .unwrap();
     let backend = InProcessBackend::new().with_actor(Arc::new(EchoControllerFactory));
     let opts = RunOptions { flight_dir: Some(dir.path().to_path_buf()), ..Default::default() };
     let r = backend.run_row(&suite, &suite.suite.rows[0], &opts);
@@ -122,7 +135,10 @@ fn failing_rows_leave_a_flight_record() {
 #[test]
 fn failure_message_snapshot() {
     let steps = format!("{SOURCE}\n      - knob: {{actor: echo, knob: paused, value: true}}");
-    let r = run(&row(&steps, &format!("      - eventually: {{target: {ECHO}, match: [{{path: data.v, eq: \"1\"}}], within: 90s}}")));
+    let r = run(&row(
+        &steps,
+        &format!("      - eventually: {{target: {ECHO}, match: [{{path: data.v, eq: \"1\"}}], within: 90s}}"),
+    ));
     insta::assert_snapshot!(failed(&r));
 }
 
@@ -131,7 +147,8 @@ fn human_summary_snapshot() {
     let ok = run(&row(SOURCE, &format!("      - eventually: {{target: {ECHO}, within: 2m}}")));
     let steps = format!("{SOURCE}\n      - knob: {{actor: echo, knob: paused, value: true}}");
     let bad = run(&row(&steps, &format!("      - eventually: {{target: {ECHO}, within: 1m}}")));
-    let skipped = run(&row(SOURCE, "      - never: {kind: Pod}").replace("capabilities: [actor:echo]", "capabilities: [virtual-time, actor:gateway]"));
+    let skipped = run(&row(SOURCE, "      - never: {kind: Pod}")
+        .replace("capabilities: [actor:echo]", "capabilities: [virtual-time, actor:gateway]"));
     let report = kproof::result::RunReport::new("fake", "2026-01-01T00:00:00Z".into(), 0, vec![ok, bad, skipped]);
     let summary = kproof::report::summary_table(&report);
     insta::with_settings!({filters => vec![(r"\b\d[\d.]*(ms|s|m|h|d)(\d+(ms|s|m|h))*\b", "[time]"), (r" {2,}", "  ")]}, {

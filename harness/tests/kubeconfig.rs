@@ -36,7 +36,11 @@ fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let suites = kproof::load::load_suite_dir(&root.join("suites")).unwrap();
     let backend = KubeconfigBackend::new(Some(kubeconfig)).unwrap();
-    let opts = RunOptions { fixtures_dir: root.join("fixtures"), default_timeout: Duration::from_secs(20), ..Default::default() };
+    let opts = RunOptions {
+        fixtures_dir: root.join("fixtures"),
+        default_timeout: Duration::from_secs(20),
+        ..Default::default()
+    };
     let mut passed = 0;
     for suite in &suites {
         for row in &suite.suite.rows {
@@ -44,8 +48,12 @@ fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
             println!("{:?} {} {}", r.outcome, r.name(), r.reason.clone().unwrap_or_default());
             match r.outcome {
                 Outcome::Passed => passed += 1,
-                Outcome::Skipped => assert!(r.reason.as_deref().is_some_and(|w| w.starts_with("backend kubeconfig lacks")), "{r:?}"),
-                Outcome::Failed => panic!("{} failed on the kubeconfig backend:\n{}", r.name(), r.failure.unwrap_or_default()),
+                Outcome::Skipped => {
+                    assert!(r.reason.as_deref().is_some_and(|w| w.starts_with("backend kubeconfig lacks")), "{r:?}")
+                }
+                Outcome::Failed => {
+                    panic!("{} failed on the kubeconfig backend:\n{}", r.name(), r.failure.unwrap_or_default())
+                }
             }
         }
     }

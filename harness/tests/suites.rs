@@ -39,9 +39,14 @@ fn main() -> ExitCode {
                     let r = backend.run_row(&suite, &row, &opts);
                     match r.outcome {
                         Outcome::Passed => Ok(()),
-                        Outcome::Skipped => Err(Failed::from(format!("skipped at run time: {}", r.reason.unwrap_or_default()))),
+                        Outcome::Skipped => {
+                            Err(Failed::from(format!("skipped at run time: {}", r.reason.unwrap_or_default())))
+                        }
                         Outcome::Failed => {
-                            let record = r.flight_record.map(|p| format!("\nflight record: {}", p.display())).unwrap_or_default();
+                            let record = r
+                                .flight_record
+                                .map(|p| format!("\nflight record: {}", p.display()))
+                                .unwrap_or_default();
                             Err(Failed::from(format!("{}{record}", r.failure.unwrap_or_default())))
                         }
                     }
