@@ -254,7 +254,8 @@ impl Linter<'_> {
                 value_strings(value, strings);
             }
             Step::Bind { from, path, .. } => {
-                self.object_ref(at, label, from, Need::Name);
+                // A selector binds from the oldest matching object: how generated names are captured.
+                self.object_ref(at, label, from, Need::NameOrSelector);
                 ref_strings(from, strings);
                 strings.push(path.clone());
             }
