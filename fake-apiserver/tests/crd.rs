@@ -281,7 +281,8 @@ async fn versions_share_storage_and_apiversion_follows_the_request() {
     let read = beta.get("w").await.unwrap();
     assert_eq!(read.types.unwrap().api_version, "example.com/v1beta1");
     // A patch through the other version starts from the object as that version serves it.
-    let patched = beta.patch("w", &PatchParams::default(), &Patch::Merge(json!({"spec": {"color": "blue"}}))).await.unwrap();
+    let patched =
+        beta.patch("w", &PatchParams::default(), &Patch::Merge(json!({"spec": {"color": "blue"}}))).await.unwrap();
     assert_eq!(patched.types.unwrap().api_version, "example.com/v1beta1");
     assert_eq!(v1.get("w").await.unwrap().data["spec"]["color"], "blue");
     let (_, raw_list) = get(&server, "/apis/example.com/v1beta1/namespaces/default/widgets").await;
