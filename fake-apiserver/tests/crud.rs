@@ -114,69 +114,13 @@ async fn an_update_that_changes_nothing_writes_nothing() {
 #[tokio::test]
 async fn eight_writers_doing_optimistic_increments_lose_nothing() {
     let server = ApiServer::default();
-    let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
-    let mut c = cm("counter");
-    c.data = Some([("n".to_string(), "0".to_string())].into());
-    cms.create(&PostParams::default(), &c).await.unwrap();
-    let mut tasks = Vec::new();
-    for _ in 0..8 {
-        let cms = cms.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut conflicts = 0;
-            for _ in 0..500 {
-                loop {
-                    let mut cur = cms.get("counter").await.unwrap();
-                    let n: u64 = cur.data.as_ref().unwrap()["n"].parse().unwrap();
-                    cur.data = Some([("n".to_string(), (n + 1).to_string())].into());
-                    match cms.replace("counter", &PostParams::default(), &cur).await {
-                        Ok(_) => break,
-                        Err(kube::Error::Api(s)) if s.code == 409 => conflicts += 1,
-                        Err(e) => panic!("unexpected error {e}"),
-                    }
-                }
-            }
-            conflicts
-        }));
-    }
-    let mut conflicts = 0;
-    for t in tasks {
-        conflicts += t.await.unwrap();
-    }
-    let end = cms.get("counter").await.unwrap();
-    assert_eq!(end.data.unwrap()["n"], "4000");
-    println!("8 writers x 500 increments: {conflicts} conflicts retried");
+    common::eight_writers_lose_no_increment(server.client()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_writers_on_a_multi_thread_runtime_lose_nothing() {
     let server = ApiServer::default();
-    let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
-    let mut c = cm("counter");
-    c.data = Some([("n".to_string(), "0".to_string())].into());
-    cms.create(&PostParams::default(), &c).await.unwrap();
-    let tasks: Vec<_> = (0..8)
-        .map(|_| {
-            let cms = cms.clone();
-            tokio::spawn(async move {
-                for _ in 0..500 {
-                    loop {
-                        let mut cur = cms.get("counter").await.unwrap();
-                        let n: u64 = cur.data.as_ref().unwrap()["n"].parse().unwrap();
-                        cur.data = Some([("n".to_string(), (n + 1).to_string())].into());
-                        match cms.replace("counter", &PostParams::default(), &cur).await {
-                            Ok(_) => break,
-                            Err(kube::Error::Api(s)) if s.code == 409 => {}
-                            Err(e) => panic!("unexpected error {e}"),
-                        }
-                    }
-                }
-            })
-        })
-        .collect();
-    for t in tasks {
-        t.await.unwrap();
-    }
-    assert_eq!(cms.get("counter").await.unwrap().data.unwrap()["n"], "4000");
+    common::eight_writers_lose_no_increment(server.client()).await;
 }
 
 #[tokio::test]

@@ -1,6 +1,8 @@
 //! The TCP transport: kubeconfig, bearer-token authentication, kube-rs over loopback, and the
 //! `fake-apiserver` binary with graceful shutdown.
 
+mod common;
+
 use fake_apiserver::ApiServer;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -45,6 +47,18 @@ async fn kube_rs_over_tcp_with_the_generated_kubeconfig() {
     assert_eq!(entry.verb, "create");
     // An open watch does not block shutdown.
     tokio::time::timeout(Duration::from_secs(10), tcp.shutdown()).await.expect("graceful shutdown").unwrap();
+}
+
+/// Optimistic concurrency holds over TCP too: eight writers, no increment lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_writers_over_tcp_lose_no_increment() {
+    let server = ApiServer::default();
+    let tcp = server.serve_tcp(SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    tcp.write_kubeconfig(&path).unwrap();
+    common::eight_writers_lose_no_increment(client_from(&path).await).await;
+    tcp.shutdown().await.unwrap();
 }
 
 /// Like kube-apiserver with anonymous auth on: no credentials is anonymous (allowed: there is

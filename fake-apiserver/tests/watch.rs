@@ -9,7 +9,7 @@ use futures::{StreamExt, TryStreamExt};
 use http::{Method, StatusCode};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
-use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -220,74 +220,7 @@ async fn kube_runtime_streaming_list_works() {
 #[tokio::test]
 async fn reflector_survives_a_forced_410_and_ends_equal_to_a_fresh_list() {
     let server = ApiServer::default();
-    let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
-    let (reader, writer) = reflector::store();
-    let relists = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = relists.clone();
-    let stream = watcher(cms.clone(), watcher::Config::default())
-        .default_backoff()
-        .map_ok(move |e| {
-            if matches!(e, watcher::Event::Init) {
-                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            }
-            e
-        })
-        .reflect(writer)
-        .applied_objects();
-    let driver = tokio::spawn(async move {
-        stream.for_each(|_| async {}).await;
-    });
-    let wait_for = |n: usize| {
-        let reader = reader.clone();
-        async move {
-            tokio::time::timeout(Duration::from_secs(20), async {
-                loop {
-                    if reader.state().len() == n {
-                        return;
-                    }
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-            })
-            .await
-            .unwrap_or_else(|_| panic!("reflector did not reach {n} objects"))
-        }
-    };
-    cms.create(&PostParams::default(), &cm("a", &[])).await.unwrap();
-    cms.create(&PostParams::default(), &cm("b", &[])).await.unwrap();
-    wait_for(2).await;
-    assert_eq!(relists.load(std::sync::atomic::Ordering::SeqCst), 1);
-    // Write, then compact before the watch task runs: its next read finds its cursor too old.
-    cms.create(&PostParams::default(), &cm("c", &[])).await.unwrap();
-    server.compact();
-    cms.patch("a", &PatchParams::default(), &Patch::Merge(json!({"data": {"v": "2"}}))).await.unwrap();
-    cms.delete("b", &Default::default()).await.unwrap();
-    cms.create(&PostParams::default(), &cm("d", &[])).await.unwrap();
-    wait_for(3).await;
-    tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            let fresh = cms.list(&ListParams::default()).await.unwrap();
-            let mut want: Vec<(String, String)> = fresh
-                .items
-                .iter()
-                .map(|o| (o.metadata.name.clone().unwrap(), o.metadata.resource_version.clone().unwrap()))
-                .collect();
-            let mut got: Vec<(String, String)> = reader
-                .state()
-                .iter()
-                .map(|o| (o.metadata.name.clone().unwrap(), o.metadata.resource_version.clone().unwrap()))
-                .collect();
-            want.sort();
-            got.sort();
-            if want == got {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("the reflector converges to a fresh LIST");
-    assert!(relists.load(std::sync::atomic::Ordering::SeqCst) >= 2, "the 410 forced a re-list");
-    driver.abort();
+    common::reflector_survives_forced_410(&server, server.client()).await;
 }
 
 /// Many watchers each LIST then WATCH from the list's version while a writer creates,
