@@ -43,12 +43,30 @@ fn main() {
 
     let median = catalogue_ms[catalogue_ms.len() / 2];
     let slowest = row_ms.iter().map(|r| r.1).max().unwrap_or(0);
-    let verdict = |ok: bool| if !full { "smoke" } else if ok { "PASS" } else { "MISS" };
+    let verdict = |ok: bool| {
+        if !full {
+            "smoke"
+        } else if ok {
+            "PASS"
+        } else {
+            "MISS"
+        }
+    };
     println!("| measurement | value | budget | result |");
     println!("|---|---|---|---|");
-    println!("| whole catalogue, {} rows, 2 jobs (median of {rounds}) | {median:.1} ms | < 10,000 ms | {} |", rows.len(), verdict(median < 10_000.0));
+    println!(
+        "| whole catalogue, {} rows, 2 jobs (median of {rounds}) | {median:.1} ms | < 10,000 ms | {} |",
+        rows.len(),
+        verdict(median < 10_000.0)
+    );
     println!("| slowest row (wall) | {slowest} ms | < 200 ms | {} |", verdict(slowest < 200));
-    println!("| row advancing 1h virtual (median of {}, backend clock {} ms) | {} ms | < 100 ms | {} |", hour_ms.len(), hour_backend, hour_ms[hour_ms.len() / 2], verdict(hour_ms[hour_ms.len() / 2] < 100));
+    println!(
+        "| row advancing 1h virtual (median of {}, backend clock {} ms) | {} ms | < 100 ms | {} |",
+        hour_ms.len(),
+        hour_backend,
+        hour_ms[hour_ms.len() / 2],
+        verdict(hour_ms[hour_ms.len() / 2] < 100)
+    );
     println!();
     println!("| row | wall ms | backend (virtual) ms |");
     println!("|---|---|---|");

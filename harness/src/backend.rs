@@ -83,6 +83,18 @@ fn base_result(suite: &LoadedSuite, row: &Row, backend: &str) -> RowResult {
     }
 }
 
+/// The result a row starts with, or (as `Err`) its final result when the backend must skip it.
+fn begin(backend: &dyn Backend, suite: &LoadedSuite, row: &Row) -> Result<RowResult, RowResult> {
+    let mut result = base_result(suite, row, backend.name());
+    match skip_reason(backend, row) {
+        Some(why) => {
+            result.reason = Some(why);
+            Err(result)
+        }
+        None => Ok(result),
+    }
+}
+
 fn finish(
     mut result: RowResult,
     outcome: Result<(), RowFailure>,
@@ -223,11 +235,10 @@ impl Backend for InProcessBackend {
     }
 
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
-        let mut result = base_result(suite, row, self.name());
-        if let Some(why) = skip_reason(self, row) {
-            result.reason = Some(why);
-            return result;
-        }
+        let mut result = match begin(self, suite, row) {
+            Ok(r) => r,
+            Err(skipped) => return skipped,
+        };
         let wall = std::time::Instant::now();
         let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build() {
             Ok(r) => r,
@@ -487,11 +498,10 @@ impl Backend for KubeconfigBackend {
     }
 
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
-        let mut result = base_result(suite, row, self.name());
-        if let Some(why) = skip_reason(self, row) {
-            result.reason = Some(why);
-            return result;
-        }
+        let mut result = match begin(self, suite, row) {
+            Ok(r) => r,
+            Err(skipped) => return skipped,
+        };
         let wall = std::time::Instant::now();
         let logs = LogBuffer::default();
         let (outcome, record) = self.runtime.block_on(async {

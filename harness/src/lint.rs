@@ -159,7 +159,7 @@ impl Linter<'_> {
         let mut binds: Vec<(String, usize, String)> = Vec::new();
         for (i, step) in row.steps.iter().enumerate() {
             let pos = i + 1;
-            let label = format!("step {pos} ({})", step_name(step));
+            let label = format!("step {pos} ({})", step.name());
             let mut strings = Vec::new();
             self.step(at, &label, step, &mut strings);
             sites.push(Site { label: label.clone(), pos, strings });
@@ -175,7 +175,7 @@ impl Linter<'_> {
         }
         let after_steps = row.steps.len() + 1;
         for (i, expectation) in row.expect.iter().enumerate() {
-            let label = format!("expect {} ({})", i + 1, expectation_name(expectation));
+            let label = format!("expect {} ({})", i + 1, expectation.name());
             let mut strings = Vec::new();
             self.expectation(at, &label, expectation, &mut strings);
             sites.push(Site { label, pos: after_steps, strings });
@@ -406,30 +406,6 @@ struct Site {
     label: String,
     pos: usize,
     strings: Vec<String>,
-}
-
-fn step_name(step: &Step) -> &'static str {
-    match step {
-        Step::Apply(_) => "apply",
-        Step::Patch { .. } => "patch",
-        Step::Delete { .. } => "delete",
-        Step::Scale { .. } => "scale",
-        Step::Advance(_) => "advance",
-        Step::Wait(_) => "wait",
-        Step::Knob { .. } => "knob",
-        Step::Bind { .. } => "bind",
-    }
-}
-
-fn expectation_name(expectation: &Expectation) -> &'static str {
-    match expectation {
-        Expectation::Eventually { .. } => "eventually",
-        Expectation::Consistently { .. } => "consistently",
-        Expectation::Before { .. } => "before",
-        Expectation::Never(_) => "never",
-        Expectation::AtMost { .. } => "atMost",
-        Expectation::Count { .. } => "count",
-    }
 }
 
 fn manifest_strings(manifest: &Manifest, out: &mut Vec<String>) {

@@ -141,39 +141,14 @@ pub async fn execute(ctx: &RowContext, suite: &Suite, row: &Row) -> Result<(), R
     for (i, step) in row.steps.iter().enumerate() {
         run.step(step)
             .await
-            .map_err(|f| RowFailure { summary: format!("step {} ({}): {}", i + 1, step_name(step), f.summary), ..f })?;
+            .map_err(|f| RowFailure { summary: format!("step {} ({}): {}", i + 1, step.name(), f.summary), ..f })?;
     }
     for (i, e) in row.expect.iter().enumerate() {
-        run.expect(e).await.map_err(|f| RowFailure {
-            summary: format!("expect {} ({}): {}", i + 1, expectation_name(e), f.summary),
-            ..f
-        })?;
+        run.expect(e)
+            .await
+            .map_err(|f| RowFailure { summary: format!("expect {} ({}): {}", i + 1, e.name(), f.summary), ..f })?;
     }
     Ok(())
-}
-
-fn step_name(s: &Step) -> &'static str {
-    match s {
-        Step::Apply(_) => "apply",
-        Step::Patch { .. } => "patch",
-        Step::Delete { .. } => "delete",
-        Step::Scale { .. } => "scale",
-        Step::Advance(_) => "advance",
-        Step::Wait(_) => "wait",
-        Step::Knob { .. } => "knob",
-        Step::Bind { .. } => "bind",
-    }
-}
-
-fn expectation_name(e: &Expectation) -> &'static str {
-    match e {
-        Expectation::Eventually { .. } => "eventually",
-        Expectation::Consistently { .. } => "consistently",
-        Expectation::Before { .. } => "before",
-        Expectation::Never(_) => "never",
-        Expectation::AtMost { .. } => "atMost",
-        Expectation::Count { .. } => "count",
-    }
 }
 
 struct RowRun<'a> {

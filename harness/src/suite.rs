@@ -152,6 +152,22 @@ pub enum Step {
     Bind { name: String, from: ObjectRef, path: String },
 }
 
+impl Step {
+    /// The step's keyword in the suite format, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Step::Apply(_) => "apply",
+            Step::Patch { .. } => "patch",
+            Step::Delete { .. } => "delete",
+            Step::Scale { .. } => "scale",
+            Step::Advance(_) => "advance",
+            Step::Wait(_) => "wait",
+            Step::Knob { .. } => "knob",
+            Step::Bind { .. } => "bind",
+        }
+    }
+}
+
 /// A duration written like `30s`, `5m`, `1h`, `250ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DurationStr(pub Duration);
@@ -317,6 +333,20 @@ pub enum Expectation {
     AtMost { n: usize, event: EventMatch },
     /// Exactly `n` writes match.
     Count { n: usize, event: EventMatch },
+}
+
+impl Expectation {
+    /// The expectation's keyword in the suite format, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Expectation::Eventually { .. } => "eventually",
+            Expectation::Consistently { .. } => "consistently",
+            Expectation::Before { .. } => "before",
+            Expectation::Never(_) => "never",
+            Expectation::AtMost { .. } => "atMost",
+            Expectation::Count { .. } => "count",
+        }
+    }
 }
 
 #[cfg(test)]

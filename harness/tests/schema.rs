@@ -4,7 +4,11 @@
 fn committed_suite_schema_is_up_to_date() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/suite.schema.json");
     let committed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(committed, kproof::lint::json_schema(), "regenerate with: cargo run -p harness --bin kproof -- schema > suites/suite.schema.json");
+    assert_eq!(
+        committed,
+        kproof::lint::json_schema(),
+        "regenerate with: cargo run -p harness --bin kproof -- schema > suites/suite.schema.json"
+    );
 }
 
 #[test]
