@@ -84,12 +84,12 @@ fn base_result(suite: &LoadedSuite, row: &Row, backend: &str) -> RowResult {
 }
 
 /// The result a row starts with, or (as `Err`) its final result when the backend must skip it.
-fn begin(backend: &dyn Backend, suite: &LoadedSuite, row: &Row) -> Result<RowResult, RowResult> {
+fn begin(backend: &dyn Backend, suite: &LoadedSuite, row: &Row) -> Result<RowResult, Box<RowResult>> {
     let mut result = base_result(suite, row, backend.name());
     match skip_reason(backend, row) {
         Some(why) => {
             result.reason = Some(why);
-            Err(result)
+            Err(Box::new(result))
         }
         None => Ok(result),
     }
@@ -237,7 +237,7 @@ impl Backend for InProcessBackend {
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
         let mut result = match begin(self, suite, row) {
             Ok(r) => r,
-            Err(skipped) => return skipped,
+            Err(skipped) => return *skipped,
         };
         let wall = std::time::Instant::now();
         let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build() {
@@ -500,7 +500,7 @@ impl Backend for KubeconfigBackend {
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
         let mut result = match begin(self, suite, row) {
             Ok(r) => r,
-            Err(skipped) => return skipped,
+            Err(skipped) => return *skipped,
         };
         let wall = std::time::Instant::now();
         let logs = LogBuffer::default();
