@@ -51,11 +51,11 @@ struct RunArgs {
     #[command(flatten)]
     catalogue: CatalogueArgs,
     /// Only these suites (repeatable).
-    #[arg(long = "suite")]
-    suites: Vec<String>,
+    #[arg(long = "suite", value_name = "NAME")]
+    suite_names: Vec<String>,
     /// Only these rows (repeatable).
-    #[arg(long = "row")]
-    rows: Vec<String>,
+    #[arg(long = "row", value_name = "ID")]
+    row_ids: Vec<String>,
     #[arg(long, value_enum, default_value = "fake")]
     backend: BackendName,
     /// Kubeconfig for `--backend kubeconfig` (default: KUBECONFIG or ~/.kube/config).
@@ -144,10 +144,10 @@ fn real_main() -> anyhow::Result<ExitCode> {
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (suites_dir, fixtures_dir) = catalogue_dirs(&args.catalogue);
     let suites = kproof::load::load_suite_dir(&suites_dir)?;
-    let sel = kproof::run::Selection { suites: args.suites.clone(), rows: args.rows.clone() };
+    let sel = kproof::run::Selection { suites: args.suite_names.clone(), rows: args.row_ids.clone() };
     let rows = kproof::run::selected(&suites, &sel);
     if rows.is_empty() {
-        bail!("no row matches --suite {:?} --row {:?} in {}", args.suites, args.rows, suites_dir.display());
+        bail!("no row matches --suite {:?} --row {:?} in {}", args.suite_names, args.row_ids, suites_dir.display());
     }
     let backend: Box<dyn Backend> = match args.backend {
         BackendName::Fake => Box::new(InProcessBackend::new()),
@@ -206,4 +206,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tcp.shutdown().await.context("shutting down")?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
 }

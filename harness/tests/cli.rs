@@ -1,0 +1,98 @@
+//! The `kproof` command line: exit codes, messages that name file, line and row, reports.
+
+use assert_cmd::Command;
+use std::path::Path;
+
+fn kproof() -> Command {
+    Command::cargo_bin("kproof").expect("the kproof binary")
+}
+
+fn write_suite(dir: &Path, name: &str, text: &str) {
+    std::fs::create_dir_all(dir.join("suites")).unwrap();
+    std::fs::create_dir_all(dir.join("fixtures")).unwrap();
+    std::fs::write(dir.join("suites").join(name), text).unwrap();
+}
+
+const PASSING: &str = "suite: demo\ntitle: t\nrows:\n  - id: ok\n    title: t\n    kind: behaviour\n    source: https://kubernetes.io/docs/\n    steps:\n      - apply: {inline: {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}}\n    expect:\n      - eventually: {target: {apiVersion: v1, kind: ConfigMap, name: c}}\n";
+
+#[test]
+fn run_passes_writes_reports_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    write_suite(dir.path(), "demo.yaml", PASSING);
+    let out =
+        kproof().current_dir(dir.path()).args(["run", "--suites", "suites", "--report-dir", "out"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("PASS    demo::ok"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "1 passed, 0 failed, 0 skipped"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/kproof-report.json")).unwrap()).unwrap();
+    assert_eq!(report["schema"], "kproof.dev/report/v1");
+    assert_eq!(report["rows"][0]["outcome"], "passed");
+    assert!(std::fs::read_to_string(dir.path().join("out/kproof-junit.xml")).unwrap().contains("testcase"));
+}
+
+#[test]
+fn a_failing_row_exits_1_and_points_at_its_flight_record() {
+    let dir = tempfile::tempdir().unwrap();
+    write_suite(
+        dir.path(),
+        "demo.yaml",
+        &PASSING.replace("name: c}}\n", "name: c}}\n").replace(
+            "eventually: {target: {apiVersion: v1, kind: ConfigMap, name: c}}",
+            "eventually: {target: {apiVersion: v1, kind: ConfigMap, name: missing}, within: 10s}",
+        ),
+    );
+    let out =
+        kproof().current_dir(dir.path()).args(["run", "--suites", "suites", "--report-dir", "out"]).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("FAIL    demo::ok"), "{stdout}");
+    assert!(stdout.contains("flight record of demo::ok: out/flight/demo/ok"), "{stdout}");
+    assert!(dir.path().join("out/flight/demo/ok/mismatches.md").exists());
+}
+
+#[test]
+fn lint_names_file_line_and_row_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = PASSING.replace("      - apply:", "      - patch: {target: {apiVersion: v1, kind: ConfigMap, name: \"${nope}\"}, type: merge, patch: {}}\n      - apply:");
+    write_suite(dir.path(), "demo.yaml", &bad);
+    let out = kproof().current_dir(dir.path()).args(["lint", "--suites", "suites"]).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("suites/demo.yaml:4: row ok: step 1 (patch)"), "{stdout}");
+    assert!(stdout.contains("${nope}") || stdout.contains("nope"), "{stdout}");
+}
+
+#[test]
+fn a_typo_is_reported_with_file_line_and_row_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    write_suite(dir.path(), "demo.yaml", &PASSING.replace("    expect:", "    expct:"));
+    let out = kproof().current_dir(dir.path()).args(["run", "--suites", "suites"]).assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("suites/demo.yaml:10") && stderr.contains("row ok") && stderr.contains("expct"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_empty_suite_folder_is_an_error_not_a_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("suites")).unwrap();
+    let out = kproof().current_dir(dir.path()).args(["run", "--suites", "suites"]).assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("suites"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_row_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    write_suite(dir.path(), "demo.yaml", PASSING);
+    let out = kproof().current_dir(dir.path()).args(["run", "--suites", "suites", "--row", "nope"]).assert().code(2);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("no row matches"));
+}
+
+#[test]
+fn schema_prints_the_suite_json_schema() {
+    let out = kproof().arg("schema").assert().success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(v["$id"], "https://kproof.dev/schema/suite-v1.json");
+}
