@@ -274,7 +274,7 @@ async fn no_event_is_lost_between_list_and_watch_with_many_concurrent_watchers()
                 if view.len() == OBJECTS - OBJECTS.div_ceil(5) && caught_up == Some(done_rv) {
                     break;
                 }
-                let e = match tokio::time::timeout(Duration::from_millis(500), w.next()).await {
+                let e = match tokio::time::timeout(Duration::from_secs(5), w.next()).await {
                     Ok(Some(e)) => e.unwrap(),
                     Ok(None) => panic!("watch ended early"),
                     Err(_) => break,
