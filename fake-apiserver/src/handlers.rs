@@ -15,6 +15,7 @@ use base64::Engine;
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 pub(crate) fn router(inner: Arc<Inner>) -> Router {
@@ -267,11 +268,11 @@ pub(crate) struct Target {
     pub subresource: Option<String>,
 }
 
-fn decode_segment(s: &str) -> String {
-    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
+fn decode_segment(s: &str) -> Cow<'_, str> {
+    percent_encoding::percent_decode_str(s).decode_utf8_lossy()
 }
 
-fn resolve(st: &State, group: &str, version: &str, rest: &[String]) -> ApiResult<Target> {
+fn resolve(st: &State, group: &str, version: &str, rest: &[Cow<'_, str>]) -> ApiResult<Target> {
     let lookup = |plural: &str| st.registry.get(group, version, plural).ok_or_else(ApiError::path_not_found);
     let (namespace, rest) = match rest {
         [ns_word, ns, res, tail @ ..]
@@ -282,15 +283,20 @@ fn resolve(st: &State, group: &str, version: &str, rest: &[String]) -> ApiResult
         {
             // /api/v1/namespaces/{name}/{status|finalize}
             let rt = lookup("namespaces")?;
-            return Ok(Target { rt, namespace: String::new(), name: Some(ns.clone()), subresource: Some(res.clone()) });
+            return Ok(Target {
+                rt,
+                namespace: String::new(),
+                name: Some(ns.to_string()),
+                subresource: Some(res.to_string()),
+            });
         }
-        [ns_word, ns, tail @ ..] if ns_word == "namespaces" && !tail.is_empty() => (ns.clone(), tail),
+        [ns_word, ns, tail @ ..] if ns_word == "namespaces" && !tail.is_empty() => (ns.to_string(), tail),
         _ => (String::new(), rest),
     };
     let (plural, name, sub) = match rest {
         [p] => (p, None, None),
-        [p, n] => (p, Some(n.clone()), None),
-        [p, n, s] => (p, Some(n.clone()), Some(s.clone())),
+        [p, n] => (p, Some(n.to_string()), None),
+        [p, n, s] => (p, Some(n.to_string()), Some(s.to_string())),
         _ => return Err(ApiError::path_not_found()),
     };
     let rt = lookup(plural)?;
@@ -330,25 +336,25 @@ async fn read_body(inner: &Inner, body: Body, headers: &HeaderMap) -> ApiResult<
 
 async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
     let (parts, body) = req.into_parts();
-    let segs: Vec<String> = parts.uri.path().split('/').filter(|s| !s.is_empty()).map(decode_segment).collect();
+    let segs: Vec<Cow<'_, str>> = parts.uri.path().split('/').filter(|s| !s.is_empty()).map(decode_segment).collect();
     let query = Query::parse(parts.uri.query())?;
-    let (group, version, rest): (String, String, &[String]) = match segs.as_slice() {
+    let (group, version, rest): (&str, &str, &[Cow<'_, str>]) = match segs.as_slice() {
         [api] if api == "api" => return crate::discovery::core_versions(&inner, &parts.headers),
         [apis] if apis == "apis" => return crate::discovery::groups(&inner, &parts.headers),
         [apis, g] if apis == "apis" => return crate::discovery::group(&inner, g),
-        [api, v, rest @ ..] if api == "api" => (String::new(), v.clone(), rest),
-        [apis, g, v, rest @ ..] if apis == "apis" => (g.clone(), v.clone(), rest),
+        [api, v, rest @ ..] if api == "api" => ("", v, rest),
+        [apis, g, v, rest @ ..] if apis == "apis" => (g, v, rest),
         _ => return Err(ApiError::path_not_found()),
     };
     if rest.is_empty() {
-        return crate::discovery::resource_list(&inner, &group, &version);
+        return crate::discovery::resource_list(&inner, group, version);
     }
     let target = {
         let st = inner.state.read();
-        if !st.registry.has_group_version(&group, &version) {
+        if !st.registry.has_group_version(group, version) {
             return Err(ApiError::path_not_found());
         }
-        resolve(&st, &group, &version, rest)?
+        resolve(&st, group, version, rest)?
     };
     let user_agent =
         parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
@@ -356,8 +362,7 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
         .field_manager
         .clone()
         .or_else(|| Some(user_agent.split('/').next().unwrap_or_default().to_string()).filter(|s| !s.is_empty()));
-    let mut ctx =
-        WriteContext { verb: String::new(), subresource: target.subresource.clone(), user_agent, field_manager };
+    let ctx = WriteContext { verb: String::new(), subresource: target.subresource.clone(), user_agent, field_manager };
     let method = parts.method.clone();
     let sub = target.subresource.as_deref();
     match (&method, target.name.as_deref(), sub) {
@@ -390,11 +395,13 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             let body = read_body(&inner, body, &parts.headers).await?;
             let dry_run = query.dry_run("CreateOptions")?;
             let obj = objects::parse_object(&body, format == BodyFormat::Yaml)?;
-            ctx.verb = "create".into();
+            let ctx = Arc::new(WriteContext { verb: "create".into(), ..ctx });
             let now = inner.clock.now();
-            let created = write(&inner, dry_run, |st| {
-                objects::create(st, &target.rt, &target.namespace, obj, &Write { ctx: &ctx, now, dry_run })
-            })?;
+            let w = Write { ctx: &ctx, now, dry_run };
+            // Decoding, validation and serialization need no store: keep them out of the lock.
+            let prepared = objects::prepare_create(&target.rt, &target.namespace, obj, &w)?;
+            let created =
+                write(&inner, dry_run, |st| objects::create_prepared(st, &target.rt, &target.namespace, prepared, &w))?;
             Ok(bytes_response(StatusCode::CREATED, objects::render(&target.rt, &created)))
         }
         (&Method::PUT, Some(name), None | Some("status")) => {
@@ -403,7 +410,7 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             let dry_run = query.dry_run("UpdateOptions")?;
             let obj = objects::parse_object(&body, format == BodyFormat::Yaml)?;
             let mode = if sub == Some("status") { status_mode(&target.rt)? } else { UpdateMode::Main };
-            ctx.verb = "update".into();
+            let ctx = Arc::new(WriteContext { verb: "update".into(), ..ctx });
             let now = inner.clock.now();
             let updated = write(&inner, dry_run, |st| {
                 objects::update(st, &target.rt, &target.namespace, name, obj, mode, &Write { ctx: &ctx, now, dry_run })
@@ -415,7 +422,7 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             let body = read_body(&inner, body, &parts.headers).await?;
             let dry_run = query.dry_run("PatchOptions")?;
             let mode = if sub == Some("status") { status_mode(&target.rt)? } else { UpdateMode::Main };
-            ctx.verb = "patch".into();
+            let ctx = Arc::new(WriteContext { verb: "patch".into(), ..ctx });
             let now = inner.clock.now();
             let rt = &target.rt;
             let updated = write(&inner, dry_run, |st| {
@@ -423,7 +430,7 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
                 // Patch the object as this version serves it (apiVersion, read-time defaults).
                 let served: Value = serde_json::from_slice(&objects::render(rt, &old)).unwrap_or_else(|_| old.value());
                 let mut patched = apply_patch(kind, &served, &body)?;
-                objects::check_patched(&patched, &rt.api_version(), &rt.kind, rt.decode_check)?;
+                objects::check_patched(&patched, rt.api_version(), &rt.kind, rt.decode_check)?;
                 keep_resource_version(&mut patched, &old);
                 objects::update(st, rt, &target.namespace, name, patched, mode, &Write { ctx: &ctx, now, dry_run })
             })?;
@@ -449,7 +456,7 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
                 }
                 ScaleWrite::Patch(kind) => ScaleWrite::Patch(kind),
             };
-            ctx.verb = if put { "update" } else { "patch" }.into();
+            let ctx = Arc::new(WriteContext { verb: if put { "update" } else { "patch" }.into(), ..ctx });
             let now = inner.clock.now();
             let rt = target.rt.clone();
             let updated = write(&inner, dry_run, |st| {
@@ -483,7 +490,7 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             let dry_run = query.dry_run("UpdateOptions")?;
             let mut obj = objects::parse_object(&body, false)?;
             objects::decode_object(&target.rt, &mut obj)?;
-            ctx.verb = "update".into();
+            let ctx = Arc::new(WriteContext { verb: "update".into(), ..ctx });
             let now = inner.clock.now();
             let updated = write(&inner, dry_run, |st| {
                 let old = current(st, &target, name)?;
@@ -497,7 +504,7 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
         (&Method::DELETE, Some(name), None) => {
             let body = read_body(&inner, body, &parts.headers).await?;
             let opts = delete_options(&query, &body)?;
-            ctx.verb = "delete".into();
+            let ctx = Arc::new(WriteContext { verb: "delete".into(), ..ctx });
             let now = inner.clock.now();
             let result = write(&inner, opts.dry_run, |st| {
                 objects::delete(
@@ -527,14 +534,14 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             let body = read_body(&inner, body, &parts.headers).await?;
             let opts = delete_options(&query, &body)?;
             let (labels, fields) = query.selectors(&target.rt)?;
-            ctx.verb = "deletecollection".into();
+            let ctx = Arc::new(WriteContext { verb: "deletecollection".into(), ..ctx });
             let now = inner.clock.now();
             let rt = target.rt.clone();
             let deleted = write(&inner, opts.dry_run, |st| {
                 let key = rt.storage_key();
                 let items: Vec<Arc<StoredObject>> = st
                     .collections
-                    .get(&key)
+                    .get(key)
                     .map(|c| {
                         c.values()
                             .filter(|o| target.namespace.is_empty() || o.namespace == target.namespace)
@@ -593,7 +600,7 @@ fn write<T>(inner: &Inner, dry_run: bool, f: impl FnOnce(&mut State) -> ApiResul
 
 fn current(st: &State, target: &Target, name: &str) -> ApiResult<Arc<StoredObject>> {
     let rt = &target.rt;
-    st.get(&rt.storage_key(), &target.namespace, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
+    st.get(rt.storage_key(), &target.namespace, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
 }
 
 fn fetch(inner: &Inner, target: &Target, name: &str) -> ApiResult<Value> {
@@ -859,13 +866,13 @@ fn list(inner: &Inner, target: &Target, query: &Query) -> ApiResult<Response> {
     }
     let (snapshot_rv, snapshot) = match &token {
         Some(t) => {
-            (t.rv, Some(st.snapshot_at(&rt.storage_key(), t.rv).ok_or_else(|| ApiError::expired(CONTINUE_EXPIRED))?))
+            (t.rv, Some(st.snapshot_at(rt.storage_key(), t.rv).ok_or_else(|| ApiError::expired(CONTINUE_EXPIRED))?))
         }
         None => match list_snapshot(query, st.resource_version)? {
             Some(rv) => (
                 rv,
                 Some(
-                    st.snapshot_at(&rt.storage_key(), rv)
+                    st.snapshot_at(rt.storage_key(), rv)
                         .ok_or_else(|| ApiError::too_old_resource_version(rv, st.compacted + 1))?,
                 ),
             ),
@@ -873,7 +880,7 @@ fn list(inner: &Inner, target: &Target, query: &Query) -> ApiResult<Response> {
         },
     };
     let empty = Default::default();
-    let coll = snapshot.as_ref().unwrap_or_else(|| st.collections.get(&rt.storage_key()).unwrap_or(&empty));
+    let coll = snapshot.as_ref().unwrap_or_else(|| st.collections.get(rt.storage_key()).unwrap_or(&empty));
     let start = match &token {
         Some(t) => std::ops::Bound::Excluded((t.ns.clone(), t.name.clone())),
         None if !target.namespace.is_empty() => std::ops::Bound::Included((target.namespace.clone(), String::new())),

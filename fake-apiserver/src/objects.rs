@@ -6,7 +6,7 @@ use crate::error::{ApiError, ApiResult, StatusCause};
 use crate::names::{generate_name, validate_name};
 use crate::registry::{DecodeCheck, ResourceType, StorageKey, crd_resource_types};
 use crate::server::Inner;
-use crate::store::{ChangeKind, State, StoredObject, WriteContext, get_path};
+use crate::store::{ChangeKind, Encoded, State, StoredObject, WriteContext, get_path};
 use bytes::Bytes;
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
@@ -19,7 +19,7 @@ pub const NAMESPACE_FINALIZER: &str = "kubernetes";
 
 /// Everything a write needs besides the object: who, when, and whether to persist.
 pub struct Write<'a> {
-    pub ctx: &'a WriteContext,
+    pub ctx: &'a Arc<WriteContext>,
     pub now: Timestamp,
     pub dry_run: bool,
 }
@@ -41,7 +41,7 @@ impl Write<'_> {
             return Arc::new(crate::store::preview(rt, &value));
         }
         let obj = st.commit(rt, kind, value, previous, self.ctx, self.now);
-        if rt.storage_key() == StorageKey::crds() {
+        if rt.is_crds() {
             sync_crd(st, &obj, kind);
         }
         obj
@@ -51,15 +51,20 @@ impl Write<'_> {
 /// The object as served through `rt`: the stored bytes, or (when it was written through
 /// another version or an older schema) a copy with `apiVersion` rewritten and defaults applied.
 pub fn render(rt: &ResourceType, obj: &StoredObject) -> Bytes {
-    if obj.api_version == rt.api_version() && obj.schema_epoch == rt.schema_epoch {
+    if served_as_stored(rt, obj) {
         return obj.bytes.clone();
     }
     let mut v = obj.value();
-    put(&mut v, &["apiVersion"], Value::String(rt.api_version()));
+    put(&mut v, &["apiVersion"], Value::String(rt.api_version().to_string()));
     if let Some(schema) = &rt.schema {
         schema.apply_defaults(&mut v);
     }
     Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+}
+
+/// Whether `rt` serves `obj` as its stored bytes (same version, same schema).
+pub fn served_as_stored(rt: &ResourceType, obj: &StoredObject) -> bool {
+    obj.api_version == rt.api_version() && obj.schema_epoch == rt.schema_epoch
 }
 
 /// Parses a request body (JSON or YAML) into an object.
@@ -147,7 +152,7 @@ pub fn check_type_meta(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
             )));
         }
         _ => {
-            o.insert("apiVersion".into(), Value::String(api_version));
+            o.insert("apiVersion".into(), Value::String(api_version.to_string()));
         }
     }
     match o.get("kind").and_then(Value::as_str) {
@@ -312,7 +317,7 @@ fn validate_content(rt: &ResourceType, obj: &mut Value, name: &str) -> ApiResult
             return Err(ApiError::invalid(&rt.group, &rt.kind, name, causes));
         }
     }
-    if rt.storage_key() == StorageKey::crds() {
+    if rt.is_crds() {
         crd_resource_types(obj).map_err(|causes| ApiError::invalid(&rt.group, &rt.kind, name, causes))?;
     }
     Ok(())
@@ -322,7 +327,7 @@ fn namespace_check(st: &State, rt: &ResourceType, ns: &str, name: &str) -> ApiRe
     if !rt.namespaced {
         return Ok(());
     }
-    match st.get(&StorageKey::namespaces(), "", ns) {
+    match st.get(StorageKey::namespaces_ref(), "", ns) {
         None => Err(ApiError::not_found("", "namespaces", ns)),
         Some(n) if n.deleting => Err(ApiError::forbidden(
             &rt.group,
@@ -403,24 +408,57 @@ fn add_finalizer(obj: &mut Value, f: &str) {
     }
 }
 
+/// A random (version 4) UUID: `xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx`.
 fn new_uid() -> String {
     use rand::Rng;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let b: [u8; 16] = rand::rng().random();
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-4{}-{}{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[13..16],
-        ["8", "9", "a", "b"][(b[8] & 3) as usize],
-        &h[17..20],
-        &h[20..32]
-    )
+    let mut h = [0u8; 32];
+    for (i, x) in b.iter().enumerate() {
+        h[2 * i] = HEX[usize::from(x >> 4)];
+        h[2 * i + 1] = HEX[usize::from(x & 15)];
+    }
+    let mut out = [0u8; 36];
+    out[0..8].copy_from_slice(&h[0..8]);
+    out[8] = b'-';
+    out[9..13].copy_from_slice(&h[8..12]);
+    out[13] = b'-';
+    out[14] = b'4';
+    out[15..18].copy_from_slice(&h[13..16]);
+    out[18] = b'-';
+    out[19] = b"89ab"[usize::from(b[8] & 3)];
+    out[20..23].copy_from_slice(&h[17..20]);
+    out[23] = b'-';
+    out[24..36].copy_from_slice(&h[20..32]);
+    out.iter().map(|&c| char::from(c)).collect()
 }
 
 /// Create: decoding, name and generateName, namespace checks, server-set metadata, validation,
-/// store.
-pub fn create(st: &mut State, rt: &ResourceType, ns: &str, mut obj: Value, w: &Write) -> ApiResult<Arc<StoredObject>> {
+/// store. [`prepare_create`] then [`create_prepared`], all under the caller's lock.
+pub fn create(st: &mut State, rt: &ResourceType, ns: &str, obj: Value, w: &Write) -> ApiResult<Arc<StoredObject>> {
+    let prepared = prepare_create(rt, ns, obj, w)?;
+    create_prepared(st, rt, ns, prepared, w)
+}
+
+/// A create with everything done that needs only the request and the resource type.
+pub struct PreparedCreate {
+    name: String,
+    /// The object to store, or the validation error the create answers with once the
+    /// namespace and existence checks (which come first) pass.
+    object: ApiResult<PreparedObject>,
+}
+
+struct PreparedObject {
+    encoded: Encoded,
+    /// For dry runs: the resourceVersion the preview carries.
+    preview_rv: u64,
+}
+
+/// The part of a create that needs no store: decoding, name and generateName, name and label
+/// validation, server-set metadata, the kind's strategy, schema validation, and serialization.
+/// Runs before the store's lock is taken; [`create_prepared`] finishes under it, with the
+/// same outcome as if all of it ran under the lock (the store is only read there).
+pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Write) -> ApiResult<PreparedCreate> {
     decode_object(rt, &mut obj)?;
     let meta = meta_mut(&mut obj)?;
     if rt.namespaced {
@@ -458,12 +496,6 @@ pub fn create(st: &mut State, rt: &ResourceType, ns: &str, mut obj: Value, w: &W
     if !causes.is_empty() {
         return Err(ApiError::invalid(&rt.group, &rt.kind, &name, causes));
     }
-    namespace_check(st, rt, ns, &name)?;
-    let key = rt.storage_key();
-    let stored_ns = if rt.namespaced { ns } else { "" };
-    if st.get(&key, stored_ns, &name).is_some() {
-        return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
-    }
     for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
         meta.remove(f);
     }
@@ -475,9 +507,38 @@ pub fn create(st: &mut State, rt: &ResourceType, ns: &str, mut obj: Value, w: &W
         meta.remove("generation");
     }
     prepare_for_create(rt, &mut obj);
-    validate_content(rt, &mut obj, &name)?;
-    let created = w.persist(st, rt, ChangeKind::Added, obj, None);
-    if !w.dry_run && rt.storage_key() == StorageKey::crds() {
+    let object = validate_content(rt, &mut obj, &name).map(|()| {
+        if w.dry_run {
+            PreparedObject { preview_rv: crate::store::value_rv(&obj), encoded: Encoded::exact(rt, &obj) }
+        } else {
+            PreparedObject { preview_rv: 0, encoded: Encoded::for_commit(rt, obj) }
+        }
+    });
+    Ok(PreparedCreate { name, object })
+}
+
+/// The part of a create that reads and writes the store: the namespace must exist and not be
+/// terminating, the name must be free; then the object prepared by [`prepare_create`] is stored.
+pub fn create_prepared(
+    st: &mut State,
+    rt: &ResourceType,
+    ns: &str,
+    prepared: PreparedCreate,
+    w: &Write,
+) -> ApiResult<Arc<StoredObject>> {
+    let name = &prepared.name;
+    namespace_check(st, rt, ns, name)?;
+    let stored_ns = if rt.namespaced { ns } else { "" };
+    if st.get(rt.storage_key(), stored_ns, name).is_some() {
+        return Err(ApiError::already_exists(&rt.group, &rt.plural, name));
+    }
+    let PreparedObject { encoded, preview_rv } = prepared.object?;
+    if w.dry_run {
+        return Ok(Arc::new(encoded.finish(preview_rv)));
+    }
+    let created = st.commit_encoded(rt, ChangeKind::Added, encoded, None, w.ctx, w.now);
+    if rt.is_crds() {
+        sync_crd(st, &created, ChangeKind::Added);
         return Ok(establish_crd(st, rt, created, w.now));
     }
     Ok(created)
@@ -531,7 +592,7 @@ pub fn update(
     }
     let key = rt.storage_key();
     let stored_ns = if rt.namespaced { ns } else { "" };
-    let old = st.get(&key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+    let old = st.get(key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     match meta.get("resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty()) {
         Some(rv) if crate::store::parse_rv(rv) != Some(old.resource_version) => {
             return Err(ApiError::conflict(&rt.group, &rt.plural, name));
@@ -615,7 +676,7 @@ pub fn update(
             ));
         }
     }
-    if rt.storage_key() == StorageKey::namespaces() && mode == UpdateMode::Main {
+    if rt.is_namespaces() && mode == UpdateMode::Main {
         put(&mut merged, &["spec"], old_value["spec"].clone());
     }
     let causes = label_causes(merged["metadata"].get("labels"));
@@ -647,8 +708,7 @@ pub fn update(
 /// Whether anything still blocks removal: metadata finalizers, and for namespaces the
 /// `spec.finalizers` the namespace controller clears.
 fn has_finalizers(rt: &ResourceType, v: &Value) -> bool {
-    let namespace_spec =
-        rt.storage_key() == StorageKey::namespaces() && !string_list(v["spec"].get("finalizers")).is_empty();
+    let namespace_spec = rt.is_namespaces() && !string_list(v["spec"].get("finalizers")).is_empty();
     namespace_spec || !string_list(v["metadata"].get("finalizers")).is_empty()
 }
 
@@ -686,7 +746,7 @@ pub fn delete(
 ) -> ApiResult<Deleted> {
     let key = rt.storage_key();
     let stored_ns = if rt.namespaced { ns } else { "" };
-    let old = st.get(&key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+    let old = st.get(key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     // rest.BeforeDelete checks the preconditions first, with a Conflict built from the Kind.
     if let Some(uid) = opts.precondition_uid.as_deref().filter(|u| *u != old.uid) {
         return Err(ApiError::conflict_because(
@@ -733,10 +793,10 @@ pub fn delete(
             put(&mut v, &["metadata", "generation"], json!(gen_ + 1));
         }
     }
-    if rt.storage_key() == StorageKey::namespaces() {
+    if rt.is_namespaces() {
         put(&mut v, &["status", "phase"], json!("Terminating"));
     }
-    if rt.storage_key() == StorageKey::crds() {
+    if rt.is_crds() {
         set_condition(
             &mut v,
             "Terminating",
@@ -788,7 +848,7 @@ fn sync_crd(st: &mut State, crd: &StoredObject, kind: ChangeKind) {
         st.registry.unregister_crd(&crd.name);
         // Instances are gone by now (the cleanup finalizer waited for them).
         let v = crd.value();
-        st.collections.remove(&StorageKey::new(str_field(&v, "spec.group"), str_field(&v, "spec.names.plural")));
+        st.remove_collection(&StorageKey::new(str_field(&v, "spec.group"), str_field(&v, "spec.names.plural")));
         return;
     }
     let v = crd.value();
@@ -808,13 +868,13 @@ fn sync_crd(st: &mut State, crd: &StoredObject, kind: ChangeKind) {
 const SYSTEM_CRD: &str = "kube-apiserver/apiextensions-controllers";
 const SYSTEM_NAMESPACE: &str = "kube-controller-manager/namespace-controller";
 
-fn system_ctx(user_agent: &str, verb: &str, subresource: Option<&str>) -> WriteContext {
-    WriteContext {
+fn system_ctx(user_agent: &str, verb: &str, subresource: Option<&str>) -> Arc<WriteContext> {
+    Arc::new(WriteContext {
         verb: verb.into(),
         subresource: subresource.map(str::to_string),
         user_agent: user_agent.into(),
         field_manager: None,
-    }
+    })
 }
 
 /// The apiextensions controllers' follow-up to a CRD write: accepted names, stored versions,
@@ -873,6 +933,10 @@ fn establish_crd(st: &mut State, rt: &ResourceType, crd: Arc<StoredObject>, now:
 /// CRD instance cleanup, and namespace content removal and finalization. Loops until nothing
 /// more happens, so a write's consequences are all in the store when its response is sent.
 pub fn reconcile_system(st: &mut State, now: Timestamp) {
+    // Both controllers act only on namespaces and CRDs being deleted.
+    if !st.system_deletions() {
+        return;
+    }
     for _ in 0..64 {
         let mut progressed = false;
         progressed |= reconcile_crds(st, now);
@@ -887,13 +951,13 @@ fn delete_all(
     st: &mut State,
     rt: &ResourceType,
     ns: Option<&str>,
-    ctx: &WriteContext,
+    ctx: &Arc<WriteContext>,
     now: Timestamp,
 ) -> (bool, usize) {
     let key = rt.storage_key();
     let items: Vec<Arc<StoredObject>> = st
         .collections
-        .get(&key)
+        .get(key)
         .map(|c| c.values().filter(|o| ns.is_none_or(|n| o.namespace == n)).cloned().collect())
         .unwrap_or_default();
     let remaining = items.len();
@@ -914,7 +978,7 @@ fn reconcile_crds(st: &mut State, now: Timestamp) -> bool {
     let Some(crd_rt) = st.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else { return false };
     let deleting: Vec<Arc<StoredObject>> = st
         .collections
-        .get(&StorageKey::crds())
+        .get(StorageKey::crds_ref())
         .map(|c| {
             c.values()
                 .filter(|o| o.deleting && o.finalizers.iter().any(|f| f == CRD_CLEANUP_FINALIZER))
@@ -954,7 +1018,7 @@ fn reconcile_namespaces(st: &mut State, now: Timestamp) -> bool {
     let Some(ns_rt) = st.registry.get("", "v1", "namespaces") else { return false };
     let deleting: Vec<Arc<StoredObject>> = st
         .collections
-        .get(&StorageKey::namespaces())
+        .get(StorageKey::namespaces_ref())
         .map(|c| c.values().filter(|o| o.deleting).cloned().collect())
         .unwrap_or_default();
     let mut progressed = false;

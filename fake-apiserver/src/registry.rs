@@ -4,8 +4,10 @@ use crate::schema::StructuralSchema;
 use k8s_openapi::{ListableResource, NamespaceResourceScope, Resource};
 use serde_json::Value;
 use std::any::TypeId;
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, LazyLock};
 
 /// How object names of a kind are validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,17 +63,75 @@ pub struct ResourceType {
     /// For built-ins: decodes a body into the k8s-openapi type, as the apiserver's decoder
     /// would, so type errors (`replicas: "three"`) are rejected with 400.
     pub decode_check: Option<DecodeCheck>,
+    /// Names derived from group, version and plural, computed once (see [`ResourceType::derive`]).
+    derived: Derived,
+}
+
+/// What [`ResourceType`] derives from its names, kept so hot paths do not rebuild it.
+#[derive(Debug, Clone)]
+struct Derived {
+    /// The `(group, version, plural)` it was computed from, to notice a stale copy.
+    from: (String, String, String),
+    api_version: String,
+    key: StorageKey,
+    /// `plural` or `plural.group`, as the timeline names the resource.
+    resource: Arc<str>,
+    kind: Arc<str>,
+}
+
+impl Derived {
+    fn of(group: &str, version: &str, plural: &str, kind: &str) -> Self {
+        Derived {
+            from: (group.to_string(), version.to_string(), plural.to_string()),
+            api_version: if group.is_empty() { version.to_string() } else { format!("{group}/{version}") },
+            key: StorageKey::new(group, plural),
+            resource: Arc::from(crate::error::qualified(group, plural)),
+            kind: Arc::from(kind),
+        }
+    }
+
+    fn fresh(&self, rt: &ResourceType) -> bool {
+        self.from.0 == rt.group && self.from.1 == rt.version && self.from.2 == rt.plural && *self.kind == rt.kind
+    }
 }
 
 impl ResourceType {
+    /// Recomputes the names derived from group, version, plural and kind (after changing them).
+    pub fn derive(mut self) -> Self {
+        self.derived = Derived::of(&self.group, &self.version, &self.plural, &self.kind);
+        self
+    }
+
     /// `v1` or `apps/v1`.
-    pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    pub fn api_version(&self) -> &str {
+        debug_assert!(self.derived.fresh(self), "ResourceType changed without derive()");
+        &self.derived.api_version
     }
 
     /// Objects of every version of one resource share storage under this key.
-    pub fn storage_key(&self) -> StorageKey {
-        StorageKey::new(&self.group, &self.plural)
+    pub fn storage_key(&self) -> &StorageKey {
+        debug_assert!(self.derived.fresh(self), "ResourceType changed without derive()");
+        &self.derived.key
+    }
+
+    /// The resource as the timeline names it: `plural` or `plural.group`.
+    pub(crate) fn qualified_resource(&self) -> &Arc<str> {
+        &self.derived.resource
+    }
+
+    /// The kind, shared (for the timeline).
+    pub(crate) fn shared_kind(&self) -> &Arc<str> {
+        &self.derived.kind
+    }
+
+    /// Whether this is the CustomResourceDefinition resource.
+    pub fn is_crds(&self) -> bool {
+        self.storage_key() == StorageKey::crds_ref()
+    }
+
+    /// Whether this is the Namespace resource.
+    pub fn is_namespaces(&self) -> bool {
+        self.storage_key() == StorageKey::namespaces_ref()
     }
 
     /// The verbs the resource supports, as discovery lists them.
@@ -88,8 +148,25 @@ impl ResourceType {
 }
 
 /// Identifies the storage shared by all versions of a resource: group and plural.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Eq, PartialOrd, Ord)]
 pub struct StorageKey(Arc<str>);
+
+impl PartialEq for StorageKey {
+    fn eq(&self, other: &Self) -> bool {
+        // Keys are mostly clones of one another: the pointer usually decides.
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl Hash for StorageKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
+
+static NAMESPACES_KEY: LazyLock<StorageKey> = LazyLock::new(|| StorageKey::new("", "namespaces"));
+static CRDS_KEY: LazyLock<StorageKey> =
+    LazyLock::new(|| StorageKey::new("apiextensions.k8s.io", "customresourcedefinitions"));
 
 impl StorageKey {
     /// The key of `plural` in `group`.
@@ -99,14 +176,66 @@ impl StorageKey {
 
     /// The key of namespaces, which the store consults for existence and lifecycle checks.
     pub fn namespaces() -> Self {
-        Self::new("", "namespaces")
+        NAMESPACES_KEY.clone()
     }
 
     /// The key of CRDs.
     pub fn crds() -> Self {
-        Self::new("apiextensions.k8s.io", "customresourcedefinitions")
+        CRDS_KEY.clone()
+    }
+
+    /// [`StorageKey::namespaces`], borrowed.
+    pub fn namespaces_ref() -> &'static StorageKey {
+        &NAMESPACES_KEY
+    }
+
+    /// [`StorageKey::crds`], borrowed.
+    pub fn crds_ref() -> &'static StorageKey {
+        &CRDS_KEY
     }
 }
+
+/// A `(group, version, plural)` key, owned or borrowed, so the registry can be searched
+/// without building three Strings.
+trait Gvr {
+    fn parts(&self) -> (&str, &str, &str);
+}
+
+impl Gvr for (String, String, String) {
+    fn parts(&self) -> (&str, &str, &str) {
+        (&self.0, &self.1, &self.2)
+    }
+}
+
+impl Gvr for (&str, &str, &str) {
+    fn parts(&self) -> (&str, &str, &str) {
+        *self
+    }
+}
+
+impl<'a> Borrow<dyn Gvr + 'a> for (String, String, String) {
+    fn borrow(&self) -> &(dyn Gvr + 'a) {
+        self
+    }
+}
+
+impl Hash for dyn Gvr + '_ {
+    // Hashes as the owned tuple does: each part as a `str`, in order.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let (g, v, p) = self.parts();
+        g.hash(state);
+        v.hash(state);
+        p.hash(state);
+    }
+}
+
+impl PartialEq for dyn Gvr + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn Gvr + '_ {}
 
 /// The set of served resources, keyed by group, version and plural.
 #[derive(Debug, Clone, Default)]
@@ -151,12 +280,13 @@ impl Registry {
         if !self.group_order.contains(&rt.group) {
             self.group_order.push(rt.group.clone());
         }
+        let rt = if rt.derived.fresh(&rt) { rt } else { rt.derive() };
         self.by_gvr.insert((rt.group.clone(), rt.version.clone(), rt.plural.clone()), Arc::new(rt));
     }
 
     /// The resource at `group/version/plural`.
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        self.by_gvr.get(&(group.to_string(), version.to_string(), plural.to_string())).cloned()
+        self.by_gvr.get(&(group, version, plural) as &dyn Gvr).cloned()
     }
 
     /// Whether any resource is served in `group/version`.
@@ -193,7 +323,7 @@ impl Registry {
 
     /// Every served version of the resource stored under `key`.
     pub fn versions_of(&self, key: &StorageKey) -> Vec<Arc<ResourceType>> {
-        let mut v: Vec<_> = self.by_gvr.values().filter(|rt| &rt.storage_key() == key).cloned().collect();
+        let mut v: Vec<_> = self.by_gvr.values().filter(|rt| rt.storage_key() == key).cloned().collect();
         v.sort_by_key(|rt| version_priority(&rt.version));
         v
     }
@@ -313,6 +443,7 @@ where
         schema_epoch: 0,
         printer_columns: Vec::new(),
         decode_check: Some(decode_as::<T>),
+        derived: Derived::of(T::GROUP, T::VERSION, T::URL_PATH_SEGMENT, T::KIND),
     }
 }
 
@@ -582,6 +713,7 @@ pub fn crd_resource_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<crate::e
                 a.iter().filter_map(|f| f["jsonPath"].as_str().map(|p| p.trim_start_matches('.').to_string())).collect()
             })
             .unwrap_or_default();
+        let derived = Derived::of(&group, &vname, &plural, &kind);
         out.push(ResourceType {
             group: group.clone(),
             version: vname,
@@ -602,6 +734,7 @@ pub fn crd_resource_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<crate::e
             schema_epoch: 0,
             printer_columns: v["additionalPrinterColumns"].as_array().cloned().unwrap_or_default(),
             decode_check: None,
+            derived,
         });
     }
     if causes.is_empty() { Ok(out) } else { Err(causes) }

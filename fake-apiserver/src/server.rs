@@ -175,14 +175,17 @@ impl ApiServer {
 
     /// Every write recorded so far (bounded by [`Config::timeline_capacity`]), oldest first.
     pub fn timeline(&self) -> Vec<TimelineEntry> {
-        self.inner.state.read().timeline.iter().cloned().collect()
+        let records: Vec<_> = self.inner.state.read().timeline.iter().cloned().collect();
+        records.iter().map(|r| r.entry()).collect()
     }
 
     /// Writes with a resourceVersion greater than `rv`.
     pub fn timeline_since(&self, rv: u64) -> Vec<TimelineEntry> {
         let st = self.inner.state.read();
-        let start = st.timeline.partition_point(|e| e.resource_version <= rv);
-        st.timeline.range(start..).cloned().collect()
+        let start = st.timeline.partition_point(|e| e.resource_version() <= rv);
+        let records: Vec<_> = st.timeline.range(start..).cloned().collect();
+        drop(st);
+        records.iter().map(|r| r.entry()).collect()
     }
 
     /// Drops the watch history, as an etcd compaction would: every watch or continue token

@@ -7,7 +7,7 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::handlers::{Query, Target, matches};
-use crate::objects::render;
+use crate::objects::{render, served_as_stored};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::{Inner, ListenerStop};
 use crate::store::{Change, ChangeKind, StoredObject, parse_rv};
@@ -17,10 +17,11 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 /// Annotation on the bookmark that ends the initial events of a streaming list.
 pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
@@ -34,13 +35,16 @@ struct Watcher {
     changed: watch::Receiver<u64>,
     stop: Option<watch::Receiver<bool>>,
     bookmarks: bool,
-    deadline: Instant,
-    next_bookmark: Instant,
+    /// Ends the watch. One timer for the watch's life, not one per wait.
+    deadline: Pin<Box<Sleep>>,
+    /// Fires when the next BOOKMARK is due; reset after each.
+    next_bookmark: Pin<Box<Sleep>>,
     pending: VecDeque<Bytes>,
     done: bool,
 }
 
 fn frame(out: &mut BytesMut, kind: &str, object: &[u8]) {
+    out.reserve(kind.len() + object.len() + 24);
     out.put_slice(b"{\"type\":\"");
     out.put_slice(kind.as_bytes());
     out.put_slice(b"\",\"object\":");
@@ -98,11 +102,16 @@ impl Watcher {
         let key = self.target.rt.storage_key();
         let mut out = BytesMut::new();
         for c in st.changes_after(self.cursor) {
-            if c.key != key {
+            if &c.key != key {
                 continue;
             }
             if let Some(kind) = self.visible(c) {
-                frame(&mut out, kind.as_str(), &render(&self.target.rt, &c.object));
+                let rt = &self.target.rt;
+                if served_as_stored(rt, &c.object) {
+                    frame(&mut out, kind.as_str(), &c.object.bytes);
+                } else {
+                    frame(&mut out, kind.as_str(), &render(rt, &c.object));
+                }
             }
         }
         self.cursor = st.resource_version;
@@ -140,11 +149,12 @@ impl Watcher {
                         return None;
                     }
                 }
-                _ = tokio::time::sleep_until(self.next_bookmark), if self.bookmarks => {
-                    self.next_bookmark = Instant::now() + self.inner.config.bookmark_interval;
+                _ = self.next_bookmark.as_mut(), if self.bookmarks => {
+                    let next = Instant::now() + self.inner.config.bookmark_interval;
+                    self.next_bookmark.as_mut().reset(next);
                     return Some(self.bookmark(false));
                 }
-                _ = tokio::time::sleep_until(self.deadline) => return None,
+                _ = self.deadline.as_mut() => return None,
                 _ = stop => return None,
             }
         }
@@ -195,8 +205,8 @@ pub(crate) fn watch(
         changed,
         stop: stop.map(|s| s.0),
         bookmarks: query.allow_watch_bookmarks,
-        deadline: now + timeout,
-        next_bookmark: now + inner.config.bookmark_interval.min(timeout),
+        deadline: Box::pin(tokio::time::sleep_until(now + timeout)),
+        next_bookmark: Box::pin(tokio::time::sleep_until(now + inner.config.bookmark_interval.min(timeout))),
         pending: VecDeque::new(),
         done: false,
     };
@@ -225,7 +235,7 @@ pub(crate) fn watch(
             _ => {
                 let key = w.target.rt.storage_key();
                 let mut out = BytesMut::new();
-                if let Some(coll) = st.collections.get(&key).filter(|_| initial) {
+                if let Some(coll) = st.collections.get(key).filter(|_| initial) {
                     for o in coll.values().filter(|o| w.selected(o)) {
                         frame(&mut out, "ADDED", &render(&w.target.rt, o));
                     }
