@@ -309,8 +309,29 @@ fn resolve(st: &State, group: &str, version: &str, rest: &[Cow<'_, str>]) -> Api
     Ok(Target { rt, namespace, name, subresource: sub })
 }
 
+/// One slot of [`crate::Config::max_requests_in_flight`], given back when dropped.
+struct InFlightSlot<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> InFlightSlot<'a> {
+    fn take(counter: &'a std::sync::atomic::AtomicUsize, limit: usize) -> Option<Self> {
+        use std::sync::atomic::Ordering;
+        let taken = counter.fetch_add(1, Ordering::AcqRel);
+        let slot = Self(counter);
+        (limit == 0 || taken < limit).then_some(slot)
+    }
+}
+
+impl Drop for InFlightSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 async fn dispatch(AxState(inner): AxState<Arc<Inner>>, req: Request) -> Response {
-    match handle(inner, req).await {
+    let Some(_slot) = InFlightSlot::take(&inner.in_flight, inner.config.max_requests_in_flight) else {
+        return ApiError::too_many_requests(1).into_response();
+    };
+    match handle(inner.clone(), req).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }

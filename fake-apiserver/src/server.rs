@@ -35,6 +35,9 @@ pub struct Config {
     pub clock_start: Option<Timestamp>,
     /// The `gitVersion` that `/version` reports.
     pub kubernetes_version: String,
+    /// Requests handled at once before new ones get 429 TooManyRequests, like kube-apiserver's
+    /// `--max-requests-inflight` (0: no limit). A watch holds a slot only until its stream starts.
+    pub max_requests_in_flight: usize,
 }
 
 impl Default for Config {
@@ -47,6 +50,7 @@ impl Default for Config {
             default_watch_timeout: Duration::from_secs(1800),
             clock_start: None,
             kubernetes_version: "v1.37.0".into(),
+            max_requests_in_flight: 400,
         }
     }
 }
@@ -58,6 +62,8 @@ pub(crate) struct Inner {
     pub changed: watch::Sender<u64>,
     pub clock: Clock,
     pub config: Config,
+    /// Requests being handled now (see [`Config::max_requests_in_flight`]).
+    pub in_flight: std::sync::atomic::AtomicUsize,
 }
 
 /// Put in request extensions by a TCP listener: flips to true when it shuts down, so its
@@ -106,7 +112,9 @@ impl ApiServer {
         let clock = config.clock_start.map(Clock::starting_at).unwrap_or_else(Clock::system);
         let state = State::new(Registry::builtin(), config.history, config.timeline_capacity);
         let (changed, _) = watch::channel(0);
-        let server = Self { inner: Arc::new(Inner { state: RwLock::new(state), changed, clock, config }) };
+        let server = Self {
+            inner: Arc::new(Inner { state: RwLock::new(state), changed, clock, config, in_flight: Default::default() }),
+        };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             crate::objects::bootstrap_namespace(&server.inner, ns);
         }

@@ -1648,3 +1648,45 @@ async fn deeply_nested_bodies_are_bad_request() {
     }
     assert_unchanged(&server, before, "deeply nested bodies").await;
 }
+
+/// kube-apiserver's `--max-requests-inflight`: past the limit, 429 TooManyRequests with
+/// Retry-After; the slot is given back when the request ends, and nothing is written.
+#[tokio::test]
+async fn requests_past_the_in_flight_limit_are_429() {
+    use futures::SinkExt;
+    let server = ApiServer::new(Config { max_requests_in_flight: 1, ..Default::default() });
+    let before = store_fingerprint(&server).await;
+    // The first request holds the only slot: its body never ends until we say so.
+    let (mut tx, rx) = futures::channel::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
+    let held = {
+        let server = server.clone();
+        tokio::spawn(async move {
+            let req = http::Request::builder()
+                .method(Method::POST)
+                .uri("/api/v1/namespaces/default/configmaps")
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from_stream(rx))
+                .unwrap();
+            tower::ServiceExt::oneshot(server.router(), req).await.unwrap().status()
+        })
+    };
+    tx.send(Ok(bytes::Bytes::from_static(b"{\"metadata\":"))).await.unwrap();
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    let (status, headers, body) = raw_full(&server, Method::GET, "/api/v1/namespaces", &[], "").await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(headers.get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        (v["kind"].as_str(), v["reason"].as_str(), v["code"].as_u64()),
+        (Some("Status"), Some("TooManyRequests"), Some(429))
+    );
+    assert_eq!(v["details"]["retryAfterSeconds"], 1);
+    tx.send(Ok(bytes::Bytes::from_static(b"{\"name\":\"late\"}}"))).await.unwrap();
+    drop(tx);
+    assert_eq!(held.await.unwrap(), StatusCode::CREATED);
+    let (status, _) = get(&server, "/api/v1/namespaces").await;
+    assert_eq!(status, StatusCode::OK, "the slot was given back");
+    assert_eq!(store_fingerprint(&server).await.0, before.0 + 1, "only the held create wrote");
+}
