@@ -37,7 +37,7 @@ fn a_failing_row_exits_1_and_points_at_its_flight_record() {
     write_suite(
         dir.path(),
         "demo.yaml",
-        &PASSING.replace("name: c}}\n", "name: c}}\n").replace(
+        &PASSING.replace(
             "eventually: {target: {apiVersion: v1, kind: ConfigMap, name: c}}",
             "eventually: {target: {apiVersion: v1, kind: ConfigMap, name: missing}, within: 10s}",
         ),
