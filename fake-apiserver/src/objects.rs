@@ -115,12 +115,6 @@ pub(crate) fn go_json_type(v: &Value) -> &'static str {
     }
 }
 
-/// A string quoted the way Go's `%q` quotes it in field error messages (close enough: JSON
-/// string syntax).
-fn go_quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_default()
-}
-
 /// The decoder reads `apiVersion` and `kind` as strings before anything else: any other JSON
 /// type (null aside) fails with "couldn't get version/kind; json parse error: ...".
 fn check_type_meta_types(obj: &Value) -> Result<(), String> {
@@ -217,7 +211,11 @@ pub fn check_patched(patched: &Value, api_version: &str, kind: &str, check: Opti
             "",
             "",
             "",
-            vec![StatusCause::field("FieldValueInvalid", "patch", format!("Invalid value: {}: {e}", go_quote(&json)))],
+            vec![StatusCause::field(
+                "FieldValueInvalid",
+                "patch",
+                format!("Invalid value: {}: {e}", crate::selector::go_quote(&json)),
+            )],
         )
     })
 }
@@ -234,7 +232,11 @@ fn label_causes(labels: Option<&Value>) -> Vec<StatusCause> {
     let Some(Value::Object(labels)) = labels else { return Vec::new() };
     let mut causes = Vec::new();
     let invalid = |value: &str, msg: String| {
-        StatusCause::field("FieldValueInvalid", "metadata.labels", format!("Invalid value: {}: {msg}", go_quote(value)))
+        StatusCause::field(
+            "FieldValueInvalid",
+            "metadata.labels",
+            format!("Invalid value: {}: {msg}", crate::selector::go_quote(value)),
+        )
     };
     for (key, value) in labels {
         if !crate::selector::is_valid_label_key(key) {

@@ -891,7 +891,11 @@ fn cause_invalid(path: &str, value: &str, detail: &str) -> FieldCause {
 }
 
 fn cause_type(path: &str, label: &str, detail: &str) -> FieldCause {
-    FieldCause::new(FieldCause::TYPE_INVALID, path, format!("Invalid value: {}: {detail}", go_quote(label)))
+    FieldCause::new(
+        FieldCause::TYPE_INVALID,
+        path,
+        format!("Invalid value: {}: {detail}", crate::selector::go_quote(label)),
+    )
 }
 
 impl Validator {
@@ -947,7 +951,11 @@ impl Validator {
         let int_float = sch == "integer" && has("number");
         let string_or_array = v.is_string() || v.is_array();
         if !(string_or_array || format.is_empty() || has(sch) || vfmt == format || float_int || int_float) {
-            out.push(cause_type(path, vfmt, &format!("{path} in body must be of type {format}: {}", go_quote(vfmt))));
+            out.push(cause_type(
+                path,
+                vfmt,
+                &format!("{path} in body must be of type {format}: {}", crate::selector::go_quote(vfmt)),
+            ));
             return;
         }
         // kube-openapi: a formatted non-numeric schema skips the type check of strings and arrays.
@@ -958,7 +966,7 @@ impl Validator {
             out.push(cause_type(
                 path,
                 sch,
-                &format!("{path} in body must be of type {}: {}", types.join(","), go_quote(sch)),
+                &format!("{path} in body must be of type {}: {}", types.join(","), crate::selector::go_quote(sch)),
             ));
         }
     }
@@ -971,7 +979,7 @@ impl Validator {
     }
 
     fn check_junctors(&mut self, n: &Node, v: &Value, path: &str, depth: usize, out: &mut Vec<FieldCause>) {
-        let quoted = go_quote(path);
+        let quoted = crate::selector::go_quote(path);
         if !n.any_of.is_empty() {
             let mut best: Option<Vec<FieldCause>> = None;
             let mut ok = false;
@@ -1050,13 +1058,13 @@ impl Validator {
         let supported: Vec<String> = values
             .iter()
             .map(|a| match a {
-                Value::String(s) => go_quote(s),
+                Value::String(s) => crate::selector::go_quote(s),
                 // apiserver quotes the JSON of non-string values.
-                Value::Number(n) => go_quote(&match num_of(n) {
+                Value::Number(n) => crate::selector::go_quote(&match num_of(n) {
                     Num::I(i) => i.to_string(),
                     Num::F(f) => f.to_string(),
                 }),
-                other => go_quote(&other.to_string()),
+                other => crate::selector::go_quote(&other.to_string()),
             })
             .collect();
         let mut msg = format!("Unsupported value: {}", go_body_value(v));
@@ -1174,16 +1182,24 @@ fn check_string(n: &Node, s: &str, path: &str, out: &mut Vec<FieldCause>) {
     } else if let Some(min) = n.min_length
         && chars() < min
     {
-        out.push(cause_invalid(path, &go_quote(s), &format!("{path} in body should be at least {min} chars long")));
+        out.push(cause_invalid(
+            path,
+            &crate::selector::go_quote(s),
+            &format!("{path} in body should be at least {min} chars long"),
+        ));
     } else if let Some(Pattern { source, re: Some(re) }) = &n.pattern
         && !re.is_match(s)
     {
-        out.push(cause_invalid(path, &go_quote(s), &format!("{path} in body should match '{source}'")));
+        out.push(cause_invalid(
+            path,
+            &crate::selector::go_quote(s),
+            &format!("{path} in body should match '{source}'"),
+        ));
     }
     if let Some(f) = &n.format
         && !format_ok(f, s)
     {
-        out.push(cause_type(path, s, &format!("{path} in body must be of type {f}: {}", go_quote(s))));
+        out.push(cause_type(path, s, &format!("{path} in body must be of type {f}: {}", crate::selector::go_quote(s))));
     }
 }
 
@@ -1340,9 +1356,11 @@ fn check_embedded(m: &Map<String, Value>, path: &str, out: &mut Vec<FieldCause>)
             "apiVersion" => match v.as_str() {
                 None => out.push(cause_invalid(&p, &go_body_value(v), "must be a string")),
                 Some("") => out.push(cause_invalid(&p, "\"\"", "must not be empty")),
-                Some(s) if s != "/" && s.matches('/').count() > 1 => {
-                    out.push(cause_invalid(&p, &go_quote(s), &format!("unexpected GroupVersion string: {s}")))
-                }
+                Some(s) if s != "/" && s.matches('/').count() > 1 => out.push(cause_invalid(
+                    &p,
+                    &crate::selector::go_quote(s),
+                    &format!("unexpected GroupVersion string: {s}"),
+                )),
                 Some(_) => {}
             },
             "kind" => match v.as_str() {
@@ -1353,7 +1371,7 @@ fn check_embedded(m: &Map<String, Value>, path: &str, out: &mut Vec<FieldCause>)
                     if !errs.is_empty() {
                         out.push(cause_invalid(
                             &p,
-                            &go_quote(s),
+                            &crate::selector::go_quote(s),
                             &format!("may have mixed case, but should otherwise match: {}", errs.join(",")),
                         ));
                     }
@@ -1391,41 +1409,6 @@ fn dns1035_label_errors(s: &str) -> Vec<String> {
 // Go-style value printing (apiserver's field.Error bodies)
 // ---------------------------------------------------------------------------
 
-/// Go's `strconv.Quote`.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control()
-                || (c.is_whitespace() && c != ' ')
-                || matches!(c as u32, 0xad | 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x2064 | 0xfeff) =>
-            {
-                if (c as u32) < 0x10000 {
-                    let _ = write!(out, "\\u{:04x}", c as u32);
-                } else {
-                    let _ = write!(out, "\\U{:08x}", c as u32);
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// Go's `%v` of a float64 (`strconv.FormatFloat(f, 'g', -1, 64)`).
 fn go_float(f: f64) -> String {
     if f.is_nan() {
@@ -1461,7 +1444,7 @@ fn go_sharp(v: &Value) -> String {
         Value::Null => "interface {}(nil)".to_string(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => go_number(n),
-        Value::String(s) => go_quote(s),
+        Value::String(s) => crate::selector::go_quote(s),
         Value::Array(a) => {
             let inner: Vec<String> = a.iter().map(go_sharp).collect();
             format!("[]interface {{}}{{{}}}", inner.join(", "))
@@ -1473,7 +1456,7 @@ fn go_sharp(v: &Value) -> String {
                 .iter()
                 .map(|k| {
                     let v = m.get(*k).map(go_sharp).unwrap_or_default();
-                    format!("{}:{v}", go_quote(k))
+                    format!("{}:{v}", crate::selector::go_quote(k))
                 })
                 .collect();
             format!("map[string]interface {{}}{{{}}}", inner.join(", "))
@@ -1487,7 +1470,7 @@ fn go_body_value(v: &Value) -> String {
         Value::Null => "\"null\"".to_string(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => go_number(n),
-        Value::String(s) => go_quote(s),
+        Value::String(s) => crate::selector::go_quote(s),
         other => go_sharp(other),
     }
 }
@@ -2170,7 +2153,10 @@ mod tests {
                 assert_eq!(c.reason, FieldCause::TYPE_INVALID, "{format} vs {b:?}");
                 assert_eq!(
                     c.message,
-                    format!("Invalid value: {q}: spec.f in body must be of type {format}: {q}", q = go_quote(b))
+                    format!(
+                        "Invalid value: {q}: spec.f in body must be of type {format}: {q}",
+                        q = crate::selector::go_quote(b)
+                    )
                 );
             }
         }
@@ -2797,7 +2783,7 @@ mod tests {
         assert_eq!(go_float(2147483647.0), "2.147483647e+09");
         assert_eq!(go_float(0.0001), "0.0001");
         assert_eq!(go_float(0.00001), "1e-05");
-        assert_eq!(go_quote("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\x01é\"");
+        assert_eq!(crate::selector::go_quote("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\x01é\"");
         assert_eq!(
             go_body_value(&json!({"b": [1, "x", null], "a": 1.5})),
             r#"map[string]interface {}{"a":1.5, "b":[]interface {}{1, "x", interface {}(nil)}}"#

@@ -202,7 +202,7 @@ fn go_is_print(c: char) -> bool {
 }
 
 /// Quotes a string the way Go's `%q` / `strconv.Quote` does.
-fn go_quote(s: &str) -> String {
+pub(crate) fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
