@@ -1,0 +1,1 @@
+//! Rust types for the custom resources the reference controllers use.

@@ -1,0 +1,1 @@
+//! The RayCluster reconciler, modelled on KubeRay v1.7.0.

@@ -1,0 +1,15 @@
+//! Reference controllers and simulated cluster actors for kproof.
+//!
+//! Everything here talks to the API only through [`kube::Client`], so the same controller runs
+//! in-process against the fake API server (in virtual time) or against any real cluster.
+//!
+//! - [`sim`]: what a real cluster has and the fake one lacks (scheduler, kubelet).
+//! - [`crds`]: Rust types for the custom resources the controllers use.
+//! - [`kuberay`]: the RayCluster reconciler, modelled on KubeRay v1.7.0.
+
+pub mod clock;
+pub mod crds;
+pub mod kuberay;
+pub mod sim;
+
+pub use clock::Clock;

@@ -1,0 +1,1 @@
+//! Simulated cluster actors: nodes, a scheduler and a kubelet (being written).
