@@ -86,6 +86,9 @@ fn subresources(rt: &ResourceType) -> Vec<(&'static str, Value, Vec<&'static str
     if rt.group.is_empty() && rt.plural == "namespaces" {
         out.push(("finalize", kind_ref("", "v1", "Namespace"), vec!["update"]));
     }
+    if crate::binding::is_pods(rt) {
+        out.push(("binding", kind_ref("", "v1", "Binding"), vec!["create"]));
+    }
     if rt.scale.is_some() {
         out.push(("scale", kind_ref("autoscaling", "v1", "Scale"), vec!["get", "patch", "update"]));
     }

@@ -425,6 +425,27 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
                 write(&inner, dry_run, |st| objects::create_prepared(st, &target.rt, &target.namespace, prepared, &w))?;
             Ok(bytes_response(StatusCode::CREATED, objects::render(&target.rt, &created)))
         }
+        (&Method::POST, Some(name), Some("binding")) if crate::binding::is_pods(&target.rt) => {
+            let format = object_format(&parts.headers)?;
+            let body = read_body(&inner, body, &parts.headers).await?;
+            let dry_run = query.dry_run("CreateOptions")?;
+            let binding = objects::parse_object(&body, format == BodyFormat::Yaml)?;
+            let ctx = Arc::new(WriteContext { verb: "create".into(), ..ctx });
+            let now = inner.clock.now();
+            write(&inner, dry_run, |st| {
+                crate::binding::bind(
+                    st,
+                    &target.rt,
+                    &target.namespace,
+                    name,
+                    &binding,
+                    &Write { ctx: &ctx, now, dry_run },
+                )
+            })?;
+            let ok = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+            Ok(json_response(StatusCode::CREATED, &ok))
+        }
+        (_, Some(_), Some("binding")) if crate::binding::is_pods(&target.rt) => Err(ApiError::method_not_allowed()),
         (&Method::PUT, Some(name), None | Some("status")) => {
             let format = object_format(&parts.headers)?;
             let body = read_body(&inner, body, &parts.headers).await?;

@@ -17,6 +17,7 @@
 //! # Ok(()) }
 //! ```
 
+mod binding;
 pub mod clock;
 pub mod discovery;
 pub mod error;

@@ -380,6 +380,7 @@ fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
         ("", "pods") => {
             let qos = pod_qos(obj);
             put(obj, &["status"], json!({"phase": "Pending", "qosClass": qos}));
+            crate::binding::add_scheduling_gated_condition(obj);
         }
         ("", "namespaces") => {
             let name = str_field(obj, "metadata.name").to_string();
