@@ -2,6 +2,7 @@
 
 use crate::error::{ApiError, ApiResult, StatusCause};
 use crate::objects::{self, DeleteOptions, Deleted, UpdateMode, Write};
+use crate::patch_meta::Shape;
 use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::Inner;
@@ -188,7 +189,11 @@ pub(crate) enum BodyFormat {
 }
 
 const WRITE_MEDIA_TYPES: &[&str] = &["application/json", "application/yaml"];
-const PATCH_MEDIA_TYPES: &[&str] = &["application/json-patch+json", "application/merge-patch+json"];
+/// The patch media types of built-in resources, in kube-apiserver's order.
+const PATCH_MEDIA_TYPES: &[&str] =
+    &["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"];
+/// Custom resources have no strategic merge patch (no patch strategies in a CRD schema).
+const CUSTOM_PATCH_MEDIA_TYPES: &[&str] = &["application/json-patch+json", "application/merge-patch+json"];
 
 /// The Content-Type header as sent, for messages.
 fn raw_content_type(headers: &HeaderMap) -> String {
@@ -218,20 +223,23 @@ fn object_format(headers: &HeaderMap) -> ApiResult<BodyFormat> {
     }
 }
 
-/// A PATCH body's kind. Strategic merge patch and server-side apply are not implemented.
+/// A PATCH body's kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PatchKind {
     Merge,
     Json,
+    Strategic,
 }
 
-/// The kind of a PATCH body, else 415 listing the patch media types (checked before the body
-/// is read, as the patch handler does).
-fn patch_kind(headers: &HeaderMap) -> ApiResult<PatchKind> {
+/// The kind of a PATCH body, else 415 listing the patch media types the resource takes
+/// (checked before the body is read, as the patch handler does).
+fn patch_kind(headers: &HeaderMap, custom: bool) -> ApiResult<PatchKind> {
+    let accepted = if custom { CUSTOM_PATCH_MEDIA_TYPES } else { PATCH_MEDIA_TYPES };
     match body_format(headers) {
         Some(BodyFormat::MergePatch) => Ok(PatchKind::Merge),
         Some(BodyFormat::JsonPatch) => Ok(PatchKind::Json),
-        _ => Err(ApiError::unsupported_media_type(&raw_content_type(headers), PATCH_MEDIA_TYPES)),
+        Some(BodyFormat::StrategicMergePatch) if !custom => Ok(PatchKind::Strategic),
+        _ => Err(ApiError::unsupported_media_type(&raw_content_type(headers), accepted)),
     }
 }
 
@@ -460,7 +468,7 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             Ok(bytes_response(StatusCode::OK, objects::render(&target.rt, &updated)))
         }
         (&Method::PATCH, Some(name), None | Some("status")) => {
-            let kind = patch_kind(&parts.headers)?;
+            let kind = patch_kind(&parts.headers, target.rt.custom)?;
             let body = read_body(&inner, body, &parts.headers).await?;
             let dry_run = query.dry_run("PatchOptions")?;
             let mode = if sub == Some("status") { status_mode(&target.rt)? } else { UpdateMode::Main };
@@ -471,7 +479,8 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
                 let old = current(st, &target, name)?;
                 // Patch the object as this version serves it (apiVersion, read-time defaults).
                 let served: Value = serde_json::from_slice(&objects::render(rt, &old)).unwrap_or_else(|_| old.value());
-                let mut patched = apply_patch(kind, &served, &body)?;
+                let shape = Shape::builtin_root(&rt.group, &rt.version, &rt.kind);
+                let mut patched = apply_patch(kind, &served, &body, shape)?;
                 objects::check_patched(&patched, rt.api_version(), &rt.kind, rt.decode_check)?;
                 keep_resource_version(&mut patched, &old);
                 objects::update(st, rt, &target.namespace, name, patched, mode, &Write { ctx: &ctx, now, dry_run })
@@ -484,7 +493,7 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             let how = if put {
                 ScaleWrite::Replace(object_format(&parts.headers)?)
             } else {
-                ScaleWrite::Patch(patch_kind(&parts.headers)?)
+                ScaleWrite::Patch(patch_kind(&parts.headers, target.rt.custom)?)
             };
             let body = read_body(&inner, body, &parts.headers).await?;
             let dry_run = query.dry_run(if put { "UpdateOptions" } else { "PatchOptions" })?;
@@ -507,7 +516,8 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
                 let new_scale = match how {
                     ScaleWrite::Replace(scale) => scale,
                     ScaleWrite::Patch(kind) => {
-                        let patched = apply_patch(kind, &objects::scale_of(&rt, &obj)?, &body)?;
+                        let shape = Shape::builtin_root("autoscaling", "v1", "Scale");
+                        let patched = apply_patch(kind, &objects::scale_of(&rt, &obj)?, &body, shape)?;
                         objects::check_patched(&patched, "autoscaling/v1", "Scale", Some(objects::decode_scale))?;
                         patched
                     }
@@ -667,9 +677,14 @@ fn keep_resource_version(patched: &mut Value, old: &StoredObject) {
     }
 }
 
-fn apply_patch(kind: PatchKind, old: &Value, body: &[u8]) -> ApiResult<Value> {
+fn apply_patch(kind: PatchKind, old: &Value, body: &[u8], shape: Shape<'_>) -> ApiResult<Value> {
     let mut doc = old.clone();
     match kind {
+        PatchKind::Strategic => {
+            let patch: Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            doc = crate::smp::apply(&doc, &patch, shape).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        }
         PatchKind::Merge => {
             let patch: Value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;

@@ -24,10 +24,12 @@ pub mod error;
 mod handlers;
 pub mod names;
 mod objects;
+mod patch_meta;
 pub mod registry;
 pub mod schema;
 pub mod selector;
 mod server;
+mod smp;
 pub mod store;
 mod watch;
 

@@ -139,6 +139,59 @@ pub struct StructuralSchema {
     has_status: bool,
 }
 
+/// A position in a [`StructuralSchema`], exposing what merging needs (list and map types).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SchemaCursor<'a> {
+    node: &'a Node,
+    root: bool,
+}
+
+// Used by server-side apply, which lands next.
+#[allow(dead_code)]
+impl<'a> SchemaCursor<'a> {
+    /// The schema of an object's field or a map's value.
+    pub(crate) fn field(&self, name: &str) -> Option<SchemaCursor<'a>> {
+        self.node.field_schema(name).map(|node| SchemaCursor { node, root: false })
+    }
+
+    /// The schema of a list's items.
+    pub(crate) fn items(&self) -> Option<SchemaCursor<'a>> {
+        self.node.items.as_deref().map(|node| SchemaCursor { node, root: false })
+    }
+
+    /// Whether this is the schema's root (whose `metadata` the server knows, not the schema).
+    pub(crate) fn is_root(&self) -> bool {
+        self.root
+    }
+
+    /// Whether `name` is declared here; `None` where unknown fields are kept or any name goes.
+    pub(crate) fn declares(&self, name: &str) -> Option<bool> {
+        if self.node.preserve_unknown || self.node.additional.is_some() || self.node.ty != Some(Type::Object) {
+            return None;
+        }
+        Some(self.node.prop(name).is_some())
+    }
+
+    /// `x-kubernetes-list-type` as written.
+    pub(crate) fn list_type(&self) -> Option<&'static str> {
+        self.node.list_type.map(|t| match t {
+            ListType::Atomic => "atomic",
+            ListType::Set => "set",
+            ListType::Map => "map",
+        })
+    }
+
+    /// `x-kubernetes-list-map-keys`.
+    pub(crate) fn list_map_keys(&self) -> &'a [String] {
+        &self.node.list_map_keys
+    }
+
+    /// `x-kubernetes-map-type` as written.
+    pub(crate) fn map_type(&self) -> Option<&'a str> {
+        self.node.map_type.as_deref()
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Type {
     Object,
@@ -205,6 +258,8 @@ struct Node {
     not: Option<Box<Node>>,
     list_type: Option<ListType>,
     list_map_keys: Vec<String>,
+    /// `x-kubernetes-map-type` as written (`atomic` or `granular`), for server-side apply.
+    map_type: Option<String>,
     default: Option<Value>,
 }
 
@@ -491,9 +546,10 @@ impl Compiler {
                     })
                 }
                 "x-kubernetes-list-map-keys" => n.list_map_keys = want_strings(val, &p)?,
+                "x-kubernetes-map-type" => n.map_type = val.as_str().map(str::to_string),
                 "default" => n.default = Some(val.clone()),
                 "$ref" => return Err(schema_err(&p, "$ref is not supported in CRD schemas")),
-                // description, title, example, externalDocs, x-kubernetes-map-type,
+                // description, title, example, externalDocs,
                 // x-kubernetes-validations (CEL, not evaluated), ...: no effect here.
                 _ => {}
             }
@@ -538,6 +594,12 @@ impl StructuralSchema {
             }
         }
         true
+    }
+
+    /// A read-only walk over the schema from its root, for merge decisions (patch, apply).
+    #[allow(dead_code)]
+    pub(crate) fn cursor(&self) -> SchemaCursor<'_> {
+        SchemaCursor { node: &self.root, root: true }
     }
 
     /// Remove unknown fields in place, as apiserver prunes a custom resource.
