@@ -9,6 +9,7 @@
 
 pub mod clock;
 pub mod crds;
+pub mod events;
 pub mod kuberay;
 pub mod sim;
 

@@ -2,7 +2,7 @@
 //! one row in virtual time under 200 ms wall, and a row that advances an hour of virtual time
 //! under 100 ms wall. Run: `cargo bench -p harness --bench catalogue`.
 
-use kproof::backend::{Backend, InProcessBackend, RunOptions};
+use kproof::backend::{Backend, RunOptions};
 use kproof::load::{load_suite_dir, load_suite_str};
 use kproof::result::Outcome;
 use std::path::Path;
@@ -14,7 +14,7 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let suites = load_suite_dir(&root.join("suites")).expect("the catalogue loads");
     let opts = RunOptions { fixtures_dir: root.join("fixtures"), ..Default::default() };
-    let backend = InProcessBackend::new();
+    let backend = kproof::actors::reference_backend();
     let rows = kproof::run::selected(&suites, &Default::default());
     let rounds = if full { 5 } else { 1 };
 

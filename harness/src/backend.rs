@@ -126,12 +126,43 @@ pub trait Actor: Send {
     fn knob(&mut self, knob: &str, value: &Value) -> Result<(), String>;
 }
 
-/// Starts an actor for a row on the in-process backend (on the row's paused runtime).
+/// Starts an actor for a row on the in-process backend (on the row's paused runtime), or for
+/// `kproof serve` (in real time).
 pub trait ActorFactory: Send + Sync {
     /// The actor's name, as rows and knob steps name it.
     fn name(&self) -> &str;
-    /// Starts it against `client`, configured with the row's feature gates and settings.
-    fn start(&self, client: kube::Client, needs: &crate::suite::Needs) -> Box<dyn Actor>;
+    /// Prepares the API server before any actor starts or any step runs (for example installs
+    /// and waits for the CRDs the actor serves). `Err` says what went wrong.
+    fn setup(&self, _client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+    /// Starts it against `client`, reading time from `clock`, configured with the row's feature
+    /// gates and settings; `Err` names a gate or setting it does not accept.
+    fn start(
+        &self,
+        client: kube::Client,
+        clock: controllers::Clock,
+        needs: &crate::suite::Needs,
+    ) -> Result<Box<dyn Actor>, String>;
+}
+
+/// Runs every factory's setup, then starts the actors; `Err` is the first failure, named.
+pub async fn start_actors(
+    factories: &[Arc<dyn ActorFactory>],
+    client_for: impl Fn(&str) -> kube::Client,
+    clock: controllers::Clock,
+    needs: &crate::suite::Needs,
+) -> Result<BTreeMap<String, Box<dyn Actor>>, String> {
+    for f in factories {
+        f.setup(client_for(f.name())).await.map_err(|e| format!("setting up {}: {e}", f.name()))?;
+    }
+    let mut actors = BTreeMap::new();
+    for f in factories {
+        let actor =
+            f.start(client_for(f.name()), clock.clone(), needs).map_err(|e| format!("starting {}: {e}", f.name()))?;
+        actors.insert(f.name().to_string(), actor);
+    }
+    Ok(actors)
 }
 
 struct ActorKnobs(Mutex<BTreeMap<String, Box<dyn Actor>>>);
@@ -266,11 +297,15 @@ impl Backend for InProcessBackend {
                 .finish();
             let _guard = tracing::subscriber::set_default(subscriber);
             let server = ApiServer::new(Config { clock_start: Some(virtual_epoch()), ..Config::default() });
-            let actors: BTreeMap<String, Box<dyn Actor>> = self
-                .factories
-                .iter()
-                .map(|f| (f.name().to_string(), f.start(server.client_as(f.name()), &row.needs)))
-                .collect();
+            let server_clock = server.clock();
+            let clock = controllers::Clock::from_fn(move || server_clock.now());
+            let actors = match start_actors(&self.factories, |name| server.client_as(name), clock, &row.needs).await {
+                Ok(a) => a,
+                Err(e) => {
+                    let failure = RowFailure { summary: e.clone(), message: e, mismatches: vec![] };
+                    return (Err(failure), None, started.elapsed().as_millis() as u64);
+                }
+            };
             let ctx = RowContext {
                 client: server.client_as("kproof"),
                 namespace: "default".into(),

@@ -6,6 +6,7 @@
 //! timeline of writes; failing rows leave a flight record ([`recorder`]); runs produce JSON and
 //! JUnit reports ([`report`]).
 
+pub mod actors;
 pub mod backend;
 pub mod lint;
 pub mod load;

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use kproof::backend::{Backend, InProcessBackend, KubeconfigBackend, RunOptions};
+use kproof::backend::{Backend, KubeconfigBackend, RunOptions};
 use kproof::result::{Outcome, RunReport};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -150,7 +150,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         bail!("no row matches --suite {:?} --row {:?} in {}", args.suite_names, args.row_ids, suites_dir.display());
     }
     let backend: Box<dyn Backend> = match args.backend {
-        BackendName::Fake => Box::new(InProcessBackend::new()),
+        BackendName::Fake => Box::new(kproof::actors::reference_backend()),
         BackendName::Kubeconfig => {
             Box::new(KubeconfigBackend::new(args.kubeconfig.clone()).context("cannot start the kubeconfig backend")?)
         }

@@ -47,7 +47,12 @@ impl ActorFactory for EchoControllerFactory {
         "echo"
     }
 
-    fn start(&self, client: kube::Client, _needs: &Needs) -> Box<dyn Actor> {
+    fn start(
+        &self,
+        client: kube::Client,
+        _clock: controllers::Clock,
+        _needs: &Needs,
+    ) -> Result<Box<dyn Actor>, String> {
         let paused = Arc::new(AtomicBool::new(false));
         let flag = paused.clone();
         let task = tokio::spawn(async move {
@@ -91,6 +96,6 @@ impl ActorFactory for EchoControllerFactory {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         });
-        Box::new(EchoController { paused, task })
+        Ok(Box::new(EchoController { paused, task }))
     }
 }

@@ -1,7 +1,7 @@
 //! Every suite row is its own test under `cargo test` (filter by `suite::id`), run on the
 //! in-process backend in virtual time. A missing or empty suites folder is an error.
 
-use kproof::backend::{Backend, InProcessBackend, RunOptions, skip_reason};
+use kproof::backend::{Backend, RunOptions, skip_reason};
 use kproof::result::Outcome;
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::Path;
@@ -18,7 +18,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let backend: Arc<dyn Backend> = Arc::new(InProcessBackend::new());
+    let backend: Arc<dyn Backend> = Arc::new(kproof::actors::reference_backend());
     let opts = Arc::new(RunOptions {
         fixtures_dir: root.join("fixtures"),
         flight_dir: Some(root.join("target").join("kproof").join("flight")),

@@ -1,0 +1,196 @@
+//! `ray.io/v1` RayCluster, as KubeRay v1.7.0 defines it (`ray-operator/apis/ray/v1/raycluster_types.go`).
+//!
+//! The fields the reference reconciler reads are typed; everything else in the spec is kept in
+//! `extra` maps so a read-modify-write and the spec hash see the whole object.
+
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The RayCluster CRD manifest: KubeRay v1.7.0's names, printer columns, status subresource,
+/// defaults and enums. Pod templates keep unknown fields (the upstream schema embeds the full
+/// PodTemplateSpec schema, 900 KB, which adds nothing the fake server could check here).
+pub const RAYCLUSTER_CRD_YAML: &str = include_str!("ray.io_rayclusters.yaml");
+
+/// The RayCluster CRD, parsed from [`RAYCLUSTER_CRD_YAML`].
+pub fn raycluster_crd() -> CustomResourceDefinition {
+    // A constant manifest checked by a unit test below, so parsing cannot fail at run time.
+    serde_saphyr::from_str(RAYCLUSTER_CRD_YAML).unwrap_or_default()
+}
+
+/// `RayCluster.spec`.
+#[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "ray.io",
+    version = "v1",
+    kind = "RayCluster",
+    plural = "rayclusters",
+    namespaced,
+    status = "RayClusterStatus",
+    schema = "disabled"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct RayClusterSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ray_version: Option<String>,
+    #[serde(default)]
+    pub head_group_spec: HeadGroupSpec,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worker_group_specs: Vec<WorkerGroupSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_in_tree_autoscaling: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_strategy: Option<UpgradeStrategy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_service_annotations: Option<BTreeMap<String, String>>,
+    /// Fields the reconciler does not model (autoscalerOptions, gcsFaultToleranceOptions, ...).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// `spec.upgradeStrategy` (KubeRay v1.6.0+, PR #4185).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeStrategy {
+    /// `Recreate` or `None` (the CRD enum); unset behaves like `None`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+}
+
+/// `spec.headGroupSpec`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeadGroupSpec {
+    #[serde(default)]
+    pub template: PodTemplateSpec,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ray_start_params: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_service: Option<Value>,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// One entry of `spec.workerGroupSpecs`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkerGroupSpec {
+    pub group_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_replicas: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_replicas: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_of_hosts: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_strategy: Option<ScaleStrategy>,
+    #[serde(default)]
+    pub template: PodTemplateSpec,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ray_start_params: BTreeMap<String, String>,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// `workerGroupSpecs[].scaleStrategy`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleStrategy {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers_to_delete: Vec<String>,
+}
+
+/// `RayCluster.status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RayClusterStatus {
+    /// Deprecated upstream but still written: `ready`, `suspended` (`failed` is never set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_transition_times: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ready_worker_replicas: i32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub available_worker_replicas: i32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub desired_worker_replicas: i32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub min_worker_replicas: i32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_worker_replicas: i32,
+    #[serde(default, rename = "desiredCPU", skip_serializing_if = "Option::is_none")]
+    pub desired_cpu: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_memory: Option<String>,
+    #[serde(default, rename = "desiredGPU", skip_serializing_if = "Option::is_none")]
+    pub desired_gpu: Option<String>,
+    #[serde(default, rename = "desiredTPU", skip_serializing_if = "Option::is_none")]
+    pub desired_tpu: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_update_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<HeadInfo>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
+}
+
+/// `status.head`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeadInfo {
+    #[serde(default, rename = "podIP", skip_serializing_if = "Option::is_none")]
+    pub pod_ip: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_name: Option<String>,
+    #[serde(default, rename = "serviceIP", skip_serializing_if = "Option::is_none")]
+    pub service_ip: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_name: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_crd_manifest_parses_and_names_v1_as_storage() {
+        let crd = raycluster_crd();
+        assert_eq!(crd.metadata.name.as_deref(), Some("rayclusters.ray.io"));
+        let v1 = crd.spec.versions.iter().find(|v| v.name == "v1").expect("v1 served");
+        assert!(v1.storage && v1.served);
+        assert_eq!(crd.spec.names.kind, "RayCluster");
+        let schema = serde_json::to_value(&v1.schema).unwrap();
+        let group = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"]["workerGroupSpecs"]["items"];
+        assert_eq!(group["properties"]["maxReplicas"]["default"], 2147483647);
+        assert_eq!(group["properties"]["numOfHosts"]["default"], 1);
+        assert_eq!(
+            schema["openAPIV3Schema"]["properties"]["spec"]["properties"]["upgradeStrategy"]["properties"]["type"]["enum"],
+            serde_json::json!(["Recreate", "None"])
+        );
+    }
+}

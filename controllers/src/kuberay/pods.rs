@@ -1,0 +1,266 @@
+//! The pods and services KubeRay makes for a RayCluster (`common/pod.go`, `common/service.go`,
+//! `utils.PodName`, `utils.GenerateHeadServiceName`).
+
+use super::*;
+use crate::crds::{RayCluster, WorkerGroupSpec};
+use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodTemplateSpec, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::ResourceExt;
+use serde_json::json;
+
+/// Name prefixes are cut to 50 characters so the generated suffix fits (`utils.PodName`).
+const MAX_PREFIX: usize = 50;
+
+/// The controller owner reference KubeRay puts on everything it makes.
+pub(crate) fn owner_reference(rc: &RayCluster) -> OwnerReference {
+    OwnerReference {
+        api_version: "ray.io/v1".into(),
+        kind: "RayCluster".into(),
+        name: rc.name_any(),
+        uid: rc.uid().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// `<cluster>-head-svc`, or `headGroupSpec.headService.metadata.name` when set.
+pub(crate) fn head_service_name(rc: &RayCluster) -> String {
+    rc.spec
+        .head_group_spec
+        .head_service
+        .as_ref()
+        .and_then(|s| s.pointer("/metadata/name"))
+        .and_then(|n| n.as_str())
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{}-head-svc", rc.name_any()))
+}
+
+fn prefix(s: &str) -> String {
+    s.chars().take(MAX_PREFIX).collect::<String>().to_lowercase()
+}
+
+fn ray_labels(rc: &RayCluster, node_type: &str, group: &str, template: &PodTemplateSpec) -> BTreeMap<String, String> {
+    let cluster = rc.name_any();
+    let mut labels = template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default();
+    // User labels may override these two ...
+    labels.entry("app.kubernetes.io/name".into()).or_insert_with(|| "kuberay".into());
+    labels.entry("app.kubernetes.io/created-by".into()).or_insert_with(|| "kuberay-operator".into());
+    // ... and never these.
+    let identifier: String = format!("{cluster}-{node_type}").chars().take(63).collect();
+    labels.insert(RAY_CLUSTER_LABEL.into(), cluster);
+    labels.insert(RAY_NODE_TYPE_LABEL.into(), node_type.into());
+    labels.insert(RAY_GROUP_LABEL.into(), group.into());
+    labels.insert(RAY_ID_LABEL.into(), identifier.trim_end_matches(['-', '.', '_']).to_string());
+    labels.insert(RAY_IS_RAY_NODE_LABEL.into(), "yes".into());
+    labels
+}
+
+fn ray_start_command(head: bool, params: &BTreeMap<String, String>, head_address: &str) -> String {
+    let mut cmd =
+        if head { "ray start --head".to_string() } else { format!("ray start --address={head_address}:6379") };
+    let mut args: BTreeMap<String, String> = params.clone();
+    if head {
+        args.entry("dashboard-host".into()).or_insert_with(|| "0.0.0.0".into());
+    }
+    args.entry("metrics-export-port".into()).or_insert_with(|| "8080".into());
+    args.entry("block".into()).or_insert_with(|| "true".into());
+    for (k, v) in args {
+        if v == "true" && k == "block" {
+            cmd.push_str(" --block");
+        } else {
+            cmd.push_str(&format!(" --{k}={v}"));
+        }
+    }
+    cmd
+}
+
+fn env(name: &str, value: &str) -> EnvVar {
+    EnvVar { name: name.into(), value: Some(value.into()), value_from: None }
+}
+
+fn env_field(name: &str, path: &str) -> EnvVar {
+    serde_json::from_value(json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}))
+        .unwrap_or_else(|_| env(name, ""))
+}
+
+/// Adds what KubeRay injects into the Ray container (index 0): the environment rows can look
+/// for and, when the user gave no command, `/bin/bash -lc -- "ulimit -n 65536; ray start ..."`.
+fn inject_ray_container(c: &mut Container, rc: &RayCluster, head: bool, start: String, cfg: &KubeRayConfig) {
+    let svc = head_service_name(rc);
+    let ns = rc.namespace().unwrap_or_else(|| "default".into());
+    let fqdn = format!("{svc}.{ns}.svc.cluster.local");
+    let mut vars = vec![
+        env_field("RAY_CLUSTER_NAME", &format!("metadata.labels['{RAY_CLUSTER_LABEL}']")),
+        env_field("RAY_CLOUD_INSTANCE_ID", "metadata.name"),
+        env_field("RAY_NODE_TYPE_NAME", &format!("metadata.labels['{RAY_GROUP_LABEL}']")),
+        env("KUBERAY_GEN_RAY_START_CMD", &start),
+        env("RAY_USAGE_STATS_KUBERAY_IN_USE", "1"),
+        env("RAY_USAGE_STATS_EXTRA_TAGS", &format!("kuberay_version={};kuberay_crd=RayCluster", cfg.kuberay_version)),
+        env("RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE", "1"),
+    ];
+    if head {
+        vars.push(env("RAY_ADDRESS", "127.0.0.1:6379"));
+    } else {
+        vars.push(env("FQ_RAY_IP", &fqdn));
+        vars.push(env("RAY_IP", &svc));
+        vars.push(env("RAY_ADDRESS", &format!("{fqdn}:6379")));
+    }
+    let existing = c.env.get_or_insert_with(Vec::new);
+    for v in vars {
+        if !existing.iter().any(|e| e.name == v.name) {
+            existing.push(v);
+        }
+    }
+    if c.command.as_ref().is_none_or(|c| c.is_empty()) {
+        c.command = Some(vec!["/bin/bash".into(), "-lc".into(), "--".into()]);
+        c.args = Some(vec![format!("ulimit -n 65536; {start}")]);
+    }
+}
+
+fn build_pod(
+    rc: &RayCluster,
+    template: &PodTemplateSpec,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+    name: Result<String, String>,
+) -> Pod {
+    let mut pod =
+        Pod { metadata: template.metadata.clone().unwrap_or_default(), spec: template.spec.clone(), status: None };
+    pod.metadata.namespace = rc.namespace();
+    match name {
+        Ok(fixed) => pod.metadata.name = Some(fixed),
+        Err(generate) => {
+            pod.metadata.name = None;
+            pod.metadata.generate_name = Some(generate);
+        }
+    }
+    pod.metadata.labels = Some(labels);
+    pod.metadata.annotations = if annotations.is_empty() { None } else { Some(annotations) };
+    pod.metadata.owner_references = Some(vec![owner_reference(rc)]);
+    pod.metadata.resource_version = None;
+    pod.metadata.uid = None;
+    pod
+}
+
+/// The head pod, carrying the Recreate hash and the operator version.
+pub(crate) fn head_pod(rc: &RayCluster, hash: &str, cfg: &KubeRayConfig) -> Pod {
+    let template = &rc.spec.head_group_spec.template;
+    let labels = ray_labels(rc, "head", "headgroup", template);
+    let mut annotations = template.metadata.as_ref().and_then(|m| m.annotations.clone()).unwrap_or_default();
+    annotations.insert(UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION.into(), hash.into());
+    annotations.insert(KUBERAY_VERSION_ANNOTATION.into(), cfg.kuberay_version.clone());
+    let p = prefix(&rc.name_any());
+    let name = if cfg.deterministic_head_pod_name { Ok(format!("{p}-head")) } else { Err(format!("{p}-head-")) };
+    let mut pod = build_pod(rc, template, labels, annotations, name);
+    let start = ray_start_command(true, &rc.spec.head_group_spec.ray_start_params, "");
+    if let Some(c) = pod.spec.as_mut().and_then(|s| s.containers.first_mut()) {
+        inject_ray_container(c, rc, true, start, cfg);
+    }
+    pod
+}
+
+/// A worker pod of `group`.
+pub(crate) fn worker_pod(rc: &RayCluster, group: &WorkerGroupSpec, cfg: &KubeRayConfig) -> Pod {
+    let template = &group.template;
+    let labels = ray_labels(rc, "worker", &group.group_name, template);
+    let annotations = template.metadata.as_ref().and_then(|m| m.annotations.clone()).unwrap_or_default();
+    let name = Err(format!("{}-worker-", prefix(&format!("{}-{}", rc.name_any(), group.group_name))));
+    let mut pod = build_pod(rc, template, labels, annotations, name);
+    let ns = rc.namespace().unwrap_or_else(|| "default".into());
+    let address = format!("{}.{ns}.svc.cluster.local", head_service_name(rc));
+    let start = ray_start_command(false, &group.ray_start_params, &address);
+    if let Some(c) = pod.spec.as_mut().and_then(|s| s.containers.first_mut()) {
+        inject_ray_container(c, rc, false, start, cfg);
+    }
+    pod
+}
+
+/// Labels that select a cluster's head service (`RayClusterHeadServiceListOptions`).
+pub(crate) fn head_service_selector(rc: &RayCluster) -> String {
+    format!("{RAY_CLUSTER_LABEL}={},{RAY_NODE_TYPE_LABEL}=head", rc.name_any())
+}
+
+/// The head service: headless unless configured otherwise, ports from the head container's
+/// named ports (or KubeRay's defaults), `metrics` always present, sorted by name.
+pub(crate) fn head_service(rc: &RayCluster, cfg: &KubeRayConfig) -> Service {
+    let cluster = rc.name_any();
+    let mut ports: BTreeMap<String, i32> = BTreeMap::new();
+    let head = rc.spec.head_group_spec.template.spec.as_ref().and_then(|s| s.containers.first());
+    for p in head.and_then(|c| c.ports.as_ref()).into_iter().flatten() {
+        let name = p.name.clone().unwrap_or_else(|| format!("{}-port", p.container_port));
+        ports.insert(name, p.container_port);
+    }
+    if ports.is_empty() {
+        ports.extend([
+            ("client".to_string(), 10001),
+            ("gcs-server".to_string(), 6379),
+            ("dashboard".to_string(), 8265),
+            ("metrics".to_string(), 8080),
+            ("serve".to_string(), 8000),
+        ]);
+    }
+    ports.entry("metrics".into()).or_insert(8080);
+    let mut labels = BTreeMap::from([
+        (RAY_CLUSTER_LABEL.to_string(), cluster.clone()),
+        (RAY_NODE_TYPE_LABEL.to_string(), "head".to_string()),
+        (RAY_ID_LABEL.to_string(), format!("{cluster}-head")),
+        ("app.kubernetes.io/name".to_string(), "kuberay".to_string()),
+        ("app.kubernetes.io/created-by".to_string(), "kuberay-operator".to_string()),
+    ]);
+    if let Some(v) = rc
+        .spec
+        .head_group_spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.as_ref())
+        .and_then(|l| l.get("app.kubernetes.io/name"))
+    {
+        labels.insert("app.kubernetes.io/name".into(), v.clone());
+    }
+    let service_type = rc.spec.head_group_spec.service_type.clone().unwrap_or_else(|| "ClusterIP".into());
+    let headless = service_type == "ClusterIP" && !cfg.head_cluster_ip_service;
+    let mut spec = json!({
+        "selector": {RAY_CLUSTER_LABEL: cluster, RAY_NODE_TYPE_LABEL: "head"},
+        "type": service_type,
+        "ports": ports.iter().map(|(n, p)| json!({"name": n, "port": p, "targetPort": p, "protocol": "TCP", "appProtocol": "tcp"})).collect::<Vec<_>>(),
+    });
+    if headless {
+        spec["clusterIP"] = json!("None");
+        spec["publishNotReadyAddresses"] = json!(true);
+    }
+    let annotations = rc.spec.head_service_annotations.clone().unwrap_or_default();
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": head_service_name(rc),
+            "namespace": rc.namespace(),
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [owner_reference(rc)],
+        },
+        "spec": spec,
+    }))
+    .unwrap_or_default()
+}
+
+/// `<cluster>-serve-svc`, made only when the cluster asks for it with
+/// `ray.io/enable-serve-service: "true"`; it selects every pod of the cluster.
+pub(crate) fn serve_service(rc: &RayCluster) -> Service {
+    let cluster = rc.name_any();
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": format!("{cluster}-serve-svc"),
+            "namespace": rc.namespace(),
+            "labels": {RAY_CLUSTER_LABEL: cluster, "ray.io/serve": format!("{cluster}-serve"),
+                "app.kubernetes.io/name": "kuberay", "app.kubernetes.io/created-by": "kuberay-operator"},
+            "ownerReferences": [owner_reference(rc)],
+        },
+        "spec": {
+            "selector": {RAY_CLUSTER_LABEL: cluster},
+            "type": "ClusterIP",
+            "ports": [{"name": "serve", "port": 8000, "targetPort": 8000, "protocol": "TCP", "appProtocol": "tcp"}],
+        },
+    }))
+    .unwrap_or_default()
+}

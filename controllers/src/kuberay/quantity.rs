@@ -1,0 +1,187 @@
+//! Just enough of Kubernetes' `resource.Quantity` for KubeRay's status arithmetic: parse, add,
+//! multiply by a count, and print in the canonical form Go prints (`1500m`, `3Gi`, `2k`).
+
+use std::fmt;
+
+/// How a quantity prints: binary (`Ki`, `Mi`, ...) or decimal SI (`m`, `k`, `M`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    BinarySI,
+    DecimalSI,
+}
+
+/// A resource quantity, held exactly in nano-units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quantity {
+    nanos: i128,
+    format: Format,
+}
+
+const NANO: i128 = 1_000_000_000;
+
+impl Quantity {
+    /// Zero, printed `0`.
+    pub const ZERO: Quantity = Quantity { nanos: 0, format: Format::DecimalSI };
+
+    /// Parses `"500m"`, `"2"`, `"1.5Gi"`, `"1e3"`; `None` if it is not a quantity.
+    pub fn parse(s: &str) -> Option<Quantity> {
+        let s = s.trim();
+        let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-')).unwrap_or(s.len());
+        let (num, suffix) = s.split_at(split);
+        if num.is_empty() || num == "+" || num == "-" {
+            return None;
+        }
+        let (negative, digits) = match num.as_bytes()[0] {
+            b'-' => (true, &num[1..]),
+            b'+' => (false, &num[1..]),
+            _ => (false, num),
+        };
+        let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
+        if int_part.contains(['+', '-']) || frac_part.contains(['+', '-', '.']) {
+            return None;
+        }
+        if int_part.is_empty() && frac_part.is_empty() {
+            return None;
+        }
+        // value = int.frac as nanos, then scaled by the suffix.
+        let mut frac = frac_part.to_string();
+        frac.truncate(9);
+        while frac.len() < 9 {
+            frac.push('0');
+        }
+        let int: i128 = if int_part.is_empty() { 0 } else { int_part.parse().ok()? };
+        let frac: i128 = frac.parse().ok()?;
+        let base = int.checked_mul(NANO)?.checked_add(frac)?;
+        let (scaled, format) = match suffix {
+            "" => (base, Format::DecimalSI),
+            "n" => (base / NANO, Format::DecimalSI),
+            "u" => (base / 1_000_000, Format::DecimalSI),
+            "m" => (base / 1000, Format::DecimalSI),
+            "k" => (base.checked_mul(1000)?, Format::DecimalSI),
+            "M" => (base.checked_mul(1_000_000)?, Format::DecimalSI),
+            "G" => (base.checked_mul(1_000_000_000)?, Format::DecimalSI),
+            "T" => (base.checked_mul(1_000_000_000_000)?, Format::DecimalSI),
+            "P" => (base.checked_mul(10i128.pow(15))?, Format::DecimalSI),
+            "E" => (base.checked_mul(10i128.pow(18))?, Format::DecimalSI),
+            "Ki" => (base.checked_mul(1 << 10)?, Format::BinarySI),
+            "Mi" => (base.checked_mul(1 << 20)?, Format::BinarySI),
+            "Gi" => (base.checked_mul(1 << 30)?, Format::BinarySI),
+            "Ti" => (base.checked_mul(1 << 40)?, Format::BinarySI),
+            "Pi" => (base.checked_mul(1 << 50)?, Format::BinarySI),
+            "Ei" => (base.checked_mul(1 << 60)?, Format::BinarySI),
+            e if e.starts_with(['e', 'E']) => {
+                let exp: i32 = e[1..].parse().ok()?;
+                let scaled = if exp >= 0 {
+                    base.checked_mul(10i128.checked_pow(exp.unsigned_abs())?)?
+                } else {
+                    base / 10i128.checked_pow(exp.unsigned_abs())?
+                };
+                (scaled, Format::DecimalSI)
+            }
+            _ => return None,
+        };
+        Some(Quantity { nanos: if negative { -scaled } else { scaled }, format })
+    }
+
+    /// The sum; keeps the format of `self` unless `self` is zero (Go's `Add` on an empty quantity).
+    pub fn add(self, other: Quantity) -> Quantity {
+        let format = if self.nanos == 0 { other.format } else { self.format };
+        Quantity { nanos: self.nanos.saturating_add(other.nanos), format }
+    }
+
+    /// `self` times `n`.
+    pub fn times(self, n: i64) -> Quantity {
+        Quantity { nanos: self.nanos.saturating_mul(i128::from(n)), format: self.format }
+    }
+
+    /// Whether it is zero.
+    pub fn is_zero(&self) -> bool {
+        self.nanos == 0
+    }
+}
+
+impl fmt::Display for Quantity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.nanos;
+        if v == 0 {
+            return f.write_str("0");
+        }
+        // Go prints small or fractional binary quantities in decimal SI.
+        let binary = self.format == Format::BinarySI && v % NANO == 0 && v.abs() >= 1024 * NANO;
+        if binary {
+            let mut units = v / NANO;
+            let mut i = 0;
+            while i < 6 && units % 1024 == 0 {
+                units /= 1024;
+                i += 1;
+            }
+            let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][i];
+            return write!(f, "{units}{suffix}");
+        }
+        // Decimal SI: the largest exponent (a multiple of 3) that keeps the mantissa whole.
+        let mut mantissa = v;
+        let mut exp = -9i32;
+        while exp < 18 && mantissa % 1000 == 0 {
+            mantissa /= 1000;
+            exp += 3;
+        }
+        let suffix = match exp {
+            -9 => "n",
+            -6 => "u",
+            -3 => "m",
+            0 => "",
+            3 => "k",
+            6 => "M",
+            9 => "G",
+            12 => "T",
+            15 => "P",
+            _ => "E",
+        };
+        write!(f, "{mantissa}{suffix}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(s: &str) -> Quantity {
+        Quantity::parse(s).unwrap_or_else(|| panic!("{s} parses"))
+    }
+
+    #[test]
+    fn canonical_forms_match_go() {
+        for (input, printed) in [
+            ("1", "1"),
+            ("500m", "500m"),
+            ("0.5", "500m"),
+            ("1500m", "1500m"),
+            ("2000", "2k"),
+            ("1500", "1500"),
+            ("1Gi", "1Gi"),
+            ("1024Mi", "1Gi"),
+            ("1.5Gi", "1536Mi"),
+            ("512", "512"),
+            ("1G", "1G"),
+            ("1e3", "1k"),
+            ("0", "0"),
+        ] {
+            assert_eq!(q(input).to_string(), printed, "{input}");
+        }
+    }
+
+    #[test]
+    fn sums_and_products() {
+        assert_eq!(q("1").add(q("500m")).to_string(), "1500m");
+        assert_eq!(q("2Gi").times(3).add(q("1Gi")).to_string(), "7Gi");
+        assert_eq!(Quantity::ZERO.add(q("4Gi")).to_string(), "4Gi");
+        assert_eq!(q("1").times(0).to_string(), "0");
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_quantity() {
+        for bad in ["", "abc", "1x", "--1", "1.2.3", "Gi"] {
+            assert!(Quantity::parse(bad).is_none(), "{bad}");
+        }
+    }
+}
