@@ -569,6 +569,11 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
                 )
             })?;
             Ok(match result {
+                // kube-apiserver answers 202 to a delete left pending only when the client
+                // asked for the legacy `orphanDependents: false`.
+                Deleted::Pending(obj) if opts.orphan_dependents == Some(false) => {
+                    bytes_response(StatusCode::ACCEPTED, objects::render(&target.rt, &obj))
+                }
                 Deleted::Pending(obj) => bytes_response(StatusCode::OK, objects::render(&target.rt, &obj)),
                 Deleted::Now(obj) => json_response(
                     StatusCode::OK,

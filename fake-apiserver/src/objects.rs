@@ -97,7 +97,7 @@ fn str_field<'a>(obj: &'a Value, path: &str) -> &'a str {
     get_path(obj, path).and_then(Value::as_str).unwrap_or_default()
 }
 
-fn string_list(v: Option<&Value>) -> Vec<String> {
+pub(crate) fn string_list(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
         .unwrap_or_default()
@@ -331,12 +331,7 @@ fn namespace_check(st: &State, rt: &ResourceType, ns: &str, name: &str) -> ApiRe
     }
     match st.get(StorageKey::namespaces_ref(), "", ns) {
         None => Err(ApiError::not_found("", "namespaces", ns)),
-        Some(n) if n.deleting => Err(ApiError::forbidden(
-            &rt.group,
-            &rt.plural,
-            name,
-            format!("unable to create new content in namespace {ns} because it is being terminated"),
-        )),
+        Some(n) if n.deleting => Err(crate::namespaces::terminating_forbidden(rt, ns, name)),
         Some(_) => Ok(()),
     }
 }
@@ -385,7 +380,12 @@ fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
         ("", "namespaces") => {
             let name = str_field(obj, "metadata.name").to_string();
             put(obj, &["metadata", "labels", "kubernetes.io/metadata.name"], Value::String(name));
-            put(obj, &["spec"], json!({"finalizers": [NAMESPACE_FINALIZER]}));
+            // The `kubernetes` finalizer is required on create, after any the client gave.
+            let mut fins = string_list(get_path(obj, "spec.finalizers"));
+            if !fins.iter().any(|f| f == NAMESPACE_FINALIZER) {
+                fins.push(NAMESPACE_FINALIZER.into());
+            }
+            put(obj, &["spec", "finalizers"], json!(fins));
             put(obj, &["status"], json!({"phase": "Active"}));
         }
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
@@ -775,10 +775,19 @@ pub fn delete(
     }
     let mut v = old.value();
     let grace = graceful_period(rt, &v, opts);
+    // The propagation policy becomes an `orphan` or `foregroundDeletion` finalizer.
+    let gc_finalizers = crate::gc::deletion_finalizers(rt, &old.finalizers, opts);
+    if let Some(f) = &gc_finalizers {
+        put(&mut v, &["metadata", "finalizers"], json!(f));
+    }
     if old.deleting {
         // Deleting again can only shorten a grace period; a pod at grace 0 goes now.
         if grace == Some(0) && !has_finalizers(rt, &v) {
             return Ok(Deleted::Now(w.persist(st, rt, ChangeKind::Deleted, v, Some(old))));
+        }
+        // A new policy on an object already being deleted swaps its cascading finalizer.
+        if gc_finalizers.is_some() {
+            return Ok(Deleted::Pending(w.persist(st, rt, ChangeKind::Modified, v, Some(old))));
         }
         return Ok(Deleted::Pending(old));
     }
@@ -826,7 +835,7 @@ fn graceful_period(rt: &ResourceType, v: &Value, opts: &DeleteOptions) -> Option
     Some(opts.grace_period_seconds.unwrap_or(default).max(0))
 }
 
-fn set_condition(obj: &mut Value, type_: &str, status: &str, reason: &str, message: &str, now: &str) {
+pub(crate) fn set_condition(obj: &mut Value, type_: &str, status: &str, reason: &str, message: &str, now: &str) {
     if !get_path(obj, "status.conditions").is_some_and(Value::is_array) {
         put(obj, &["status", "conditions"], json!([]));
     }
@@ -869,9 +878,8 @@ fn sync_crd(st: &mut State, crd: &StoredObject, kind: ChangeKind) {
 }
 
 const SYSTEM_CRD: &str = "kube-apiserver/apiextensions-controllers";
-const SYSTEM_NAMESPACE: &str = "kube-controller-manager/namespace-controller";
 
-fn system_ctx(user_agent: &str, verb: &str, subresource: Option<&str>) -> Arc<WriteContext> {
+pub(crate) fn system_ctx(user_agent: &str, verb: &str, subresource: Option<&str>) -> Arc<WriteContext> {
     Arc::new(WriteContext {
         verb: verb.into(),
         subresource: subresource.map(str::to_string),
@@ -936,21 +944,22 @@ fn establish_crd(st: &mut State, rt: &ResourceType, crd: Arc<StoredObject>, now:
 /// CRD instance cleanup, and namespace content removal and finalization. Loops until nothing
 /// more happens, so a write's consequences are all in the store when its response is sent.
 pub fn reconcile_system(st: &mut State, now: Timestamp) {
-    // Both controllers act only on namespaces and CRDs being deleted.
-    if !st.system_deletions() {
+    // The CRD and namespace controllers act only on namespaces and CRDs being deleted, the
+    // garbage collector only on what writes queued for it.
+    if !st.system_deletions() && !st.gc.has_work() {
         return;
     }
     for _ in 0..64 {
-        let mut progressed = false;
+        let mut progressed = crate::gc::run(st, now);
         progressed |= reconcile_crds(st, now);
-        progressed |= reconcile_namespaces(st, now);
+        progressed |= crate::namespaces::reconcile(st, now);
         if !progressed {
             return;
         }
     }
 }
 
-fn delete_all(
+pub(crate) fn delete_all(
     st: &mut State,
     rt: &ResourceType,
     ns: Option<&str>,
@@ -966,11 +975,14 @@ fn delete_all(
     let remaining = items.len();
     let mut progressed = false;
     let w = Write { ctx, now, dry_run: false };
+    // Both controllers delete with an explicit Background policy, so no kind's default
+    // (Jobs orphan theirs) leaves dependents behind.
+    let opts = DeleteOptions { propagation_policy: Some("Background".into()), ..Default::default() };
     for o in items {
         if o.deleting {
             continue;
         }
-        if delete(st, rt, &o.namespace, &o.name, &DeleteOptions::default(), &w).is_ok() {
+        if delete(st, rt, &o.namespace, &o.name, &opts, &w).is_ok() {
             progressed = true;
         }
     }
@@ -1011,56 +1023,6 @@ fn reconcile_crds(st: &mut State, now: Timestamp) -> bool {
             let kind = if fins.is_empty() { ChangeKind::Deleted } else { ChangeKind::Modified };
             let obj = st.commit(&crd_rt, kind, nv, Some(crd.clone()), &system_ctx(SYSTEM_CRD, "update", None), now);
             sync_crd(st, &obj, kind);
-            progressed = true;
-        }
-    }
-    progressed
-}
-
-fn reconcile_namespaces(st: &mut State, now: Timestamp) -> bool {
-    let Some(ns_rt) = st.registry.get("", "v1", "namespaces") else { return false };
-    let deleting: Vec<Arc<StoredObject>> = st
-        .collections
-        .get(StorageKey::namespaces_ref())
-        .map(|c| c.values().filter(|o| o.deleting).cloned().collect())
-        .unwrap_or_default();
-    let mut progressed = false;
-    for ns in deleting {
-        let v = ns.value();
-        let spec_finalizers = string_list(v["spec"].get("finalizers"));
-        if spec_finalizers.iter().any(|f| f == NAMESPACE_FINALIZER) {
-            let ctx = system_ctx(SYSTEM_NAMESPACE, "delete", None);
-            let keys: Vec<StorageKey> = st.collections.keys().cloned().collect();
-            let mut left = 0;
-            for key in keys {
-                let Some(rt) = st.registry.preferred(&key) else { continue };
-                if !rt.namespaced {
-                    continue;
-                }
-                let (p, _) = delete_all(st, &rt, Some(&ns.name), &ctx, now);
-                progressed |= p;
-                left += st.collections.get(&key).map_or(0, |c| c.values().filter(|o| o.namespace == ns.name).count());
-            }
-            if left == 0 {
-                let mut nv = v.clone();
-                let rest: Vec<Value> =
-                    spec_finalizers.iter().filter(|f| *f != NAMESPACE_FINALIZER).cloned().map(Value::String).collect();
-                put(&mut nv, &["spec", "finalizers"], Value::Array(rest));
-                st.commit(
-                    &ns_rt,
-                    ChangeKind::Modified,
-                    nv,
-                    Some(ns.clone()),
-                    &system_ctx(SYSTEM_NAMESPACE, "update", Some("finalize")),
-                    now,
-                );
-                progressed = true;
-            }
-            continue;
-        }
-        if spec_finalizers.is_empty() && ns.finalizers.is_empty() {
-            let ctx = system_ctx(SYSTEM_NAMESPACE, "delete", None);
-            st.commit(&ns_rt, ChangeKind::Deleted, v, Some(ns.clone()), &ctx, now);
             progressed = true;
         }
     }

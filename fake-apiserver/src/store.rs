@@ -32,6 +32,8 @@ pub struct StoredObject {
     pub fields: Vec<(String, String)>,
     pub deleting: bool,
     pub finalizers: Vec<String>,
+    /// `metadata.ownerReferences`, for the garbage collector.
+    pub owners: Box<[crate::gc::OwnerRef]>,
 }
 
 impl StoredObject {
@@ -239,6 +241,8 @@ pub struct State {
     /// How many namespaces and CRDs are being deleted: while there are none, the system
     /// controllers have nothing to do and [`crate::objects`] skips them.
     deleting_system: usize,
+    /// The garbage collector's owner index and work queue.
+    pub gc: crate::gc::GcState,
 }
 
 /// Parses a resourceVersion string.
@@ -259,6 +263,7 @@ impl State {
             timeline: VecDeque::new(),
             timeline_capacity,
             deleting_system: 0,
+            gc: Default::default(),
         }
     }
 
@@ -325,6 +330,8 @@ impl State {
             let after = usize::from(kind != ChangeKind::Deleted && object.deleting);
             self.deleting_system = (self.deleting_system + after).saturating_sub(before);
         }
+        // The index follows what the collection held, whatever the caller says was before.
+        self.gc.observe(key, kind, &object, replaced.as_deref());
         drop(replaced);
         self.log.push_back(Arc::new(Change {
             resource_version: rv,
@@ -471,6 +478,7 @@ pub struct Encoded {
     fields: Vec<(String, String)>,
     deleting: bool,
     finalizers: Vec<String>,
+    owners: Box<[crate::gc::OwnerRef]>,
 }
 
 /// Position of the first `byte` in `hay`, eight bytes at a time.
@@ -587,6 +595,7 @@ impl Encoded {
             fields,
             deleting: meta.get("deletionTimestamp").is_some_and(|v| !v.is_null()),
             finalizers,
+            owners: crate::gc::owner_refs(value),
         }
     }
 
@@ -625,6 +634,7 @@ impl Encoded {
             fields,
             deleting: self.deleting,
             finalizers: self.finalizers,
+            owners: self.owners,
         }
     }
 }
