@@ -11,6 +11,7 @@ pub mod clock;
 pub mod crds;
 pub mod events;
 pub mod kuberay;
+pub mod quantity;
 pub mod sim;
 
 pub use clock::Clock;

@@ -17,6 +17,34 @@ pub fn reference_backend() -> InProcessBackend {
     reference_actors().into_iter().fold(InProcessBackend::new(), |b, f| b.with_actor(f))
 }
 
+/// Lists `names` in the `kube-public/kproof-actors` ConfigMap, where the kubeconfig backend
+/// looks for the actors a cluster runs.
+pub async fn announce(client: &kube::Client, names: &[&str]) -> Result<(), kube::Error> {
+    use crate::backend::{ACTORS_CONFIGMAP_NAME, ACTORS_CONFIGMAP_NAMESPACE};
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+    use kube::api::{Api, Patch, PatchParams};
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ACTORS_CONFIGMAP_NAMESPACE}});
+    if namespaces.get_opt(ACTORS_CONFIGMAP_NAMESPACE).await?.is_none() {
+        let ns: Namespace = serde_json::from_value(ns).unwrap_or_default();
+        namespaces.create(&Default::default(), &ns).await?;
+    }
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ACTORS_CONFIGMAP_NAMESPACE);
+    let cm = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": ACTORS_CONFIGMAP_NAME},
+        "data": {"actors": names.join(",")},
+    });
+    let patch = serde_json::json!({"data": cm["data"]});
+    if api.get_opt(ACTORS_CONFIGMAP_NAME).await?.is_some() {
+        api.patch(ACTORS_CONFIGMAP_NAME, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    } else {
+        let cm: ConfigMap = serde_json::from_value(cm).unwrap_or_default();
+        api.create(&Default::default(), &cm).await?;
+    }
+    Ok(())
+}
+
 /// Aborts a spawned actor task when the row (or `kproof serve`) drops the actor.
 struct Task(tokio::task::JoinHandle<()>);
 

@@ -367,13 +367,38 @@ async fn collect_record(ctx: &RowContext, logs: &LogBuffer) -> FlightRecord {
 pub struct KubeconfigBackend {
     kubeconfig: Option<PathBuf>,
     runtime: tokio::runtime::Runtime,
+    /// Controllers and simulated actors known to run in the cluster.
+    actors: BTreeSet<String>,
 }
+
+/// Where `kproof serve` lists the actors it runs (`data.actors`, comma-separated), so the
+/// kubeconfig backend can offer `actor:NAME` capabilities for them.
+pub const ACTORS_CONFIGMAP_NAMESPACE: &str = "kube-public";
+/// Name of the ConfigMap listing the actors (see [`ACTORS_CONFIGMAP_NAMESPACE`]).
+pub const ACTORS_CONFIGMAP_NAME: &str = "kproof-actors";
 
 impl KubeconfigBackend {
     /// Uses `path`, or the default kubeconfig resolution (`KUBECONFIG`, `~/.kube/config`) when `None`.
+    /// The actors the cluster runs are read from the `kube-public/kproof-actors` ConfigMap
+    /// `kproof serve` writes; add others (say, a real KubeRay operator) with [`Self::with_actors`].
     pub fn new(path: Option<PathBuf>) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-        Ok(Self { kubeconfig: path, runtime })
+        let mut backend = Self { kubeconfig: path, runtime, actors: BTreeSet::new() };
+        backend.actors = backend.runtime.block_on(async {
+            let Ok(client) = backend.client().await else { return BTreeSet::new() };
+            let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client, ACTORS_CONFIGMAP_NAMESPACE);
+            let found = tokio::time::timeout(Duration::from_secs(5), api.get_opt(ACTORS_CONFIGMAP_NAME)).await;
+            let Ok(Ok(Some(cm))) = found else { return BTreeSet::new() };
+            let listed = cm.data.and_then(|d| d.get("actors").cloned()).unwrap_or_default();
+            listed.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_string).collect()
+        });
+        Ok(backend)
+    }
+
+    /// Declares more actors as running in the cluster.
+    pub fn with_actors(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.actors.extend(names);
+        self
     }
 
     async fn client(&self) -> Result<kube::Client, String> {
@@ -458,7 +483,8 @@ fn collect_refs(v: &Value, out: &mut BTreeSet<(String, String)>) {
     }
 }
 
-/// A timeline recorded from watches (verb inferred from the change; no user agent).
+/// A timeline recorded from watches (verb inferred from the change, `delete` for the write that
+/// starts a graceful deletion; no user agent).
 #[derive(Default)]
 struct WatchTimeline(Mutex<Vec<(Value, Value)>>);
 
@@ -494,13 +520,21 @@ async fn record_watch(
     let Ok(stream) = api.watch(&WatchParams::default().disable_bookmarks().timeout(290), &from).await else { return };
     use futures::StreamExt;
     let mut stream = stream.boxed();
+    // Objects seen terminating: the write that first sets deletionTimestamp was a delete.
+    let mut terminating: BTreeSet<String> = BTreeSet::new();
     while let Some(Ok(ev)) = stream.next().await {
-        let (change, verb, obj) = match ev {
+        let (change, mut verb, obj) = match ev {
             WatchEvent::Added(o) => ("ADDED", "create", o),
             WatchEvent::Modified(o) => ("MODIFIED", "update", o),
             WatchEvent::Deleted(o) => ("DELETED", "delete", o),
             _ => continue,
         };
+        let uid = obj.metadata.uid.clone().unwrap_or_default();
+        if change == "DELETED" {
+            terminating.remove(&uid);
+        } else if obj.metadata.deletion_timestamp.is_some() && terminating.insert(uid) {
+            verb = "delete";
+        }
         if let (Some(keep), Some(ns)) = (&namespaces, obj.metadata.namespace.as_ref())
             && !keep.contains(ns)
         {
@@ -529,7 +563,9 @@ impl Backend for KubeconfigBackend {
     }
 
     fn capabilities(&self) -> BTreeSet<String> {
-        [TIMELINE.to_string()].into()
+        let mut c: BTreeSet<String> = [TIMELINE.to_string()].into();
+        c.extend(self.actors.iter().map(|a| format!("{ACTOR_PREFIX}{a}")));
+        c
     }
 
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {

@@ -61,6 +61,10 @@ struct RunArgs {
     /// Kubeconfig for `--backend kubeconfig` (default: KUBECONFIG or ~/.kube/config).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
+    /// With `--backend kubeconfig`: an actor running in that cluster (repeatable), e.g. `kuberay`
+    /// for a real KubeRay operator. `kproof serve` announces its own, so it needs none.
+    #[arg(long = "actor", value_name = "NAME")]
+    actors: Vec<String>,
     /// Rows run at once (default: the number of cores).
     #[arg(long)]
     jobs: Option<usize>,
@@ -80,6 +84,19 @@ struct ServeArgs {
     /// Where to write the kubeconfig.
     #[arg(long, default_value = "kproof.kubeconfig")]
     kubeconfig: PathBuf,
+    /// Serve the API server alone, without the reference controllers and simulated actors.
+    #[arg(long)]
+    no_actors: bool,
+    /// A controller setting, as a row's `needs.settings` would give it (repeatable), e.g.
+    /// `--set kuberay.version=v1.6.0`. The value is read as YAML (`true`, `3`, `v1.6.0`).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_setting)]
+    settings: Vec<(String, serde_json::Value)>,
+}
+
+fn parse_setting(s: &str) -> Result<(String, serde_json::Value), String> {
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))?;
+    let value = serde_saphyr::from_str::<serde_json::Value>(v).unwrap_or_else(|_| serde_json::Value::String(v.into()));
+    Ok((k.trim().to_string(), value))
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -152,7 +169,11 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let backend: Box<dyn Backend> = match args.backend {
         BackendName::Fake => Box::new(kproof::actors::reference_backend()),
         BackendName::Kubeconfig => {
-            Box::new(KubeconfigBackend::new(args.kubeconfig.clone()).context("cannot start the kubeconfig backend")?)
+            Box::new(
+                KubeconfigBackend::new(args.kubeconfig.clone())
+                    .context("cannot start the kubeconfig backend")?
+                    .with_actors(args.actors.clone()),
+            )
         }
     };
     let opts = RunOptions {
@@ -196,13 +217,26 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let server = fake_apiserver::ApiServer::default();
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], args.port));
         let tcp = server.serve_tcp(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        let factories = if args.no_actors { Vec::new() } else { kproof::actors::reference_actors() };
+        let needs = kproof::suite::Needs { settings: args.settings.iter().cloned().collect(), ..Default::default() };
+        let server_clock = server.clock();
+        let clock = controllers::Clock::from_fn(move || server_clock.now());
+        let actors = kproof::backend::start_actors(&factories, |name| server.client_as(name), clock, &needs)
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let names: Vec<&str> = actors.keys().map(String::as_str).collect();
+        kproof::actors::announce(&server.client_as("kproof"), &names).await.context("cannot announce the actors")?;
         tcp.write_kubeconfig(&args.kubeconfig)
             .with_context(|| format!("cannot write {}", args.kubeconfig.display()))?;
         println!("kproof serve: fake cluster on {}", tcp.url());
+        if !names.is_empty() {
+            println!("running:    {}", names.join(", "));
+        }
         println!("kubeconfig: {}", args.kubeconfig.display());
         println!("use it:     export KUBECONFIG={}; kubectl get namespaces", args.kubeconfig.display());
         println!("stop:       Ctrl-C or SIGTERM");
         fake_apiserver::shutdown_signal().await;
+        drop(actors);
         tcp.shutdown().await.context("shutting down")?;
         Ok(ExitCode::SUCCESS)
     })

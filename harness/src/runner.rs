@@ -127,6 +127,35 @@ fn substitute_ref(r: &ObjectRef, bindings: &BTreeMap<String, String>) -> ObjectR
     }
 }
 
+fn substitute_fields(fields: &[crate::suite::FieldMatch], bindings: &BTreeMap<String, String>) -> Vec<crate::suite::FieldMatch> {
+    let v = |o: &Option<Value>| o.as_ref().map(|x| substitute(x, bindings));
+    fields
+        .iter()
+        .map(|f| crate::suite::FieldMatch {
+            path: substitute_str(&f.path, bindings),
+            eq: v(&f.eq),
+            ne: v(&f.ne),
+            contains: v(&f.contains),
+            matches: f.matches.as_ref().map(|m| substitute_str(m, bindings)),
+            ..f.clone()
+        })
+        .collect()
+}
+
+fn substitute_event(m: &crate::suite::EventMatch, bindings: &BTreeMap<String, String>) -> crate::suite::EventMatch {
+    let s = |o: &Option<String>| o.as_ref().map(|x| substitute_str(x, bindings));
+    crate::suite::EventMatch {
+        verb: s(&m.verb),
+        change: s(&m.change),
+        kind: s(&m.kind),
+        name: s(&m.name),
+        name_prefix: s(&m.name_prefix),
+        subresource: s(&m.subresource),
+        actor: s(&m.actor),
+        fields: substitute_fields(&m.fields, bindings),
+    }
+}
+
 fn yaml(v: &impl serde::Serialize) -> String {
     serde_saphyr::to_string(v).unwrap_or_else(|e| format!("<cannot render: {e}>"))
 }
@@ -347,11 +376,7 @@ impl RowRun<'_> {
                 .or(t.selector.as_ref().map(|s| format!("-l {s}")))
                 .unwrap_or_default()
         );
-        let fields: Vec<_> = m
-            .fields
-            .iter()
-            .map(|f| crate::suite::FieldMatch { eq: f.eq.as_ref().map(|v| substitute(v, &self.bindings)), ..f.clone() })
-            .collect();
+        let fields = substitute_fields(&m.fields, &self.bindings);
         let mut lines = Vec::new();
         if m.gone {
             if !objs.is_empty() {
@@ -427,6 +452,7 @@ impl RowRun<'_> {
                 }
             }
             Expectation::Before { first, then, all } => {
+                let (first, then) = (&substitute_event(first, &self.bindings), &substitute_event(then, &self.bindings));
                 let entries = self.ctx.timeline.entries();
                 let rv = |x: &Value| x.get("resourceVersion").and_then(Value::as_u64).unwrap_or(0);
                 let firsts: Vec<&(Value, Value)> = entries.iter().filter(|(m, o)| event_matches(m, o, first)).collect();
@@ -482,6 +508,7 @@ impl RowRun<'_> {
         want: &str,
     ) -> Result<(), RowFailure> {
         let entries = self.ctx.timeline.entries();
+        let m = &substitute_event(m, &self.bindings);
         let matching: Vec<&(Value, Value)> = entries.iter().filter(|(meta, o)| event_matches(meta, o, m)).collect();
         if ok(matching.len()) {
             return Ok(());

@@ -21,9 +21,9 @@ pub fn spec_hash(spec: &RayClusterSpec) -> String {
         group.replicas = None;
         group.min_replicas = None;
         group.max_replicas = None;
-        if let Some(s) = group.scale_strategy.as_mut() {
-            s.workers_to_delete.clear();
-        }
+        // Go's ScaleStrategy is a struct, present whether or not the user wrote it: with its
+        // one field masked, written and unwritten must hash alike.
+        group.scale_strategy = None;
         mask_template(&mut group.template);
     }
     let value = serde_json::to_value(&masked).unwrap_or(Value::Null);

@@ -13,12 +13,10 @@
 
 mod hash;
 mod pods;
-mod quantity;
 mod reconciler;
 mod status;
 
 pub use hash::spec_hash;
-pub use quantity::Quantity;
 pub use reconciler::{RayClusterReconciler, ReconcileError};
 
 use std::collections::BTreeMap;

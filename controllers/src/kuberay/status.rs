@@ -1,7 +1,7 @@
 //! RayCluster status and conditions (`calculateStatus`, `utils.Calculate*`,
 //! `utils.FindHeadPodReadyCondition`, `inconsistentRayClusterStatus`).
 
-use super::quantity::Quantity;
+use crate::quantity::Quantity;
 use super::*;
 use crate::crds::raycluster::HeadInfo;
 use crate::crds::{RayCluster, RayClusterStatus, WorkerGroupSpec};

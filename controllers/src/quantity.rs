@@ -1,5 +1,5 @@
-//! Just enough of Kubernetes' `resource.Quantity` for KubeRay's status arithmetic: parse, add,
-//! multiply by a count, and print in the canonical form Go prints (`1500m`, `3Gi`, `2k`).
+//! Just enough of Kubernetes' `resource.Quantity` for the controllers' arithmetic: parse, add,
+//! multiply by a count, compare, and print in the canonical form Go prints (`1500m`, `3Gi`, `2k`).
 
 use std::fmt;
 
@@ -10,8 +10,8 @@ enum Format {
     DecimalSI,
 }
 
-/// A resource quantity, held exactly in nano-units.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A resource quantity, held exactly in nano-units. Equality and order are by value.
+#[derive(Debug, Clone, Copy)]
 pub struct Quantity {
     nanos: i128,
     format: Format,
@@ -92,6 +92,11 @@ impl Quantity {
     /// `self` times `n`.
     pub fn times(self, n: i64) -> Quantity {
         Quantity { nanos: self.nanos.saturating_mul(i128::from(n)), format: self.format }
+    }
+
+    /// The exact value in nano-units (`1` is 1_000_000_000, `1m` is 1_000_000).
+    pub fn as_nanos(&self) -> i128 {
+        self.nanos
     }
 
     /// Whether it is zero.
@@ -183,5 +188,26 @@ mod tests {
         for bad in ["", "abc", "1x", "--1", "1.2.3", "Gi"] {
             assert!(Quantity::parse(bad).is_none(), "{bad}");
         }
+    }
+}
+
+impl PartialEq for Quantity {
+    fn eq(&self, other: &Self) -> bool {
+        self.nanos == other.nanos
+    }
+}
+
+impl Eq for Quantity {}
+
+impl PartialOrd for Quantity {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Quantity {
+    /// By value; the print format does not take part.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.nanos.cmp(&other.nanos)
     }
 }
