@@ -25,6 +25,13 @@ pub(crate) fn router(inner: Arc<Inner>) -> Router {
         .route("/healthz", get(healthy))
         .route("/livez", get(healthy))
         .route("/readyz", get(healthy))
+        .route(
+            "/openapi/v3",
+            get(|AxState(inner): AxState<Arc<Inner>>, headers: HeaderMap| async move {
+                crate::openapi::index(&inner, &headers)
+            }),
+        )
+        .route("/openapi/v3/{*gv}", get(openapi_document))
         .fallback(dispatch)
         .with_state(inner)
 }
@@ -48,6 +55,12 @@ async fn version(AxState(inner): AxState<Arc<Inner>>) -> Response {
             "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
         }),
     )
+}
+
+async fn openapi_document(AxState(inner): AxState<Arc<Inner>>, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    let path = parts.uri.path().trim_start_matches("/openapi/v3/");
+    crate::openapi::document(&inner, path, parts.uri.query(), &parts.headers).unwrap_or_else(|e| e.into_response())
 }
 
 async fn healthy() -> Response {

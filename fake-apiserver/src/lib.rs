@@ -26,6 +26,7 @@ mod handlers;
 pub mod names;
 mod namespaces;
 mod objects;
+pub mod openapi;
 mod patch_meta;
 pub mod registry;
 pub mod schema;

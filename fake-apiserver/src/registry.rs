@@ -63,6 +63,8 @@ pub struct ResourceType {
     /// For built-ins: decodes a body into the k8s-openapi type, as the apiserver's decoder
     /// would, so type errors (`replicas: "three"`) are rejected with 400.
     pub decode_check: Option<DecodeCheck>,
+    /// Where the OpenAPI v3 schema of this kind comes from (`None`: a bare object schema).
+    pub openapi: Option<crate::openapi::SchemaSource>,
     /// Names derived from group, version and plural, computed once (see [`ResourceType::derive`]).
     derived: Derived,
 }
@@ -414,7 +416,9 @@ struct Extra {
     name_rule: Option<NameRule>,
 }
 
-fn builtin<T: Resource + ListableResource + serde::de::DeserializeOwned>(x: Extra) -> ResourceType
+fn builtin<T: Resource + ListableResource + serde::de::DeserializeOwned + schemars::JsonSchema>(
+    x: Extra,
+) -> ResourceType
 where
     T::Scope: 'static,
 {
@@ -443,6 +447,7 @@ where
         schema_epoch: 0,
         printer_columns: Vec::new(),
         decode_check: Some(decode_as::<T>),
+        openapi: Some(crate::openapi::builtin_schema::<T>()),
         derived: Derived::of(T::GROUP, T::VERSION, T::URL_PATH_SEGMENT, T::KIND),
     }
 }
@@ -734,6 +739,7 @@ pub fn crd_resource_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<crate::e
             schema_epoch: 0,
             printer_columns: v["additionalPrinterColumns"].as_array().cloned().unwrap_or_default(),
             decode_check: None,
+            openapi: schema_json.is_object().then(|| crate::openapi::SchemaSource::Crd(Arc::new(schema_json.clone()))),
             derived,
         });
     }

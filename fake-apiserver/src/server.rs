@@ -64,6 +64,8 @@ pub(crate) struct Inner {
     pub config: Config,
     /// Requests being handled now (see [`Config::max_requests_in_flight`]).
     pub in_flight: std::sync::atomic::AtomicUsize,
+    /// OpenAPI v3 documents built so far.
+    pub openapi: crate::openapi::DocumentCache,
 }
 
 /// Put in request extensions by a TCP listener: flips to true when it shuts down, so its
@@ -113,7 +115,14 @@ impl ApiServer {
         let state = State::new(Registry::builtin(), config.history, config.timeline_capacity);
         let (changed, _) = watch::channel(0);
         let server = Self {
-            inner: Arc::new(Inner { state: RwLock::new(state), changed, clock, config, in_flight: Default::default() }),
+            inner: Arc::new(Inner {
+                state: RwLock::new(state),
+                changed,
+                clock,
+                config,
+                in_flight: Default::default(),
+                openapi: Default::default(),
+            }),
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             crate::objects::bootstrap_namespace(&server.inner, ns);
