@@ -409,20 +409,20 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
     let sub = target.subresource.as_deref();
     match (&method, target.name.as_deref(), sub) {
         (&Method::GET, None, None) if query.watch => {
-            accept_json(&parts.headers)?;
+            let rendering = crate::table::negotiate(&parts.headers, parts.uri.query())?;
             let stop = parts.extensions.get::<crate::server::ListenerStop>().cloned();
-            crate::watch::watch(inner, target, query, stop)
+            crate::watch::watch(inner, target, query, stop, rendering)
         }
         (&Method::GET, None, None) => {
-            accept_json(&parts.headers)?;
-            list(&inner, &target, &query)
+            let rendering = crate::table::negotiate(&parts.headers, parts.uri.query())?;
+            list(&inner, &target, &query, &rendering)
         }
         (&Method::GET, Some(name), None | Some("status")) => {
-            accept_json(&parts.headers)?;
+            let rendering = crate::table::negotiate(&parts.headers, parts.uri.query())?;
             if sub == Some("status") {
                 status_mode(&target.rt)?;
             }
-            get_one(&inner, &target, name)
+            get_one(&inner, &target, name, &rendering)
         }
         (&Method::GET, Some(name), Some("scale")) if target.rt.scale.is_some() => {
             accept_json(&parts.headers)?;
@@ -678,12 +678,26 @@ fn fetch(inner: &Inner, target: &Target, name: &str) -> ApiResult<Value> {
     Ok(current(&st, target, name)?.value())
 }
 
-fn get_one(inner: &Inner, target: &Target, name: &str) -> ApiResult<Response> {
+fn get_one(inner: &Inner, target: &Target, name: &str, rendering: &crate::table::Rendering) -> ApiResult<Response> {
     let obj = {
         let st = inner.state.read();
         current(&st, target, name)?
     };
-    Ok(bytes_response(StatusCode::OK, objects::render(&target.rt, &obj)))
+    let body = objects::render(&target.rt, &obj);
+    if *rendering != crate::table::Rendering::Json {
+        let v = crate::table::object_body(rendering, &target.rt, &body, inner.clock.now());
+        return Ok(rendered_response(rendering, &v));
+    }
+    Ok(bytes_response(StatusCode::OK, body))
+}
+
+/// A 200 answer rendered as a Table or PartialObjectMetadata, with that media type.
+fn rendered_response(rendering: &crate::table::Rendering, v: &Value) -> Response {
+    let mut r = json_response(StatusCode::OK, v);
+    if let Ok(ct) = HeaderValue::from_str(&rendering.content_type()) {
+        r.headers_mut().insert(header::CONTENT_TYPE, ct);
+    }
+    r
 }
 
 /// A patch that leaves out `metadata.resourceVersion` is unconditional: it applies to the
@@ -931,7 +945,7 @@ fn list_snapshot(query: &Query, current: u64) -> ApiResult<Option<u64>> {
     }
 }
 
-fn list(inner: &Inner, target: &Target, query: &Query) -> ApiResult<Response> {
+fn list(inner: &Inner, target: &Target, query: &Query, rendering: &crate::table::Rendering) -> ApiResult<Response> {
     let rt = &target.rt;
     let (labels, fields) = query.selectors(rt)?;
     let st = inner.state.read();
@@ -986,5 +1000,9 @@ fn list(inner: &Inner, target: &Target, query: &Query) -> ApiResult<Response> {
     }
     let items: Vec<Bytes> = page.iter().map(|o| objects::render(rt, o)).collect();
     drop(st);
+    if *rendering != crate::table::Rendering::Json {
+        let v = crate::table::list_body(rendering, rt, &items, snapshot_rv, cont, remaining, inner.clock.now());
+        return Ok(rendered_response(rendering, &v));
+    }
     Ok(bytes_response(StatusCode::OK, list_body(rt, items.into_iter(), snapshot_rv, cont, remaining)))
 }

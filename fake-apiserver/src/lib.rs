@@ -34,6 +34,7 @@ pub mod selector;
 mod server;
 mod smp;
 pub mod store;
+mod table;
 mod watch;
 
 pub use clock::Clock;

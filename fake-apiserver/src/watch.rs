@@ -41,6 +41,8 @@ struct Watcher {
     next_bookmark: Pin<Box<Sleep>>,
     pending: VecDeque<Bytes>,
     done: bool,
+    /// How event objects are rendered (a one-row Table for `kubectl get -w`).
+    rendering: crate::table::Rendering,
 }
 
 fn frame(out: &mut BytesMut, kind: &str, object: &[u8]) {
@@ -59,6 +61,12 @@ fn value_frame(kind: &str, object: &Value) -> Bytes {
 }
 
 impl Watcher {
+    /// An event object rendered as the watch asked (only called when not plain JSON).
+    fn rendered(&self, object: &[u8]) -> Bytes {
+        let v = crate::table::object_body(&self.rendering, &self.target.rt, object, self.inner.clock.now());
+        Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+    }
+
     fn in_scope(&self, o: &StoredObject) -> bool {
         self.target.namespace.is_empty() || o.namespace == self.target.namespace
     }
@@ -107,7 +115,9 @@ impl Watcher {
             }
             if let Some(kind) = self.visible(c) {
                 let rt = &self.target.rt;
-                if served_as_stored(rt, &c.object) {
+                if self.rendering != crate::table::Rendering::Json {
+                    frame(&mut out, kind.as_str(), &self.rendered(&render(rt, &c.object)));
+                } else if served_as_stored(rt, &c.object) {
                     frame(&mut out, kind.as_str(), &c.object.bytes);
                 } else {
                     frame(&mut out, kind.as_str(), &render(rt, &c.object));
@@ -167,6 +177,7 @@ pub(crate) fn watch(
     target: Target,
     query: Query,
     stop: Option<ListenerStop>,
+    rendering: crate::table::Rendering,
 ) -> ApiResult<Response> {
     let (labels, fields) = query.selectors(&target.rt)?;
     let send_initial = query.send_initial_events;
@@ -209,6 +220,7 @@ pub(crate) fn watch(
         next_bookmark: Box::pin(tokio::time::sleep_until(now + inner.config.bookmark_interval.min(timeout))),
         pending: VecDeque::new(),
         done: false,
+        rendering,
     };
     // Unset or "0": start with the current state as ADDED events; sendInitialEvents=true too.
     // A resourceVersion N without sendInitialEvents: only changes after N.
@@ -237,7 +249,11 @@ pub(crate) fn watch(
                 let mut out = BytesMut::new();
                 if let Some(coll) = st.collections.get(key).filter(|_| initial) {
                     for o in coll.values().filter(|o| w.selected(o)) {
-                        frame(&mut out, "ADDED", &render(&w.target.rt, o));
+                        if w.rendering != crate::table::Rendering::Json {
+                            frame(&mut out, "ADDED", &w.rendered(&render(&w.target.rt, o)));
+                        } else {
+                            frame(&mut out, "ADDED", &render(&w.target.rt, o));
+                        }
                     }
                 }
                 if !out.is_empty() {
@@ -250,12 +266,15 @@ pub(crate) fn watch(
             }
         }
     }
+    let w_content_type = w.rendering.content_type();
     let stream = futures::stream::unfold(w, |mut w| async move {
         w.next_chunk().await.map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), w))
     });
     let mut resp = Response::new(Body::from_stream(stream));
     *resp.status_mut() = StatusCode::OK;
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let content_type =
+        HeaderValue::from_str(&w_content_type).unwrap_or_else(|_| HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(header::CONTENT_TYPE, content_type);
     resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
     Ok(resp)
 }
