@@ -3,18 +3,34 @@
 
 use crate::backend::{Actor, ActorFactory, InProcessBackend};
 use crate::suite::Needs;
-use controllers::kuberay::{KubeRayConfig, RayClusterReconciler};
+use controllers::kuberay::{Defect, KubeRayConfig, RayClusterReconciler};
+use controllers::sim::kubelet::{Kubelet, KubeletConfig, KubeletHandle};
+use controllers::sim::{Scheduler, SchedulerConfig};
 use serde_json::Value;
 use std::sync::Arc;
 
 /// Every reference actor, in start order.
 pub fn reference_actors() -> Vec<Arc<dyn ActorFactory>> {
-    vec![Arc::new(KubeRayFactory)]
+    actors_with(KubeRayFactory::default())
+}
+
+fn actors_with(kuberay: KubeRayFactory) -> Vec<Arc<dyn ActorFactory>> {
+    vec![Arc::new(kuberay), Arc::new(SchedulerFactory), Arc::new(KubeletFactory)]
 }
 
 /// The in-process backend with every reference actor.
 pub fn reference_backend() -> InProcessBackend {
-    reference_actors().into_iter().fold(InProcessBackend::new(), |b, f| b.with_actor(f))
+    backend_with(KubeRayFactory::default())
+}
+
+/// The in-process backend with every reference actor, KubeRay built with a deliberate defect:
+/// for proving that the conformance table catches that regression.
+pub fn backend_with_defect(defect: Defect) -> InProcessBackend {
+    backend_with(KubeRayFactory { defect: Some(defect) })
+}
+
+fn backend_with(kuberay: KubeRayFactory) -> InProcessBackend {
+    actors_with(kuberay).into_iter().fold(InProcessBackend::new(), |b, f| b.with_actor(f))
 }
 
 /// Lists `names` in the `kube-public/kproof-actors` ConfigMap, where the kubeconfig backend
@@ -24,7 +40,8 @@ pub async fn announce(client: &kube::Client, names: &[&str]) -> Result<(), kube:
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
     use kube::api::{Api, Patch, PatchParams};
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ACTORS_CONFIGMAP_NAMESPACE}});
+    let ns =
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ACTORS_CONFIGMAP_NAMESPACE}});
     if namespaces.get_opt(ACTORS_CONFIGMAP_NAMESPACE).await?.is_none() {
         let ns: Namespace = serde_json::from_value(ns).unwrap_or_default();
         namespaces.create(&Default::default(), &ns).await?;
@@ -56,7 +73,10 @@ impl Drop for Task {
 
 /// The KubeRay RayCluster controller (v1.7.0 behaviour). Row settings `kuberay.*` and KubeRay
 /// feature gates configure it; it has no knobs.
-pub struct KubeRayFactory;
+#[derive(Default)]
+pub struct KubeRayFactory {
+    defect: Option<Defect>,
+}
 
 struct KubeRayActor(#[allow(dead_code)] Task);
 
@@ -76,9 +96,96 @@ impl ActorFactory for KubeRayFactory {
     }
 
     fn start(&self, client: kube::Client, clock: controllers::Clock, needs: &Needs) -> Result<Box<dyn Actor>, String> {
-        let mut config = KubeRayConfig::default();
+        let mut config = KubeRayConfig { defect: self.defect, ..KubeRayConfig::default() };
         config.apply_settings(&needs.feature_gates, &needs.settings)?;
         let reconciler = RayClusterReconciler::new(client, clock, config);
         Ok(Box::new(KubeRayActor(Task(tokio::spawn(reconciler.run())))))
+    }
+}
+
+/// The simulated kube-scheduler. No knobs, no settings.
+pub struct SchedulerFactory;
+
+struct SchedulerActor(#[allow(dead_code)] Task);
+
+impl Actor for SchedulerActor {
+    fn knob(&mut self, knob: &str, _: &Value) -> Result<(), String> {
+        Err(format!("the scheduler has no knob {knob:?}"))
+    }
+}
+
+impl ActorFactory for SchedulerFactory {
+    fn name(&self) -> &str {
+        "scheduler"
+    }
+
+    fn start(&self, client: kube::Client, clock: controllers::Clock, _: &Needs) -> Result<Box<dyn Actor>, String> {
+        let scheduler = Scheduler::new(client, clock, SchedulerConfig::default());
+        let task = tokio::spawn(async move {
+            if let Err(e) = scheduler.run().await {
+                tracing::warn!(error = %e, "the simulated scheduler stopped");
+            }
+        });
+        Ok(Box::new(SchedulerActor(Task(task))))
+    }
+}
+
+/// The simulated kubelet: registers a node pool, then runs pods on it. Settings:
+/// `sim.nodePool` (`default` or `tiny`), `kubelet.startDelay`, `kubelet.readyDelay`,
+/// `kubelet.terminationDelay` (durations such as `5s`). Knobs: see
+/// [`controllers::sim::kubelet`].
+pub struct KubeletFactory;
+
+struct KubeletActor {
+    handle: KubeletHandle,
+    _task: Task,
+}
+
+impl Actor for KubeletActor {
+    fn knob(&mut self, knob: &str, value: &Value) -> Result<(), String> {
+        self.handle.turn(knob, value)
+    }
+}
+
+impl ActorFactory for KubeletFactory {
+    fn name(&self) -> &str {
+        "kubelet"
+    }
+
+    fn start(&self, client: kube::Client, clock: controllers::Clock, needs: &Needs) -> Result<Box<dyn Actor>, String> {
+        let mut config = KubeletConfig::default();
+        let mut pool = "default".to_string();
+        for (key, value) in &needs.settings {
+            let text = || value.as_str().ok_or_else(|| format!("setting {key}: expected a string, got {value}"));
+            let duration =
+                || text().and_then(|t| controllers::sim::parse_duration(t).map_err(|e| format!("setting {key}: {e}")));
+            match key.as_str() {
+                "sim.nodePool" => pool = text()?.to_string(),
+                "kubelet.startDelay" => config.start_delay = duration()?,
+                "kubelet.readyDelay" => config.ready_delay = duration()?,
+                "kubelet.terminationDelay" => config.termination_delay = duration()?,
+                k if k.starts_with("sim.") || k.starts_with("kubelet.") => {
+                    return Err(format!(
+                        "unknown setting {k:?} (known: sim.nodePool, kubelet.startDelay, kubelet.readyDelay, kubelet.terminationDelay)"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let yaml = controllers::sim::builtin_pool(&pool)
+            .ok_or_else(|| format!("setting sim.nodePool: no node pool {pool:?} (known: default, tiny)"))?;
+        let nodes = controllers::sim::parse_nodes(yaml).map_err(|e| format!("node pool {pool}: {e}"))?;
+        let kubelet = Kubelet::new(client.clone(), clock.clone(), config);
+        let handle = kubelet.handle();
+        let task = tokio::spawn(async move {
+            if let Err(e) = controllers::sim::register_nodes(&client, &clock, &nodes).await {
+                tracing::warn!(error = %e, "the simulated kubelet could not register its nodes");
+                return;
+            }
+            if let Err(e) = kubelet.run().await {
+                tracing::warn!(error = %e, "the simulated kubelet stopped");
+            }
+        });
+        Ok(Box::new(KubeletActor { handle, _task: Task(task) }))
     }
 }

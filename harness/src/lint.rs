@@ -416,10 +416,10 @@ fn manifest_strings(manifest: &Manifest, out: &mut Vec<String>) {
 }
 
 fn ref_strings(target: &ObjectRef, out: &mut Vec<String>) {
-    let ObjectRef { api_version, kind, name, namespace, selector } = target;
+    let ObjectRef { api_version, kind, name, namespace, selector, field_selector } = target;
     out.push(api_version.clone());
     out.push(kind.clone());
-    out.extend([name, namespace, selector].into_iter().flatten().cloned());
+    out.extend([name, namespace, selector, field_selector].into_iter().flatten().cloned());
 }
 
 /// Every string in a value, object keys included (the runner substitutes in both).

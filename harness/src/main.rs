@@ -168,13 +168,11 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let backend: Box<dyn Backend> = match args.backend {
         BackendName::Fake => Box::new(kproof::actors::reference_backend()),
-        BackendName::Kubeconfig => {
-            Box::new(
-                KubeconfigBackend::new(args.kubeconfig.clone())
-                    .context("cannot start the kubeconfig backend")?
-                    .with_actors(args.actors.clone()),
-            )
-        }
+        BackendName::Kubeconfig => Box::new(
+            KubeconfigBackend::new(args.kubeconfig.clone())
+                .context("cannot start the kubeconfig backend")?
+                .with_actors(args.actors.clone()),
+        ),
     };
     let opts = RunOptions {
         fixtures_dir,

@@ -124,10 +124,14 @@ fn substitute_ref(r: &ObjectRef, bindings: &BTreeMap<String, String>) -> ObjectR
         name: s(&r.name),
         namespace: s(&r.namespace),
         selector: s(&r.selector),
+        field_selector: s(&r.field_selector),
     }
 }
 
-fn substitute_fields(fields: &[crate::suite::FieldMatch], bindings: &BTreeMap<String, String>) -> Vec<crate::suite::FieldMatch> {
+fn substitute_fields(
+    fields: &[crate::suite::FieldMatch],
+    bindings: &BTreeMap<String, String>,
+) -> Vec<crate::suite::FieldMatch> {
     let v = |o: &Option<Value>| o.as_ref().map(|x| substitute(x, bindings));
     fields
         .iter()
@@ -351,7 +355,10 @@ impl RowRun<'_> {
                 .into_iter()
                 .collect()),
             (None, sel) => {
-                let lp = sel.as_deref().map(|s| ListParams::default().labels(s)).unwrap_or_default();
+                let mut lp = sel.as_deref().map(|s| ListParams::default().labels(s)).unwrap_or_default();
+                if let Some(f) = &t.field_selector {
+                    lp = lp.fields(f);
+                }
                 let mut items: Vec<DynamicObject> =
                     api.list(&lp).await.map_err(|e| api_error(&format!("list {}", t.kind), e))?.items;
                 items.sort_by(|a, b| {
@@ -374,6 +381,11 @@ impl RowRun<'_> {
                 .as_deref()
                 .map(str::to_string)
                 .or(t.selector.as_ref().map(|s| format!("-l {s}")))
+                .map(|s| match &t.field_selector {
+                    Some(f) => format!("{s} --field-selector {f}"),
+                    None => s,
+                })
+                .or(t.field_selector.as_ref().map(|f| format!("--field-selector {f}")))
                 .unwrap_or_default()
         );
         let fields = substitute_fields(&m.fields, &self.bindings);

@@ -102,6 +102,9 @@ pub struct ObjectRef {
     /// A label selector, to refer to a set of objects instead of one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
+    /// A field selector (`reason=Created,involvedObject.name=x`), for lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_selector: Option<String>,
 }
 
 /// The kinds of patch a step can send.

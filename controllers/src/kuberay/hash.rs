@@ -14,11 +14,19 @@ use sha1::{Digest, Sha1};
 /// sent fields in; the value is opaque and not bit-identical to Go's (whose field order is the
 /// struct's).
 pub fn spec_hash(spec: &RayClusterSpec) -> String {
+    spec_hash_with(spec, None)
+}
+
+/// [`spec_hash`], or with a deliberate [`Defect`](super::Defect) for regression tests.
+pub fn spec_hash_with(spec: &RayClusterSpec, defect: Option<super::Defect>) -> String {
+    let keep_replicas = defect == Some(super::Defect::HashIncludesReplicas);
     let mut masked = spec.clone();
     masked.upgrade_strategy = None;
     mask_template(&mut masked.head_group_spec.template);
     for group in &mut masked.worker_group_specs {
-        group.replicas = None;
+        if !keep_replicas {
+            group.replicas = None;
+        }
         group.min_replicas = None;
         group.max_replicas = None;
         // Go's ScaleStrategy is a struct, present whether or not the user wrote it: with its

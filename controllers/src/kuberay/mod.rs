@@ -16,7 +16,7 @@ mod pods;
 mod reconciler;
 mod status;
 
-pub use hash::spec_hash;
+pub use hash::{spec_hash, spec_hash_with};
 pub use reconciler::{RayClusterReconciler, ReconcileError};
 
 use std::collections::BTreeMap;
@@ -66,6 +66,23 @@ pub struct KubeRayConfig {
     pub default_requeue: Duration,
     /// Requeue after a status change or an error (`DefaultRequeueDuration`, 2 s upstream).
     pub status_requeue: Duration,
+    /// A deliberate deviation from KubeRay, for proving that the conformance table catches
+    /// regressions (harness test `wrong_reconciler`). `None` in every real use.
+    pub defect: Option<Defect>,
+}
+
+/// Deliberate bugs the reconciler can be built with, each a plausible regression of the
+/// upgradeStrategy feature. The conformance table must fail on each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Defect {
+    /// The spec hash forgets to mask worker replicas, so scaling recreates every pod.
+    HashIncludesReplicas,
+    /// Recreate deletes pods one by one and creates the new head in the same pass.
+    CreateDuringRecreate,
+    /// An operator-version change is treated as a spec change (recreates on operator upgrade).
+    NoVersionSkip,
+    /// Suspend is not atomic: flipping `suspend` back cancels a suspension in progress.
+    NonAtomicSuspend,
 }
 
 impl Default for KubeRayConfig {
@@ -78,6 +95,7 @@ impl Default for KubeRayConfig {
             head_cluster_ip_service: false,
             default_requeue: Duration::from_secs(300),
             status_requeue: Duration::from_secs(2),
+            defect: None,
         }
     }
 }

@@ -310,7 +310,13 @@ impl RayClusterReconciler {
         let id = format!("{ns}/{}", rc.name_any());
         let cluster_sel = format!("{RAY_CLUSTER_LABEL}={}", rc.name_any());
         let gate = self.config.gate("RayClusterStatusConditions");
-        let suspend = suspend_status(rc);
+        let mut suspend = suspend_status(rc);
+        if self.config.defect == Some(Defect::NonAtomicSuspend)
+            && suspend == SuspendStatus::Suspending
+            && rc.spec.suspend != Some(true)
+        {
+            suspend = SuspendStatus::None;
+        }
         if suspend == SuspendStatus::Suspending || (!gate && rc.spec.suspend == Some(true)) {
             if let Err(e) = self.delete_all_pods(rc, &cluster_sel).await {
                 self.event(
@@ -343,8 +349,17 @@ impl RayClusterReconciler {
         let head_sel = format!("{cluster_sel},{RAY_NODE_TYPE_LABEL}=head");
         let head_pods =
             pods.list(&ListParams::default().labels(&head_sel)).await.map_err(api_err("list head pods"))?.items;
-        let hash = spec_hash(&rc.spec);
+        let hash = spec_hash_with(&rc.spec, self.config.defect);
         if self.should_recreate_for_upgrade(rc, &head_pods, &hash).await {
+            if self.config.defect == Some(Defect::CreateDuringRecreate) {
+                for p in
+                    pods.list(&ListParams::default().labels(&cluster_sel)).await.map_err(api_err("list pods"))?.items
+                {
+                    let _ = pods.delete(&p.name_any(), &DeleteParams::default()).await;
+                }
+                let _ = pods.create(&PostParams::default(), &head_pod(rc, &hash, &self.config)).await;
+                return Ok(());
+            }
             match self.delete_all_pods(rc, &cluster_sel).await {
                 Ok(true) => {
                     self.event(rc, EventType::Normal, "DeletedPod", format!("Deleted all Pods for RayCluster {id} because its spec changed and upgradeStrategy is Recreate")).await;
@@ -625,7 +640,10 @@ impl RayClusterReconciler {
         let Some(head) = head_pods.first().filter(|_| recreate) else { return false };
         let annotations = head.annotations();
         let version = annotations.get(KUBERAY_VERSION_ANNOTATION).map(String::as_str).unwrap_or("");
-        if !version.is_empty() && version != self.config.kuberay_version {
+        if !version.is_empty()
+            && version != self.config.kuberay_version
+            && self.config.defect != Some(Defect::NoVersionSkip)
+        {
             let api: Api<Pod> = Api::namespaced(self.client.clone(), &rc.namespace().unwrap_or_default());
             let mut pod = head.clone();
             let a = pod.metadata.annotations.get_or_insert_with(BTreeMap::new);

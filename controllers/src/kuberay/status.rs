@@ -1,10 +1,10 @@
 //! RayCluster status and conditions (`calculateStatus`, `utils.Calculate*`,
 //! `utils.FindHeadPodReadyCondition`, `inconsistentRayClusterStatus`).
 
-use crate::quantity::Quantity;
 use super::*;
 use crate::crds::raycluster::HeadInfo;
 use crate::crds::{RayCluster, RayClusterStatus, WorkerGroupSpec};
+use crate::quantity::Quantity;
 use k8s_openapi::api::core::v1::{Pod, PodSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::ResourceExt;
@@ -273,6 +273,11 @@ pub(crate) fn calculate(
             }
         }
         match suspend_status(rc) {
+            SuspendStatus::Suspending
+                if cfg.defect == Some(Defect::NonAtomicSuspend) && rc.spec.suspend != Some(true) =>
+            {
+                set_condition(&mut s.conditions, SUSPENDING, false, SUSPENDING, "", &now, generation);
+            }
             SuspendStatus::Suspending => {
                 if pods.is_empty() {
                     set_condition(
