@@ -28,11 +28,13 @@
 //! - [`KubeletHandle::turn`]`(knob, value)`: changes a knob at run time (see [`kubelet`] for
 //!   the knobs and the per-pod `sim.kproof.dev/*` annotations).
 
+pub mod kubelet;
 pub mod nodes;
 pub mod quantity;
 pub mod scheduler;
 pub mod selector;
 
+pub use kubelet::{Kubelet, KubeletConfig, KubeletHandle};
 pub use nodes::{NodeFixtureError, builtin_pool, parse_nodes, register_nodes};
 pub use scheduler::{Scheduler, SchedulerConfig};
 

@@ -9,8 +9,8 @@
 //! NodeAffinity (`nodeSelector` and required node affinity), NodeResourcesFit (cpu, memory,
 //! extended resources such as `nvidia.com/gpu`, and the pod count, against allocatable minus the
 //! requests of the pods bound to the node and not finished). Gated pods (`schedulingGates`) are
-//! not considered. Among fitting nodes the least allocated (cpu and memory) wins, then the
-//! name. Preemption is not simulated: a pod that fits nowhere waits.
+//! not considered. Among fitting nodes the least allocated (cpu and memory, counting 100m and
+//! 200Mi for containers without requests, as kube-scheduler scores) wins, then the name. Preemption is not simulated: a pod that fits nowhere waits.
 
 use super::SimError;
 use super::quantity::parse_milli;
@@ -116,7 +116,7 @@ impl Scheduler {
         let mut used: HashMap<String, (Resources, i128)> = HashMap::new();
         for p in all_pods.iter().filter(|p| !node_name(p).is_empty() && !is_finished(p)) {
             let e = used.entry(node_name(p).to_string()).or_default();
-            add(&mut e.0, &pod_requests(p));
+            add(&mut e.0, &requests_with_scoring(p));
             e.1 += 1;
         }
         for (node, req) in assumed.values() {
@@ -140,7 +140,7 @@ impl Scheduler {
             key(a).cmp(&key(b))
         });
         for pod in waiting {
-            let requests = pod_requests(pod);
+            let requests = requests_with_scoring(pod);
             match choose_node(pod, &requests, &nodes, &used) {
                 Ok(node) => {
                     if self.bind(pod, &node).await? {
@@ -307,6 +307,24 @@ pub fn pod_requests(pod: &Pod) -> BTreeMap<String, i128> {
     reqs
 }
 
+/// Where the scoring amounts live in a [`Resources`] map (never checked for fit).
+const SCORING_PREFIX: &str = "scoring/";
+
+/// The pod's requests plus the cpu and memory kube-scheduler scores with: a container without a
+/// cpu or memory request counts as 100m and 200Mi (`GetNonzeroRequests`), so empty pods spread.
+fn requests_with_scoring(pod: &Pod) -> Resources {
+    let mut out = pod_requests(pod);
+    let (mut cpu, mut memory) = (0, 0);
+    for c in pod.spec.iter().flat_map(|s| &s.containers) {
+        let r = container_requests(c);
+        cpu += r.get("cpu").copied().filter(|v| *v > 0).unwrap_or(100);
+        memory += r.get("memory").copied().filter(|v| *v > 0).unwrap_or(200 * 1024 * 1024 * 1000);
+    }
+    out.insert(format!("{SCORING_PREFIX}cpu"), cpu);
+    out.insert(format!("{SCORING_PREFIX}memory"), memory);
+    out
+}
+
 fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     if toleration.effect.as_deref().is_some_and(|e| !e.is_empty() && e != taint.effect) {
         return false;
@@ -413,7 +431,7 @@ fn filter(pod: &Pod, requests: &Resources, node: &Node, used: Option<&(Resources
         reasons.push("Too many pods".to_string());
     }
     for (resource, want) in requests {
-        if *want <= 0 || resource == "pods" {
+        if *want <= 0 || resource == "pods" || resource.starts_with(SCORING_PREFIX) {
             continue;
         }
         let have = alloc.get(resource).copied().unwrap_or(0) - used_res.get(resource).copied().unwrap_or(0);
@@ -490,7 +508,8 @@ fn free_share(requests: &Resources, node: &Node, used: Option<&(Resources, i128)
             if total <= 0 {
                 return 0;
             }
-            let taken = used_res.get(*r).copied().unwrap_or(0) + requests.get(*r).copied().unwrap_or(0);
+            let key = format!("{SCORING_PREFIX}{r}");
+            let taken = used_res.get(&key).copied().unwrap_or(0) + requests.get(&key).copied().unwrap_or(0);
             (total - taken) * 100 / total
         })
         .sum()

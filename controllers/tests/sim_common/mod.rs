@@ -3,7 +3,9 @@
 #![allow(dead_code)]
 
 use controllers::Clock;
-use controllers::sim::{Scheduler, SchedulerConfig, builtin_pool, parse_nodes, register_nodes};
+use controllers::sim::{
+    Kubelet, KubeletConfig, KubeletHandle, Scheduler, SchedulerConfig, builtin_pool, parse_nodes, register_nodes,
+};
 use fake_apiserver::{ApiServer, Config};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
@@ -16,6 +18,8 @@ pub struct Sim {
     pub client: kube::Client,
     pub clock: Clock,
     pub pods: Api<Pod>,
+    /// The kubelet's knobs (when it runs).
+    pub kubelet: Option<KubeletHandle>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -56,10 +60,15 @@ pub async fn start(pool: &str, kubelet: bool) -> Sim {
         client: client.clone(),
         clock: clock.clone(),
         server,
+        kubelet: None,
         tasks: vec![],
     };
-    sim.spawn(Scheduler::new(client, clock, SchedulerConfig::default()).run());
-    let _ = kubelet;
+    sim.spawn(Scheduler::new(client.clone(), clock.clone(), SchedulerConfig::default()).run());
+    if kubelet {
+        let k = Kubelet::new(client, clock, KubeletConfig::default());
+        sim.kubelet = Some(k.handle());
+        sim.spawn(k.run());
+    }
     sim
 }
 
@@ -115,4 +124,39 @@ pub fn scheduled_condition(p: &Pod) -> Option<(String, String, String)> {
 
 pub fn bound(p: &Pod) -> bool {
     node_of(p).is_some()
+}
+
+pub fn phase(p: &Pod) -> String {
+    p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default()
+}
+
+/// The status of condition `type_` ("" when absent).
+pub fn condition(p: &Pod, type_: &str) -> String {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == type_))
+        .map(|c| c.status.clone())
+        .unwrap_or_default()
+}
+
+pub fn ready(p: &Pod) -> bool {
+    condition(p, "Ready") == "True"
+}
+
+/// The first container's status as JSON.
+pub fn container(p: &Pod) -> Value {
+    p.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.first())
+        .map(|c| serde_json::to_value(c).unwrap())
+        .unwrap_or_default()
+}
+
+/// Seconds between two metav1.Time strings.
+pub fn seconds_between(from: &str, to: &str) -> i64 {
+    let a: jiff::Timestamp = from.parse().unwrap();
+    let b: jiff::Timestamp = to.parse().unwrap();
+    b.as_second() - a.as_second()
 }
