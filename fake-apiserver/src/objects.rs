@@ -785,8 +785,18 @@ pub fn delete(
         if grace == Some(0) && !has_finalizers(rt, &v) {
             return Ok(Deleted::Now(w.persist(st, rt, ChangeKind::Deleted, v, Some(old))));
         }
+        // A shorter grace period moves deletionTimestamp and deletionGracePeriodSeconds
+        // (kube-apiserver's BeforeDelete), so a kubelet's grace-0 delete of a pod held by a
+        // finalizer lets the pod go as soon as the finalizer is removed.
+        let current = v["metadata"]["deletionGracePeriodSeconds"].as_i64();
+        let shorter = matches!((grace, current), (Some(g), Some(c)) if g < c);
+        if let (true, Some(g)) = (shorter, grace) {
+            let at = w.now.checked_add(jiff::SignedDuration::from_secs(g)).unwrap_or(w.now);
+            put(&mut v, &["metadata", "deletionTimestamp"], Value::String(crate::clock::format_time(at)));
+            put(&mut v, &["metadata", "deletionGracePeriodSeconds"], json!(g));
+        }
         // A new policy on an object already being deleted swaps its cascading finalizer.
-        if gc_finalizers.is_some() {
+        if gc_finalizers.is_some() || shorter {
             return Ok(Deleted::Pending(w.persist(st, rt, ChangeKind::Modified, v, Some(old))));
         }
         return Ok(Deleted::Pending(old));

@@ -72,17 +72,30 @@ impl Drop for Task {
 }
 
 /// The KubeRay RayCluster controller (v1.7.0 behaviour). Row settings `kuberay.*` and KubeRay
-/// feature gates configure it; it has no knobs.
+/// feature gates configure it. Knob `paused: true|false` stops and resumes it (an operator
+/// that is down, e.g. during its own upgrade).
 #[derive(Default)]
 pub struct KubeRayFactory {
     defect: Option<Defect>,
 }
 
-struct KubeRayActor(#[allow(dead_code)] Task);
+struct KubeRayActor {
+    paused: Arc<std::sync::atomic::AtomicBool>,
+    _task: Task,
+}
 
 impl Actor for KubeRayActor {
-    fn knob(&mut self, knob: &str, _: &Value) -> Result<(), String> {
-        Err(format!("kuberay has no knob {knob:?}; configure it with needs.settings (kuberay.*) and featureGates"))
+    fn knob(&mut self, knob: &str, value: &Value) -> Result<(), String> {
+        match (knob, value) {
+            ("paused", Value::Bool(b)) => {
+                self.paused.store(*b, std::sync::atomic::Ordering::SeqCst);
+                Ok(())
+            }
+            ("paused", other) => Err(format!("knob paused takes true or false, not {other}")),
+            (other, _) => Err(format!(
+                "kuberay has no knob {other:?} (it has: paused); configure it with needs.settings (kuberay.*) and featureGates"
+            )),
+        }
     }
 }
 
@@ -99,7 +112,8 @@ impl ActorFactory for KubeRayFactory {
         let mut config = KubeRayConfig { defect: self.defect, ..KubeRayConfig::default() };
         config.apply_settings(&needs.feature_gates, &needs.settings)?;
         let reconciler = RayClusterReconciler::new(client, clock, config);
-        Ok(Box::new(KubeRayActor(Task(tokio::spawn(reconciler.run())))))
+        let paused = reconciler.pause_switch();
+        Ok(Box::new(KubeRayActor { paused, _task: Task(tokio::spawn(reconciler.run())) }))
     }
 }
 

@@ -24,6 +24,8 @@ pub const WRITE_ACTORS: &str = "write-actors";
 pub const CONTROLLER_SETTINGS: &str = "controller-settings";
 /// Prefix of the capability that an actor (simulated component or controller) with knobs runs.
 pub const ACTOR_PREFIX: &str = "actor:";
+/// Knob steps can turn the actors' knobs (needed by any row with a `knob` step).
+pub const KNOBS: &str = "knobs";
 
 /// Options every backend takes from the command line or the test harness.
 #[derive(Debug, Clone)]
@@ -62,6 +64,10 @@ pub fn skip_reason(backend: &dyn Backend, row: &Row) -> Option<String> {
     let mut missing: Vec<String> = row.needs.capabilities.iter().filter(|c| !caps.contains(*c)).cloned().collect();
     if (!row.needs.feature_gates.is_empty() || !row.needs.settings.is_empty()) && !caps.contains(CONTROLLER_SETTINGS) {
         missing.push(CONTROLLER_SETTINGS.to_string());
+    }
+    let turns_knobs = row.steps.iter().any(|s| matches!(s, crate::suite::Step::Knob { .. }));
+    if turns_knobs && !caps.contains(KNOBS) && !missing.iter().any(|m| m == KNOBS) {
+        missing.push(KNOBS.to_string());
     }
     (!missing.is_empty()).then(|| format!("backend {} lacks {}", backend.name(), missing.join(", ")))
 }
@@ -260,7 +266,7 @@ impl Backend for InProcessBackend {
 
     fn capabilities(&self) -> BTreeSet<String> {
         let mut c: BTreeSet<String> =
-            [VIRTUAL_TIME, TIMELINE, WRITE_ACTORS, CONTROLLER_SETTINGS].iter().map(|s| s.to_string()).collect();
+            [VIRTUAL_TIME, TIMELINE, WRITE_ACTORS, CONTROLLER_SETTINGS, KNOBS].iter().map(|s| s.to_string()).collect();
         c.extend(self.factories.iter().map(|f| format!("{ACTOR_PREFIX}{}", f.name())));
         c
     }

@@ -271,7 +271,10 @@ impl Linter<'_> {
                 self.event(at, &format!("{label} first"), first, strings);
                 self.event(at, &format!("{label} then"), then, strings);
             }
-            Expectation::Never(event) | Expectation::AtMost { event, .. } | Expectation::Count { event, .. } => {
+            Expectation::Never(event)
+            | Expectation::AtMost { event, .. }
+            | Expectation::Count { event, .. }
+            | Expectation::AtLeast { event, .. } => {
                 self.event(at, label, event, strings);
             }
         }

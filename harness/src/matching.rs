@@ -28,12 +28,28 @@ fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
             rest = after[end + 1..].trim_start_matches('.');
             continue;
         }
-        let end = rest.find(['.', '[']).unwrap_or(rest.len());
-        let key = &rest[..end];
+        // A key runs to the next unescaped '.' or '['; `\.` is a literal dot, as in kubectl's
+        // JSONPath (`metadata.labels.ray\.io/cluster`).
+        let mut key = String::new();
+        let mut end = rest.len();
+        let mut chars = rest.char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, escaped)) => key.push(escaped),
+                    None => return Err(format!("dangling '\\' in path {path:?}")),
+                },
+                '.' | '[' => {
+                    end = i;
+                    break;
+                }
+                c => key.push(c),
+            }
+        }
         if key.is_empty() {
             return Err(format!("empty segment in path {path:?}"));
         }
-        out.push(Segment::Key(key.to_string()));
+        out.push(Segment::Key(key));
         rest = rest[end..].trim_start_matches('.');
     }
     Ok(out)
@@ -180,6 +196,14 @@ mod tests {
         assert_eq!(lookup(&o, "spec.l[1]").unwrap(), Some(&json!(2)));
         assert_eq!(lookup(&o, "spec.nope").unwrap(), None);
         assert!(lookup(&o, "spec.l[x").is_err());
+    }
+
+    #[test]
+    fn escaped_dots_stay_in_the_key() {
+        let o = json!({"metadata": {"labels": {"ray.io/cluster": "c", "a": {"b": 1}}}});
+        assert_eq!(lookup(&o, r"metadata.labels.ray\.io/cluster").unwrap(), Some(&json!("c")));
+        assert_eq!(lookup(&o, "metadata.labels.a.b").unwrap(), Some(&json!(1)));
+        assert!(lookup(&o, "metadata.labels.x\\").is_err());
     }
 
     #[test]

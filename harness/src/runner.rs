@@ -417,7 +417,11 @@ impl RowRun<'_> {
     async fn expect(&mut self, e: &Expectation) -> Result<(), RowFailure> {
         let on_timeline = matches!(
             e,
-            Expectation::Before { .. } | Expectation::Never(_) | Expectation::AtMost { .. } | Expectation::Count { .. }
+            Expectation::Before { .. }
+                | Expectation::Never(_)
+                | Expectation::AtMost { .. }
+                | Expectation::Count { .. }
+                | Expectation::AtLeast { .. }
         );
         if on_timeline && !self.ctx.timeline.lag().is_zero() {
             tokio::time::sleep(self.ctx.timeline.lag()).await;
@@ -508,6 +512,9 @@ impl RowRun<'_> {
             }
             Expectation::Count { n, event } => {
                 self.count_check(e, event, |c| c == *n, &format!("exactly {n} write(s)"))
+            }
+            Expectation::AtLeast { n, event } => {
+                self.count_check(e, event, |c| c >= *n, &format!("at least {n} write(s)"))
             }
         }
     }

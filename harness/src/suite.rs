@@ -336,6 +336,8 @@ pub enum Expectation {
     AtMost { n: usize, event: EventMatch },
     /// Exactly `n` writes match.
     Count { n: usize, event: EventMatch },
+    /// At least `n` writes match.
+    AtLeast { n: usize, event: EventMatch },
 }
 
 impl Expectation {
@@ -348,6 +350,7 @@ impl Expectation {
             Expectation::Never(_) => "never",
             Expectation::AtMost { .. } => "atMost",
             Expectation::Count { .. } => "count",
+            Expectation::AtLeast { .. } => "atLeast",
         }
     }
 }

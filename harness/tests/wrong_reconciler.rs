@@ -3,7 +3,7 @@
 //! (The correct reconciler passing every row is the `suites` test.)
 
 use controllers::kuberay::Defect;
-use kproof::backend::{Backend, RunOptions};
+use kproof::backend::RunOptions;
 use kproof::result::Outcome;
 use std::collections::BTreeMap;
 use std::path::Path;

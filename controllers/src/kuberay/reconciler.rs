@@ -64,13 +64,20 @@ pub struct RayClusterReconciler {
     clock: Clock,
     config: KubeRayConfig,
     recorder: EventRecorder,
+    paused: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl RayClusterReconciler {
     /// A reconciler writing through `client`, reading time from `clock`.
     pub fn new(client: kube::Client, clock: Clock, config: KubeRayConfig) -> Self {
         let recorder = EventRecorder::new(client.clone(), clock.clone(), EVENT_COMPONENT);
-        Self { client, clock, config, recorder }
+        Self { client, clock, config, recorder, paused: Arc::default() }
+    }
+
+    /// A switch that stops and resumes reconciling (an operator that is down, say for an
+    /// upgrade): while it is on, every pass does nothing and looks again a second later.
+    pub fn pause_switch(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.paused.clone()
     }
 
     /// Installs the RayCluster CRD (create, or replace if present) and waits until the server
@@ -139,6 +146,9 @@ impl RayClusterReconciler {
 
     /// One reconcile pass for the cluster `rc` names (read afresh from the API).
     pub async fn reconcile(&self, rc: &RayCluster) -> Result<Action, ReconcileError> {
+        if self.paused.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(Action::requeue(std::time::Duration::from_secs(1)));
+        }
         let ns = rc.namespace().unwrap_or_else(|| "default".into());
         let api: Api<RayCluster> = Api::namespaced(self.client.clone(), &ns);
         let Some(rc) = api.get_opt(&rc.name_any()).await.map_err(api_err("read the RayCluster"))? else {
