@@ -132,6 +132,13 @@ impl ApiError {
         Self { details: details(group, resource, name), ..Self::new(409, "Conflict", message) }
     }
 
+    /// 409 Conflict of a server-side apply: one `FieldManagerConflict` cause per field, no
+    /// object in the details (`NewApplyConflict`).
+    pub fn apply_conflict(message: impl Into<String>, causes: Vec<StatusCause>) -> Self {
+        let details = Some(Box::new(StatusDetails { causes, ..Default::default() }));
+        Self { details, ..Self::new(409, "Conflict", message) }
+    }
+
     /// 410 Expired: a resourceVersion or continue token fell out of the history window.
     pub fn expired(message: impl Into<String>) -> Self {
         Self::new(410, "Expired", message)

@@ -1,7 +1,7 @@
 //! HTTP handlers: URL and query parsing, content negotiation and the verbs.
 
 use crate::error::{ApiError, ApiResult, StatusCause};
-use crate::objects::{self, DeleteOptions, Deleted, UpdateMode, Write};
+use crate::objects::{self, DeleteOptions, Deleted, Ownership, UpdateMode, Write};
 use crate::patch_meta::Shape;
 use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
@@ -98,6 +98,8 @@ pub(crate) struct Query {
     pub propagation_policy: Option<String>,
     pub grace_period_seconds: Option<i64>,
     pub orphan_dependents: Option<bool>,
+    /// `force` of a server-side apply (forbidden on other patches).
+    pub force: Option<bool>,
 }
 
 /// A boolean query parameter as kube-apiserver reads it (`runtime.Convert_Slice_string_To_bool`):
@@ -157,6 +159,7 @@ impl Query {
                 "propagationPolicy" => q.propagation_policy = Some(v),
                 "gracePeriodSeconds" => q.grace_period_seconds = Some(parse_int("gracePeriodSeconds", &v)?),
                 "orphanDependents" => q.orphan_dependents = Some(parse_bool(&v)),
+                "force" => q.force = Some(parse_bool(&v)),
                 _ => {}
             }
         }
@@ -203,10 +206,15 @@ pub(crate) enum BodyFormat {
 
 const WRITE_MEDIA_TYPES: &[&str] = &["application/json", "application/yaml"];
 /// The patch media types of built-in resources, in kube-apiserver's order.
-const PATCH_MEDIA_TYPES: &[&str] =
-    &["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"];
+const PATCH_MEDIA_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+];
 /// Custom resources have no strategic merge patch (no patch strategies in a CRD schema).
-const CUSTOM_PATCH_MEDIA_TYPES: &[&str] = &["application/json-patch+json", "application/merge-patch+json"];
+const CUSTOM_PATCH_MEDIA_TYPES: &[&str] =
+    &["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
 
 /// The Content-Type header as sent, for messages.
 fn raw_content_type(headers: &HeaderMap) -> String {
@@ -242,6 +250,7 @@ enum PatchKind {
     Merge,
     Json,
     Strategic,
+    Apply,
 }
 
 /// The kind of a PATCH body, else 415 listing the patch media types the resource takes
@@ -252,6 +261,7 @@ fn patch_kind(headers: &HeaderMap, custom: bool) -> ApiResult<PatchKind> {
         Some(BodyFormat::MergePatch) => Ok(PatchKind::Merge),
         Some(BodyFormat::JsonPatch) => Ok(PatchKind::Json),
         Some(BodyFormat::StrategicMergePatch) if !custom => Ok(PatchKind::Strategic),
+        Some(BodyFormat::ApplyPatch) => Ok(PatchKind::Apply),
         _ => Err(ApiError::unsupported_media_type(&raw_content_type(headers), accepted)),
     }
 }
@@ -484,8 +494,12 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             let kind = patch_kind(&parts.headers, target.rt.custom)?;
             let body = read_body(&inner, body, &parts.headers).await?;
             let dry_run = query.dry_run("PatchOptions")?;
+            patch_options(&query, kind)?;
             let mode = if sub == Some("status") { status_mode(&target.rt)? } else { UpdateMode::Main };
             let ctx = Arc::new(WriteContext { verb: "patch".into(), ..ctx });
+            if kind == PatchKind::Apply {
+                return server_side_apply(&inner, &target, name, &query, &body, mode, &ctx, dry_run);
+            }
             let now = inner.clock.now();
             let rt = &target.rt;
             let updated = write(&inner, dry_run, |st| {
@@ -709,9 +723,109 @@ fn keep_resource_version(patched: &mut Value, old: &StoredObject) {
     }
 }
 
+/// `ValidatePatchOptions`: apply needs a field manager, only apply takes `force`.
+fn patch_options(query: &Query, kind: PatchKind) -> ApiResult<()> {
+    let mut causes = Vec::new();
+    if kind == PatchKind::Apply {
+        if query.field_manager.is_none() {
+            causes.push(StatusCause::field(
+                "FieldValueRequired",
+                "fieldManager",
+                "Required value: is required for apply patch",
+            ));
+        }
+    } else if query.force.is_some() {
+        causes.push(StatusCause::field(
+            "FieldValueForbidden",
+            "force",
+            "Forbidden: may not be specified for non-apply patch",
+        ));
+    }
+    if let Some(m) = &query.field_manager
+        && m.chars().count() > 128
+    {
+        causes.push(StatusCause::field(
+            "FieldValueTooLong",
+            "fieldManager",
+            "Too long: may not be more than 128 bytes",
+        ));
+    }
+    if causes.is_empty() { Ok(()) } else { Err(invalid_options("PatchOptions", causes)) }
+}
+
+/// A server-side apply: merge into the live object (or create it), conflicts, ownership.
+#[allow(clippy::too_many_arguments)]
+fn server_side_apply(
+    inner: &Inner,
+    target: &Target,
+    name: &str,
+    query: &Query,
+    body: &[u8],
+    mode: UpdateMode,
+    ctx: &Arc<WriteContext>,
+    dry_run: bool,
+) -> ApiResult<Response> {
+    let rt = &target.rt;
+    let mut applied = objects::parse_object(body, true)?;
+    objects::check_type_meta(rt, &mut applied)?;
+    if applied["metadata"].get("managedFields").is_some_and(|v| !v.is_null()) {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    let manager = query.field_manager.clone().unwrap_or_default();
+    let now = inner.clock.now();
+    let req = crate::apply::ApplyRequest {
+        manager: &manager,
+        force: query.force.unwrap_or(false),
+        subresource: target.subresource.as_deref(),
+        time: crate::clock::format_time(now),
+    };
+    let typed = |merged: &Value| -> ApiResult<()> {
+        let Some(check) = rt.decode_check else { return Ok(()) };
+        check(merged).map_err(|e| {
+            let ns = if target.namespace.is_empty() { String::new() } else { format!("{}/", target.namespace) };
+            ApiError::bad_request(format!(
+                "failed to create typed patch object ({ns}{name}; {}, Kind={}): {e}",
+                rt.api_version(),
+                rt.kind
+            ))
+        })
+    };
+    let (obj, created) = write(inner, dry_run, |st| {
+        let w = Write { ctx, now, dry_run };
+        match st.get(rt.storage_key(), &target.namespace, name) {
+            Some(old) => {
+                let served: Value = serde_json::from_slice(&objects::render(rt, &old)).unwrap_or_else(|_| old.value());
+                let mut merged = crate::apply::apply(rt, Some(&served), &applied, &req)?;
+                typed(&merged)?;
+                keep_resource_version(&mut merged, &old);
+                let obj = objects::update_owned(st, rt, &target.namespace, name, merged, mode, &w, Ownership::Given)?;
+                Ok((obj, false))
+            }
+            None if mode == UpdateMode::Status => Err(ApiError::not_found(&rt.group, &rt.plural, name)),
+            None => {
+                let mut obj = crate::apply::apply(rt, None, &applied, &req)?;
+                match obj["metadata"]["name"].as_str() {
+                    Some(n) if !n.is_empty() && n != name => {
+                        return Err(ApiError::bad_request(format!(
+                            "the name of the object ({n}) does not match the name on the URL ({name})"
+                        )));
+                    }
+                    _ => objects::put(&mut obj, &["metadata", "name"], json!(name)),
+                };
+                typed(&obj)?;
+                let prepared = objects::prepare_create_owned(rt, &target.namespace, obj, &w, Ownership::Given)?;
+                Ok((objects::create_prepared(st, rt, &target.namespace, prepared, &w)?, true))
+            }
+        }
+    })?;
+    let code = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok(bytes_response(code, objects::render(rt, &obj)))
+}
+
 fn apply_patch(kind: PatchKind, old: &Value, body: &[u8], shape: Shape<'_>) -> ApiResult<Value> {
     let mut doc = old.clone();
     match kind {
+        PatchKind::Apply => return Err(ApiError::unsupported_media_type("application/apply-patch+yaml", &[])),
         PatchKind::Strategic => {
             let patch: Value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;

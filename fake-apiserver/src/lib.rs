@@ -17,12 +17,14 @@
 //! # Ok(()) }
 //! ```
 
+mod apply;
 mod binding;
 pub mod clock;
 pub mod discovery;
 pub mod error;
 pub mod gc;
 mod handlers;
+mod managed;
 pub mod names;
 mod namespaces;
 mod objects;

@@ -461,7 +461,36 @@ struct PreparedObject {
 /// validation, server-set metadata, the kind's strategy, schema validation, and serialization.
 /// Runs before the store's lock is taken; [`create_prepared`] finishes under it, with the
 /// same outcome as if all of it ran under the lock (the store is only read there).
-pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Write) -> ApiResult<PreparedCreate> {
+pub fn prepare_create(rt: &ResourceType, ns: &str, obj: Value, w: &Write) -> ApiResult<PreparedCreate> {
+    prepare_create_owned(rt, ns, obj, w, Ownership::Update)
+}
+
+/// Who a write records in `managedFields`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ownership {
+    /// The writer's `Update` entry gains the fields it changed.
+    Update,
+    /// The object already carries its `managedFields` (server-side apply computed them).
+    Given,
+}
+
+fn writer<'a>(rt: &'a ResourceType, w: &'a Write) -> crate::managed::Writer<'a> {
+    crate::managed::Writer {
+        manager: w.ctx.field_manager.as_deref(),
+        subresource: w.ctx.subresource.as_deref(),
+        api_version: rt.api_version(),
+        time: w.time(),
+    }
+}
+
+/// [`prepare_create`], saying who owns the fields.
+pub(crate) fn prepare_create_owned(
+    rt: &ResourceType,
+    ns: &str,
+    mut obj: Value,
+    w: &Write,
+    ownership: Ownership,
+) -> ApiResult<PreparedCreate> {
     decode_object(rt, &mut obj)?;
     let meta = meta_mut(&mut obj)?;
     if rt.namespaced {
@@ -510,6 +539,9 @@ pub fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Write) ->
         meta.remove("generation");
     }
     prepare_for_create(rt, &mut obj);
+    if ownership == Ownership::Update {
+        crate::managed::track_create(rt, &mut obj, &writer(rt, w));
+    }
     let object = validate_content(rt, &mut obj, &name).map(|()| {
         if w.dry_run {
             PreparedObject { preview_rv: crate::store::value_rv(&obj), encoded: Encoded::exact(rt, &obj) }
@@ -573,9 +605,24 @@ pub fn update(
     rt: &ResourceType,
     ns: &str,
     name: &str,
+    new: Value,
+    mode: UpdateMode,
+    w: &Write,
+) -> ApiResult<Arc<StoredObject>> {
+    update_owned(st, rt, ns, name, new, mode, w, Ownership::Update)
+}
+
+/// [`update`], saying who owns the fields.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn update_owned(
+    st: &mut State,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
     mut new: Value,
     mode: UpdateMode,
     w: &Write,
+    ownership: Ownership,
 ) -> ApiResult<Arc<StoredObject>> {
     // The handler decodes the body and checks it against the URL before the store looks at it.
     decode_object(rt, &mut new)?;
@@ -637,6 +684,19 @@ pub fn update(
         }
         UpdateMode::Status => {
             let mut m = old_value.clone();
+            if ownership == Ownership::Given {
+                // Server-side apply to /status computed the new managedFields.
+                match new["metadata"].get("managedFields") {
+                    Some(mf) => {
+                        put(&mut m, &["metadata", "managedFields"], mf.clone());
+                    }
+                    None => {
+                        if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
+                            meta.remove("managedFields");
+                        }
+                    }
+                }
+            }
             match new.get("status") {
                 Some(s) => {
                     put(&mut m, &["status"], s.clone());
@@ -694,6 +754,9 @@ pub fn update(
             let g = old_value["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             put(&mut merged, &["metadata", "generation"], json!(g));
         }
+    }
+    if ownership == Ownership::Update {
+        crate::managed::track_update(rt, &old_value, &mut merged, &writer(rt, w));
     }
     if merged == old_value {
         // Nothing changed: the apiserver skips the write, so no new resourceVersion or event.

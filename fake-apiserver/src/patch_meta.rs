@@ -8,9 +8,6 @@
 //! walks a custom resource's structural schema, so patch and apply code asks one question
 //! ("how does the value here merge?") whatever the kind.
 
-// The server-side-apply half of this API is used by the apply module, which lands next.
-#![allow(dead_code)]
-
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -189,6 +186,8 @@ impl<'a> Shape<'a> {
 
     /// Whether a field of this name is declared here (for unknown-field detection);
     /// `None` when the position does not know its fields (maps, unknown types).
+    /// Not used by the server yet: for `fieldValidation` of built-ins and OpenAPI documents.
+    #[allow(dead_code)]
     pub(crate) fn declares(&self, name: &str) -> Option<bool> {
         match *self {
             Shape::Unknown => None,

@@ -146,8 +146,6 @@ pub(crate) struct SchemaCursor<'a> {
     root: bool,
 }
 
-// Used by server-side apply, which lands next.
-#[allow(dead_code)]
 impl<'a> SchemaCursor<'a> {
     /// The schema of an object's field or a map's value.
     pub(crate) fn field(&self, name: &str) -> Option<SchemaCursor<'a>> {
@@ -165,6 +163,7 @@ impl<'a> SchemaCursor<'a> {
     }
 
     /// Whether `name` is declared here; `None` where unknown fields are kept or any name goes.
+    #[allow(dead_code)]
     pub(crate) fn declares(&self, name: &str) -> Option<bool> {
         if self.node.preserve_unknown || self.node.additional.is_some() || self.node.ty != Some(Type::Object) {
             return None;
@@ -597,7 +596,6 @@ impl StructuralSchema {
     }
 
     /// A read-only walk over the schema from its root, for merge decisions (patch, apply).
-    #[allow(dead_code)]
     pub(crate) fn cursor(&self) -> SchemaCursor<'_> {
         SchemaCursor { node: &self.root, root: true }
     }

@@ -672,7 +672,7 @@ async fn invalid_labels_are_invalid() {
 
 /// PATCH bodies must be one of the patch media types the resource supports, else 415
 /// UnsupportedMediaType: strategic merge patch is for built-ins only, `text/plain` and
-/// `application/json` are no patch types, and server-side apply is not implemented (yet).
+/// `application/json` are no patch types.
 #[tokio::test]
 async fn unsupported_patch_media_types_are_415() {
     let server = ApiServer::default();
@@ -691,7 +691,7 @@ async fn unsupported_patch_media_types_are_415() {
     .await;
     assert_status(code, &v, 415, "UnsupportedMediaType");
 
-    for ct in ["text/plain", "application/apply-patch+yaml", "application/json"] {
+    for ct in ["text/plain", "application/json"] {
         let (code, v) = raw(&server, Method::PATCH, &item(CMS, "a"), Some(ct), r#"{"data": {"k": "changed"}}"#).await;
         assert_status(code, &v, 415, "UnsupportedMediaType");
     }
@@ -715,7 +715,7 @@ async fn unsupported_media_type_message_lists_what_the_verb_accepts() {
     create(&server, CMS, configmap("a")).await;
     let before = store_fingerprint(&server).await;
 
-    for ct in ["text/plain", "application/json", "application/apply-patch+yaml"] {
+    for ct in ["text/plain", "application/json"] {
         let (code, v) = raw(&server, Method::PATCH, &item(CMS, "a"), Some(ct), "{}").await;
         let message = assert_status(code, &v, 415, "UnsupportedMediaType");
         assert!(message.contains("application/merge-patch+json"), "PATCH {ct}: should list the patch types: {message}");
