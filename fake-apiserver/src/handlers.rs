@@ -1,6 +1,7 @@
 //! HTTP handlers: URL and query parsing, content negotiation and the verbs.
 
 use crate::error::{ApiError, ApiResult, StatusCause};
+use crate::field_validation;
 use crate::objects::{self, DeleteOptions, Deleted, Ownership, UpdateMode, Write};
 use crate::patch_meta::Shape;
 use crate::registry::ResourceType;
@@ -100,6 +101,8 @@ pub(crate) struct Query {
     pub orphan_dependents: Option<bool>,
     /// `force` of a server-side apply (forbidden on other patches).
     pub force: Option<bool>,
+    /// `fieldValidation`: Ignore, Warn or Strict.
+    pub field_validation: Option<String>,
 }
 
 /// A boolean query parameter as kube-apiserver reads it (`runtime.Convert_Slice_string_To_bool`):
@@ -160,6 +163,7 @@ impl Query {
                 "gracePeriodSeconds" => q.grace_period_seconds = Some(parse_int("gracePeriodSeconds", &v)?),
                 "orphanDependents" => q.orphan_dependents = Some(parse_bool(&v)),
                 "force" => q.force = Some(parse_bool(&v)),
+                "fieldValidation" => q.field_validation = Some(v),
                 _ => {}
             }
         }
@@ -447,6 +451,7 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             let body = read_body(&inner, body, &parts.headers).await?;
             let dry_run = query.dry_run("CreateOptions")?;
             let obj = objects::parse_object(&body, format == BodyFormat::Yaml)?;
+            let warnings = unknown_field_check(&query, &target.rt, &obj)?;
             let ctx = Arc::new(WriteContext { verb: "create".into(), ..ctx });
             let now = inner.clock.now();
             let w = Write { ctx: &ctx, now, dry_run };
@@ -454,7 +459,8 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             let prepared = objects::prepare_create(&target.rt, &target.namespace, obj, &w)?;
             let created =
                 write(&inner, dry_run, |st| objects::create_prepared(st, &target.rt, &target.namespace, prepared, &w))?;
-            Ok(bytes_response(StatusCode::CREATED, objects::render(&target.rt, &created)))
+            let resp = bytes_response(StatusCode::CREATED, objects::render(&target.rt, &created));
+            Ok(field_validation::with_warnings(resp, &warnings))
         }
         (&Method::POST, Some(name), Some("binding")) if crate::binding::is_pods(&target.rt) => {
             let format = object_format(&parts.headers)?;
@@ -482,23 +488,35 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
             let body = read_body(&inner, body, &parts.headers).await?;
             let dry_run = query.dry_run("UpdateOptions")?;
             let obj = objects::parse_object(&body, format == BodyFormat::Yaml)?;
+            let warnings = unknown_field_check(&query, &target.rt, &obj)?;
             let mode = if sub == Some("status") { status_mode(&target.rt)? } else { UpdateMode::Main };
             let ctx = Arc::new(WriteContext { verb: "update".into(), ..ctx });
             let now = inner.clock.now();
             let updated = write(&inner, dry_run, |st| {
                 objects::update(st, &target.rt, &target.namespace, name, obj, mode, &Write { ctx: &ctx, now, dry_run })
             })?;
-            Ok(bytes_response(StatusCode::OK, objects::render(&target.rt, &updated)))
+            let resp = bytes_response(StatusCode::OK, objects::render(&target.rt, &updated));
+            Ok(field_validation::with_warnings(resp, &warnings))
         }
         (&Method::PATCH, Some(name), None | Some("status")) => {
             let kind = patch_kind(&parts.headers, target.rt.custom)?;
             let body = read_body(&inner, body, &parts.headers).await?;
             let dry_run = query.dry_run("PatchOptions")?;
             patch_options(&query, kind)?;
+            // Unknown fields are looked for in the patch itself (a JSON patch has no object shape).
+            let warnings = match kind {
+                PatchKind::Json => Vec::new(),
+                PatchKind::Apply => unknown_field_check(&query, &target.rt, &objects::parse_object(&body, true)?)?,
+                PatchKind::Merge | PatchKind::Strategic => match serde_json::from_slice::<Value>(&body) {
+                    Ok(v) => unknown_field_check(&query, &target.rt, &v)?,
+                    Err(_) => Vec::new(),
+                },
+            };
             let mode = if sub == Some("status") { status_mode(&target.rt)? } else { UpdateMode::Main };
             let ctx = Arc::new(WriteContext { verb: "patch".into(), ..ctx });
             if kind == PatchKind::Apply {
-                return server_side_apply(&inner, &target, name, &query, &body, mode, &ctx, dry_run);
+                let resp = server_side_apply(&inner, &target, name, &query, &body, mode, &ctx, dry_run)?;
+                return Ok(field_validation::with_warnings(resp, &warnings));
             }
             let now = inner.clock.now();
             let rt = &target.rt;
@@ -512,7 +530,8 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
                 keep_resource_version(&mut patched, &old);
                 objects::update(st, rt, &target.namespace, name, patched, mode, &Write { ctx: &ctx, now, dry_run })
             })?;
-            Ok(bytes_response(StatusCode::OK, objects::render(&target.rt, &updated)))
+            let resp = bytes_response(StatusCode::OK, objects::render(&target.rt, &updated));
+            Ok(field_validation::with_warnings(resp, &warnings))
         }
         (&Method::PUT | &Method::PATCH, Some(name), Some("scale")) if target.rt.scale.is_some() => {
             let put = method == Method::PUT;
@@ -721,6 +740,12 @@ fn keep_resource_version(patched: &mut Value, old: &StoredObject) {
     if !has && patched["metadata"].is_object() {
         patched["metadata"]["resourceVersion"] = json!(old.resource_version.to_string());
     }
+}
+
+/// `fieldValidation` on a request body: Strict refuses unknown fields, Warn returns them.
+fn unknown_field_check(query: &Query, rt: &ResourceType, body: &Value) -> ApiResult<Vec<String>> {
+    let how = field_validation::FieldValidation::parse(query.field_validation.as_deref())?;
+    field_validation::check(rt, how, body)
 }
 
 /// `ValidatePatchOptions`: apply needs a field manager, only apply takes `force`.

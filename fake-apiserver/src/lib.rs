@@ -22,6 +22,7 @@ mod binding;
 pub mod clock;
 pub mod discovery;
 pub mod error;
+mod field_validation;
 pub mod gc;
 mod handlers;
 mod managed;

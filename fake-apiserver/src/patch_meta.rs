@@ -186,8 +186,6 @@ impl<'a> Shape<'a> {
 
     /// Whether a field of this name is declared here (for unknown-field detection);
     /// `None` when the position does not know its fields (maps, unknown types).
-    /// Not used by the server yet: for `fieldValidation` of built-ins and OpenAPI documents.
-    #[allow(dead_code)]
     pub(crate) fn declares(&self, name: &str) -> Option<bool> {
         match *self {
             Shape::Unknown => None,

@@ -163,7 +163,6 @@ impl<'a> SchemaCursor<'a> {
     }
 
     /// Whether `name` is declared here; `None` where unknown fields are kept or any name goes.
-    #[allow(dead_code)]
     pub(crate) fn declares(&self, name: &str) -> Option<bool> {
         if self.node.preserve_unknown || self.node.additional.is_some() || self.node.ty != Some(Type::Object) {
             return None;
