@@ -22,8 +22,8 @@ pub(crate) fn is_pods(rt: &ResourceType) -> bool {
 const SCHEDULING_GATED_MESSAGE: &str = "Scheduling is blocked due to non-empty scheduling gates";
 
 /// On pod create: a pod with scheduling gates and no PodScheduled condition yet gets
-/// `PodScheduled=False`, reason `SchedulingGated` (no transition time, as upstream).
-pub(crate) fn add_scheduling_gated_condition(pod: &mut Value) {
+/// `PodScheduled=False`, reason `SchedulingGated` (stamped `now` by podutil.UpdatePodCondition).
+pub(crate) fn add_scheduling_gated_condition(pod: &mut Value, now: &str) {
     let gated = pod["spec"]["schedulingGates"].as_array().is_some_and(|g| !g.is_empty());
     if !gated {
         return;
@@ -37,7 +37,7 @@ pub(crate) fn add_scheduling_gated_condition(pod: &mut Value) {
         "type": "PodScheduled",
         "status": "False",
         "lastProbeTime": null,
-        "lastTransitionTime": null,
+        "lastTransitionTime": now,
         "reason": "SchedulingGated",
         "message": SCHEDULING_GATED_MESSAGE,
     }));

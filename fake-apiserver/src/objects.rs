@@ -375,7 +375,6 @@ fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
         ("", "pods") => {
             let qos = pod_qos(obj);
             put(obj, &["status"], json!({"phase": "Pending", "qosClass": qos}));
-            crate::binding::add_scheduling_gated_condition(obj);
         }
         ("", "namespaces") => {
             let name = str_field(obj, "metadata.name").to_string();
@@ -541,6 +540,9 @@ pub(crate) fn prepare_create_owned(
     prepare_for_create(rt, &mut obj);
     if ownership == Ownership::Update {
         crate::managed::track_create(rt, &mut obj, &writer(rt, w));
+    }
+    if crate::binding::is_pods(rt) {
+        crate::binding::add_scheduling_gated_condition(&mut obj, &w.time());
     }
     let object = validate_content(rt, &mut obj, &name).map(|()| {
         if w.dry_run {

@@ -148,6 +148,7 @@ async fn gated_pod_is_created_scheduling_gated_and_cannot_be_bound_until_ungated
     assert_eq!(cond["status"], "False");
     assert_eq!(cond["reason"], "SchedulingGated");
     assert_eq!(cond["message"], "Scheduling is blocked due to non-empty scheduling gates");
+    assert!(cond["lastTransitionTime"].is_string(), "{cond}");
     let (_, free) = get(&server, "/api/v1/namespaces/default/pods/free").await;
     assert!(free["status"]["conditions"].is_null(), "an ungated pod starts with no conditions: {free}");
 
