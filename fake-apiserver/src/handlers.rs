@@ -420,6 +420,16 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
         .or_else(|| Some(user_agent.split('/').next().unwrap_or_default().to_string()).filter(|s| !s.is_empty()));
     let ctx = WriteContext { verb: String::new(), subresource: target.subresource.clone(), user_agent, field_manager };
     let method = parts.method.clone();
+    if crate::authz::is_review(&target.rt) {
+        if method != Method::POST || target.name.is_some() {
+            return Err(ApiError::method_not_allowed());
+        }
+        let format = object_format(&parts.headers)?;
+        let body = read_body(&inner, body, &parts.headers).await?;
+        query.dry_run("CreateOptions")?;
+        let obj = objects::parse_object(&body, format == BodyFormat::Yaml)?;
+        return Ok(json_response(StatusCode::CREATED, &crate::authz::review(&target.rt, obj)?));
+    }
     let sub = target.subresource.as_deref();
     match (&method, target.name.as_deref(), sub) {
         (&Method::GET, None, None) if query.watch => {
@@ -874,7 +884,7 @@ fn apply_patch(kind: PatchKind, old: &Value, body: &[u8], shape: Shape<'_>) -> A
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
             // `doc` is a scratch copy thrown away on failure, so no undo is needed (and
             // `json_patch::patch`'s undo panics after ops that moved the document root).
-            json_patch::patch_unsafe(&mut doc, &patch).map_err(|e| {
+            crate::go_json_patch::apply(&mut doc, &patch).map_err(|e| {
                 ApiError::unprocessable(format!("the server rejected our request due to an error in our request: {e}"))
             })?;
         }

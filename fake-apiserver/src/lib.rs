@@ -18,12 +18,15 @@
 //! ```
 
 mod apply;
+mod authz;
 mod binding;
 pub mod clock;
 pub mod discovery;
 pub mod error;
 mod field_validation;
+pub mod events;
 pub mod gc;
+mod go_json_patch;
 mod handlers;
 mod managed;
 pub mod names;

@@ -55,6 +55,7 @@ pub fn render(rt: &ResourceType, obj: &StoredObject) -> Bytes {
         return obj.bytes.clone();
     }
     let mut v = obj.value();
+    crate::events::convert_for(rt, &mut v);
     put(&mut v, &["apiVersion"], Value::String(rt.api_version().to_string()));
     if let Some(schema) = &rt.schema {
         schema.apply_defaults(&mut v);

@@ -86,7 +86,8 @@ impl Derived {
         Derived {
             from: (group.to_string(), version.to_string(), plural.to_string()),
             api_version: if group.is_empty() { version.to_string() } else { format!("{group}/{version}") },
-            key: StorageKey::new(group, plural),
+            // events.k8s.io Events are stored with the core ones (see crate::events).
+            key: StorageKey::new(if group == crate::events::EVENTS_GROUP { "" } else { group }, plural),
             resource: Arc::from(crate::error::qualified(group, plural)),
             kind: Arc::from(kind),
         }
@@ -138,6 +139,9 @@ impl ResourceType {
 
     /// The verbs the resource supports, as discovery lists them.
     pub fn verbs(&self) -> Vec<&'static str> {
+        if crate::authz::is_review(self) {
+            return vec!["create"];
+        }
         vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
     }
 
@@ -326,7 +330,8 @@ impl Registry {
     /// Every served version of the resource stored under `key`.
     pub fn versions_of(&self, key: &StorageKey) -> Vec<Arc<ResourceType>> {
         let mut v: Vec<_> = self.by_gvr.values().filter(|rt| rt.storage_key() == key).cloned().collect();
-        v.sort_by_key(|rt| version_priority(&rt.version));
+        // Groups sharing a storage (Events) order by group name, so the core API comes first.
+        v.sort_by_key(|rt| (version_priority(&rt.version), rt.group.clone()));
         v
     }
 
@@ -448,6 +453,35 @@ where
         printer_columns: Vec::new(),
         decode_check: Some(decode_as::<T>),
         openapi: Some(crate::openapi::builtin_schema::<T>()),
+        derived: Derived::of(T::GROUP, T::VERSION, T::URL_PATH_SEGMENT, T::KIND),
+    }
+}
+
+/// A built-in that is only ever created, never stored or listed (the access reviews).
+fn builtin_create_only<T: Resource + serde::de::DeserializeOwned>() -> ResourceType
+where
+    T::Scope: 'static,
+{
+    ResourceType {
+        group: T::GROUP.to_string(),
+        version: T::VERSION.to_string(),
+        kind: T::KIND.to_string(),
+        list_kind: format!("{}List", T::KIND),
+        plural: T::URL_PATH_SEGMENT.to_string(),
+        singular: T::KIND.to_lowercase(),
+        namespaced: TypeId::of::<T::Scope>() == TypeId::of::<NamespaceResourceScope>(),
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        status: false,
+        scale: None,
+        selectable_fields: Vec::new(),
+        tracks_generation: false,
+        name_rule: NameRule::Subdomain,
+        custom: false,
+        schema: None,
+        schema_epoch: 0,
+        printer_columns: Vec::new(),
+        decode_check: Some(decode_as::<T>),
         derived: Derived::of(T::GROUP, T::VERSION, T::URL_PATH_SEGMENT, T::KIND),
     }
 }
@@ -607,6 +641,8 @@ fn builtin_types() -> Vec<ResourceType> {
         }),
         builtin::<scheduling::PriorityClass>(Extra { short: &["pc"], ..Default::default() }),
         builtin::<scheduling_beta::PodGroup>(Extra { status: true, generation: true, ..Default::default() }),
+        builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(),
+        builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(),
     ]
 }
 

@@ -573,11 +573,14 @@ impl Encoded {
             .as_object()
             .map(|m| m.iter().map(|(k, v)| (k.clone(), field_string(v))).collect())
             .unwrap_or_default();
-        let fields = rt
-            .selectable_fields
-            .iter()
-            .map(|f| (f.clone(), get_path(value, f).map(field_string).unwrap_or_default()))
-            .collect();
+        let fields = if crate::events::is_event(rt) {
+            crate::events::selectable_values(value)
+        } else {
+            rt.selectable_fields
+                .iter()
+                .map(|f| (f.clone(), get_path(value, f).map(field_string).unwrap_or_default()))
+                .collect()
+        };
         let finalizers = meta["finalizers"]
             .as_array()
             .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
