@@ -458,7 +458,7 @@ where
 }
 
 /// A built-in that is only ever created, never stored or listed (the access reviews).
-fn builtin_create_only<T: Resource + serde::de::DeserializeOwned>() -> ResourceType
+fn builtin_create_only<T: Resource + serde::de::DeserializeOwned + schemars::JsonSchema>() -> ResourceType
 where
     T::Scope: 'static,
 {
@@ -482,6 +482,7 @@ where
         schema_epoch: 0,
         printer_columns: Vec::new(),
         decode_check: Some(decode_as::<T>),
+        openapi: Some(crate::openapi::builtin_schema::<T>()),
         derived: Derived::of(T::GROUP, T::VERSION, T::URL_PATH_SEGMENT, T::KIND),
     }
 }
