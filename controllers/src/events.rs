@@ -29,13 +29,18 @@ impl EventType {
     }
 }
 
+/// What identifies a repeat of an event: involved uid, type, reason, message.
+type EventKey = (String, &'static str, String, String);
+/// Where an earlier event lives and how often it was seen: namespace, name, count.
+type SeenEvent = (String, String, i32);
+
 /// Writes events for one component.
 pub struct EventRecorder {
     client: kube::Client,
     clock: Clock,
     component: String,
     /// (uid, type, reason, message) → (event namespace, event name, count so far).
-    seen: Mutex<HashMap<(String, &'static str, String, String), (String, String, i32)>>,
+    seen: Mutex<HashMap<EventKey, SeenEvent>>,
     /// Disambiguates names of events made at the same (virtual) instant.
     seq: Mutex<u64>,
 }

@@ -84,7 +84,7 @@ impl Quantity {
     }
 
     /// The sum; keeps the format of `self` unless `self` is zero (Go's `Add` on an empty quantity).
-    pub fn add(self, other: Quantity) -> Quantity {
+    pub fn plus(self, other: Quantity) -> Quantity {
         let format = if self.nanos == 0 { other.format } else { self.format };
         Quantity { nanos: self.nanos.saturating_add(other.nanos), format }
     }
@@ -99,10 +99,22 @@ impl Quantity {
         self.nanos
     }
 
+    /// The value in thousandths of a unit, rounded up (Go's `MilliValue`, what the scheduler
+    /// compares).
+    pub fn milli_value(&self) -> i128 {
+        let (q, r) = (self.nanos / 1_000_000, self.nanos % 1_000_000);
+        if r > 0 { q + 1 } else { q }
+    }
+
     /// Whether it is zero.
     pub fn is_zero(&self) -> bool {
         self.nanos == 0
     }
+}
+
+/// Parses a quantity into thousandths of a unit, rounded up; `Err` says what is wrong.
+pub fn parse_milli(text: &str) -> Result<i128, String> {
+    Quantity::parse(text).map(|q| q.milli_value()).ok_or_else(|| format!("invalid quantity {text:?}"))
 }
 
 impl fmt::Display for Quantity {
@@ -146,6 +158,27 @@ impl fmt::Display for Quantity {
     }
 }
 
+impl PartialEq for Quantity {
+    fn eq(&self, other: &Self) -> bool {
+        self.nanos == other.nanos
+    }
+}
+
+impl Eq for Quantity {}
+
+impl PartialOrd for Quantity {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Quantity {
+    /// By value; the print format does not take part.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.nanos.cmp(&other.nanos)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,10 +210,23 @@ mod tests {
 
     #[test]
     fn sums_and_products() {
-        assert_eq!(q("1").add(q("500m")).to_string(), "1500m");
-        assert_eq!(q("2Gi").times(3).add(q("1Gi")).to_string(), "7Gi");
-        assert_eq!(Quantity::ZERO.add(q("4Gi")).to_string(), "4Gi");
+        assert_eq!(q("1").plus(q("500m")).to_string(), "1500m");
+        assert_eq!(q("2Gi").times(3).plus(q("1Gi")).to_string(), "7Gi");
+        assert_eq!(Quantity::ZERO.plus(q("4Gi")).to_string(), "4Gi");
         assert_eq!(q("1").times(0).to_string(), "0");
+    }
+
+    #[test]
+    fn milli_values_round_up() {
+        assert_eq!(parse_milli("1"), Ok(1000));
+        assert_eq!(parse_milli("500m"), Ok(500));
+        assert_eq!(parse_milli("0.5"), Ok(500));
+        assert_eq!(parse_milli("2Gi"), Ok(2 * (1 << 30) * 1000));
+        assert_eq!(parse_milli("1k"), Ok(1_000_000));
+        assert_eq!(parse_milli("1e3"), Ok(1_000_000));
+        assert_eq!(parse_milli("1n"), Ok(1));
+        assert!(parse_milli("1Zi").is_err());
+        assert!(parse_milli("abc").is_err());
     }
 
     #[test]
@@ -188,26 +234,5 @@ mod tests {
         for bad in ["", "abc", "1x", "--1", "1.2.3", "Gi"] {
             assert!(Quantity::parse(bad).is_none(), "{bad}");
         }
-    }
-}
-
-impl PartialEq for Quantity {
-    fn eq(&self, other: &Self) -> bool {
-        self.nanos == other.nanos
-    }
-}
-
-impl Eq for Quantity {}
-
-impl PartialOrd for Quantity {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Quantity {
-    /// By value; the print format does not take part.
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.nanos.cmp(&other.nanos)
     }
 }

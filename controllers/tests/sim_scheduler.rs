@@ -36,6 +36,17 @@ async fn pods_are_bound_to_fitting_nodes_least_allocated_first() {
     assert_eq!(nodes, ["cpu-node-1", "cpu-node-2", "cpu-node-3"], "spread over the least allocated nodes");
     let g = wait_pod(&sim.pods, "gpu", "binding", bound).await;
     assert_eq!(node_of(&g).as_deref(), Some("gpu-node-1"));
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::default_namespaced(sim.client.clone());
+    let scheduled: Vec<String> = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("Scheduled"))
+        .filter_map(|e| e.message)
+        .collect();
+    assert!(scheduled.contains(&"Successfully assigned default/gpu to gpu-node-1".to_string()), "{scheduled:?}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -70,6 +81,19 @@ async fn gpu_pod_without_toleration_is_unschedulable_with_kube_schedulers_messag
          preemption: 0/5 nodes are available: 2 Preemption is not helpful for scheduling, 3 No preemption victims found for incoming pod.."
     );
     assert_eq!(p.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Pending"));
+    tokio::time::sleep(Duration::from_secs(35)).await;
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::default_namespaced(sim.client.clone());
+    let failed: Vec<_> = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("FailedScheduling"))
+        .collect();
+    assert_eq!(failed.len(), 1, "one event, however often the pod is retried");
+    assert_eq!(failed[0].type_.as_deref(), Some("Warning"));
+    assert_eq!(failed[0].message.as_deref(), Some(message.as_str()));
 }
 
 #[tokio::test(start_paused = true)]

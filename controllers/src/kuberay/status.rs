@@ -89,7 +89,7 @@ fn pod_resources(spec: Option<&PodSpec>) -> BTreeMap<String, Quantity> {
             }
         }
         for (k, q) in per {
-            let sum = total.get(&k).copied().unwrap_or(Quantity::ZERO).add(q);
+            let sum = total.get(&k).copied().unwrap_or(Quantity::ZERO).plus(q);
             total.insert(k, sum);
         }
     }
@@ -110,12 +110,12 @@ fn desired_resources(rc: &RayCluster) -> [Quantity; 4] {
         }
         let n = i64::from(g.replicas.unwrap_or(0)) * i64::from(g.num_of_hosts.unwrap_or(1));
         for (k, q) in pod_resources(g.template.spec.as_ref()) {
-            let sum = total.get(&k).copied().unwrap_or(Quantity::ZERO).add(q.times(n));
+            let sum = total.get(&k).copied().unwrap_or(Quantity::ZERO).plus(q.times(n));
             total.insert(k, sum);
         }
     }
     let get = |k: &str| total.get(k).copied().unwrap_or(Quantity::ZERO);
-    let gpu = total.iter().filter(|(k, _)| is_gpu(k)).fold(Quantity::ZERO, |acc, (_, q)| acc.add(*q));
+    let gpu = total.iter().filter(|(k, _)| is_gpu(k)).fold(Quantity::ZERO, |acc, (_, q)| acc.plus(*q));
     [get("cpu"), get("memory"), gpu, get("google.com/tpu")]
 }
 
@@ -307,10 +307,10 @@ pub(crate) fn calculate(
         }
     }
 
-    if s.state != old.state {
-        if let Some(state) = &s.state {
-            s.state_transition_times.get_or_insert_with(BTreeMap::new).insert(state.clone(), fmt_time(&now));
-        }
+    if s.state != old.state
+        && let Some(state) = &s.state
+    {
+        s.state_transition_times.get_or_insert_with(BTreeMap::new).insert(state.clone(), fmt_time(&now));
     }
 
     // Head info and endpoints (`updateHeadInfo`, `updateEndpoints`).

@@ -30,7 +30,6 @@
 
 pub mod kubelet;
 pub mod nodes;
-pub mod quantity;
 pub mod scheduler;
 pub mod selector;
 

@@ -1,6 +1,6 @@
 //! A simulated kube-scheduler: binds pending pods to nodes they fit, through the
 //! `pods/{name}/binding` subresource, and marks the others `PodScheduled=False/Unschedulable`
-//! with kube-scheduler's message.
+//! with kube-scheduler's message. It records the `Scheduled` and `FailedScheduling` events.
 //!
 //! Filters, in kube-scheduler's order (a node fails on the first filter that rejects it):
 //! NodeUnschedulable (`spec.unschedulable` unless tolerated), TaintToleration (NoSchedule and
@@ -13,10 +13,13 @@
 //! 200Mi for containers without requests, as kube-scheduler scores) wins, then the name. Preemption is not simulated: a pod that fits nowhere waits.
 
 use super::SimError;
-use super::quantity::parse_milli;
 use crate::Clock;
+use crate::events::{EventRecorder, EventType};
+use crate::quantity::parse_milli;
 use futures::{StreamExt, future::FutureExt};
-use k8s_openapi::api::core::v1::{Container, Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{
+    Container, Node, NodeSelectorRequirement, NodeSelectorTerm, ObjectReference, Pod, Taint, Toleration,
+};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, Store};
@@ -45,6 +48,7 @@ pub struct Scheduler {
     client: Client,
     clock: Clock,
     config: SchedulerConfig,
+    events: EventRecorder,
 }
 
 /// Resource amounts in milli-units, by resource name.
@@ -59,7 +63,8 @@ const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 impl Scheduler {
     /// A scheduler that talks to the API through `client` and stamps conditions with `clock`.
     pub fn new(client: Client, clock: Clock, config: SchedulerConfig) -> Self {
-        Self { client, clock, config }
+        let events = EventRecorder::new(client.clone(), clock.clone(), &config.scheduler_name);
+        Self { client, clock, config, events }
     }
 
     /// Watches pods and nodes and schedules until a fatal error; drop the future to stop it.
@@ -183,7 +188,11 @@ impl Scheduler {
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         });
         match api.create_subresource::<Value, Value>("binding", &name, &PostParams::default(), &binding).await {
-            Ok(_) => Ok(true),
+            Ok(_) => {
+                let message = format!("Successfully assigned {ns}/{name} to {node}");
+                self.events.publish(&reference(pod), EventType::Normal, "Scheduled", message).await;
+                Ok(true)
+            }
             Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(false),
             Err(e) => Err(SimError::api(format!("binding pod {ns}/{name} to node {node}"))(e)),
         }
@@ -214,10 +223,25 @@ impl Scheduler {
         }
         let patch = json!({"metadata": {"uid": pod.metadata.uid}, "status": {"conditions": conditions}});
         match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(patch)).await {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                self.events.publish(&reference(pod), EventType::Warning, "FailedScheduling", message.to_string()).await;
+                Ok(())
+            }
             Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
             Err(e) => Err(SimError::api(format!("marking pod {ns}/{name} unschedulable"))(e)),
         }
+    }
+}
+
+fn reference(pod: &Pod) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: pod.metadata.name.clone(),
+        namespace: pod.metadata.namespace.clone(),
+        uid: pod.metadata.uid.clone(),
+        resource_version: pod.metadata.resource_version.clone(),
+        ..Default::default()
     }
 }
 
