@@ -588,7 +588,7 @@ fn cells(rt: &ResourceType, o: &Value, now: Timestamp) -> Vec<Value> {
     if rt.custom {
         let mut c = vec![name];
         for pc in printer_columns(rt) {
-            c.push(crd_cell(o, &pc));
+            c.push(crd_cell(o, &pc, now));
         }
         return c;
     }
@@ -720,8 +720,9 @@ fn eval_path<'a>(root: &'a Value, steps: &[Step]) -> Vec<&'a Value> {
 }
 
 /// A cell of a CRD printer column: typed by the column's type, `null` when missing or
-/// of the wrong type, several matches joined with commas.
-fn crd_cell(o: &Value, pc: &Value) -> Value {
+/// of the wrong type, several matches joined with commas. A `date` cell is the age of the
+/// timestamp, as kube-apiserver's CRD table convertor prints it (`5s`, `3d4h`, `<unknown>`).
+fn crd_cell(o: &Value, pc: &Value, now: Timestamp) -> Value {
     let Some(steps) = pc["jsonPath"].as_str().and_then(parse_path) else { return Value::Null };
     let found = eval_path(o, &steps);
     match found.as_slice() {
@@ -730,7 +731,8 @@ fn crd_cell(o: &Value, pc: &Value) -> Value {
             ("integer", Value::Number(n)) => n.as_i64().map_or(Value::Null, |i| json!(i)),
             ("number", Value::Number(n)) => json!(n),
             ("boolean", Value::Bool(b)) => json!(b),
-            ("string" | "date", Value::String(s)) => json!(s),
+            ("date", v @ Value::String(_)) => json!(since(v, now)),
+            ("string", Value::String(s)) => json!(s),
             ("string", other @ (Value::Number(_) | Value::Bool(_))) => json!(other.to_string()),
             ("string", other) => json!(other.to_string()),
             _ => Value::Null,
@@ -850,9 +852,10 @@ mod tests {
 
     #[test]
     fn json_paths_of_printer_columns() {
-        let o = json!({"spec": {"size": 3, "tags": ["a", "b"]}, "status": {"conditions": [
+        let o = json!({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}, "spec": {"size": 3, "tags": ["a", "b"]}, "status": {"conditions": [
             {"type": "Ready", "status": "True"}, {"type": "Synced", "status": "False"}]}});
-        let cell = |path: &str, typ: &str| crd_cell(&o, &json!({"jsonPath": path, "type": typ}));
+        let now: Timestamp = "2026-01-01T00:01:00Z".parse().unwrap();
+        let cell = |path: &str, typ: &str| crd_cell(&o, &json!({"jsonPath": path, "type": typ}), now);
         assert_eq!(cell(".spec.size", "integer"), json!(3));
         assert_eq!(cell(".spec.size", "string"), json!("3"));
         assert_eq!(cell(".spec.size", "boolean"), Value::Null);
@@ -860,6 +863,7 @@ mod tests {
         assert_eq!(cell(".spec.tags[1]", "string"), json!("b"));
         assert_eq!(cell(".status.conditions[?(@.type==\"Ready\")].status", "string"), json!("True"));
         assert_eq!(cell(".spec.missing", "string"), Value::Null);
+        assert_eq!(cell(".metadata.creationTimestamp", "date"), json!("60s"));
     }
 
     #[test]

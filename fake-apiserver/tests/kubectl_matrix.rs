@@ -538,6 +538,23 @@ fn explain(c: &Ctx) -> Outcome {
     })())
 }
 
+fn auth_can_i(c: &Ctx) -> Outcome {
+    // SelfSubjectAccessReview and SelfSubjectRulesReview: everything is allowed (no RBAC).
+    outcome((|| {
+        c.expect(&["auth", "can-i", "create", "pods"], "yes")?;
+        c.expect(&["auth", "can-i", "--list"], "*.*")
+    })())
+}
+
+fn get_events(c: &Ctx) -> Outcome {
+    outcome((|| {
+        let event = "apiVersion: v1\nkind: Event\nmetadata:\n  name: demo.matrix\ninvolvedObject:\n  apiVersion: v1\n  kind: ConfigMap\n  name: demo\n  namespace: default\nreason: MatrixDemo\nmessage: hello from the matrix\ntype: Normal\nsource:\n  component: kubectl-matrix\n";
+        c.apply("event.yaml", event, &[])?;
+        c.expect(&["get", "events", "--field-selector", "reason=MatrixDemo"], "hello from the matrix")?;
+        c.expect(&["events", "--for", "configmap/demo"], "hello from the matrix")
+    })())
+}
+
 /// The matrix rows: (command, how it is checked, the case).
 fn cases() -> Vec<(&'static str, Case)> {
     vec![
@@ -565,6 +582,8 @@ fn cases() -> Vec<(&'static str, Case)> {
         ("delete --cascade=foreground", delete_foreground),
         ("delete --cascade=orphan", delete_orphan),
         ("explain", explain),
+        ("auth can-i", auth_can_i),
+        ("get events / events --for", get_events),
     ]
 }
 

@@ -33,6 +33,13 @@ pub enum ReconcileError {
     Requeue(String),
 }
 
+/// Which kind of Ray pod a deletion is about (for KubeRay's event reasons).
+#[derive(Clone, Copy)]
+enum PodKind {
+    Head,
+    Worker,
+}
+
 /// A failed step of `reconcilePods`, with the `ReplicaFailure` reason it maps to (if any).
 struct StepError {
     replica_failure: Option<&'static str>,
@@ -436,31 +443,8 @@ impl RayClusterReconciler {
             1 => {
                 let head = &head_pods[0];
                 if let Some(reason) = should_delete_pod(head, "head") {
-                    match pods.delete(&head.name_any(), &DeleteParams::default()).await {
-                        Ok(_) => {
-                            self.event(
-                                rc,
-                                EventType::Normal,
-                                "DeletedHeadPod",
-                                format!("Deleted head Pod {ns}/{}; {reason}", head.name_any()),
-                            )
-                            .await;
-                        }
-                        Err(e) if is_not_found(&e) => {}
-                        Err(e) => {
-                            self.event(
-                                rc,
-                                EventType::Warning,
-                                "FailedToDeleteHeadPod",
-                                format!("Failed deleting head Pod {ns}/{}; {e}", head.name_any()),
-                            )
-                            .await;
-                            return Err(StepError {
-                                replica_failure: Some("FailedDeleteHeadPod"),
-                                error: api_err("delete the head pod")(e),
-                            });
-                        }
-                    }
+                    let message = format!("Deleted head Pod {ns}/{}; {reason}", head.name_any());
+                    self.delete_pod(rc, &pods, &head.name_any(), PodKind::Head, message).await?;
                     return Err(ReconcileError::Requeue(reason).into());
                 }
             }
@@ -468,21 +452,8 @@ impl RayClusterReconciler {
                 // More than one head pod (only if someone made one by hand): keep the first.
                 tracing::info!(cluster = %id, heads = n, "multiple head pods found; deleting the extra ones");
                 for extra in &head_pods[1..] {
-                    if let Err(e) = pods.delete(&extra.name_any(), &DeleteParams::default()).await
-                        && !is_not_found(&e)
-                    {
-                        return Err(StepError {
-                            replica_failure: Some("FailedDeleteHeadPod"),
-                            error: api_err("delete an extra head pod")(e),
-                        });
-                    }
-                    self.event(
-                        rc,
-                        EventType::Normal,
-                        "DeletedHeadPod",
-                        format!("Deleted head Pod {ns}/{}", extra.name_any()),
-                    )
-                    .await;
+                    let message = format!("Deleted head Pod {ns}/{}", extra.name_any());
+                    self.delete_pod(rc, &pods, &extra.name_any(), PodKind::Head, message).await?;
                 }
             }
         }
@@ -515,31 +486,9 @@ impl RayClusterReconciler {
             let mut deleted = std::collections::BTreeSet::new();
             for p in &worker_pods {
                 let Some(reason) = should_delete_pod(p, "worker") else { continue };
-                match pods.delete(&p.name_any(), &DeleteParams::default()).await {
-                    Ok(_) => {
-                        deleted.insert(p.name_any());
-                        self.event(
-                            rc,
-                            EventType::Normal,
-                            "DeletedWorkerPod",
-                            format!("Deleted worker Pod {ns}/{}; {reason}", p.name_any()),
-                        )
-                        .await;
-                    }
-                    Err(e) if is_not_found(&e) => {}
-                    Err(e) => {
-                        self.event(
-                            rc,
-                            EventType::Warning,
-                            "FailedToDeleteWorkerPod",
-                            format!("Failed deleting worker Pod {ns}/{}, {e}", p.name_any()),
-                        )
-                        .await;
-                        return Err(StepError {
-                            replica_failure: Some("FailedDeleteWorkerPod"),
-                            error: api_err("delete an unhealthy worker pod")(e),
-                        });
-                    }
+                let message = format!("Deleted worker Pod {ns}/{}; {reason}", p.name_any());
+                if self.delete_pod(rc, &pods, &p.name_any(), PodKind::Worker, message).await? {
+                    deleted.insert(p.name_any());
                 }
             }
             if !deleted.is_empty() {
@@ -548,31 +497,9 @@ impl RayClusterReconciler {
             }
             // Named pods always go, whatever replicas says; the list is left for the autoscaler to clear.
             for name in group.scale_strategy.iter().flat_map(|s| s.workers_to_delete.iter()) {
-                match pods.delete(name, &DeleteParams::default()).await {
-                    Ok(_) => {
-                        deleted.insert(name.clone());
-                        self.event(
-                            rc,
-                            EventType::Normal,
-                            "DeletedWorkerPod",
-                            format!("Deleted worker Pod {ns}/{name}"),
-                        )
-                        .await;
-                    }
-                    Err(e) if is_not_found(&e) => {}
-                    Err(e) => {
-                        self.event(
-                            rc,
-                            EventType::Warning,
-                            "FailedToDeleteWorkerPod",
-                            format!("Failed deleting worker Pod {ns}/{name}, {e}"),
-                        )
-                        .await;
-                        return Err(StepError {
-                            replica_failure: Some("FailedDeleteWorkerPod"),
-                            error: api_err("delete a worker in workersToDelete")(e),
-                        });
-                    }
+                let message = format!("Deleted worker Pod {ns}/{name}");
+                if self.delete_pod(rc, &pods, name, PodKind::Worker, message).await? {
+                    deleted.insert(name.clone());
                 }
             }
             let running: Vec<&Pod> = worker_pods.iter().filter(|p| !deleted.contains(&p.name_any())).collect();
@@ -611,35 +538,41 @@ impl RayClusterReconciler {
                 }
             } else if diff < 0 && (!autoscaling || self.config.random_pod_delete) {
                 for p in running.iter().take((-diff) as usize) {
-                    match pods.delete(&p.name_any(), &DeleteParams::default()).await {
-                        Ok(_) => {
-                            self.event(
-                                rc,
-                                EventType::Normal,
-                                "DeletedWorkerPod",
-                                format!("Deleted Pod {ns}/{}", p.name_any()),
-                            )
-                            .await;
-                        }
-                        Err(e) if is_not_found(&e) => {}
-                        Err(e) => {
-                            self.event(
-                                rc,
-                                EventType::Warning,
-                                "FailedToDeleteWorkerPod",
-                                format!("Failed deleting Pod {ns}/{}, {e}", p.name_any()),
-                            )
-                            .await;
-                            return Err(StepError {
-                                replica_failure: Some("FailedDeleteWorkerPod"),
-                                error: api_err("scale down a worker group")(e),
-                            });
-                        }
-                    }
+                    let message = format!("Deleted Pod {ns}/{}", p.name_any());
+                    self.delete_pod(rc, &pods, &p.name_any(), PodKind::Worker, message).await?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// Deletes one pod as KubeRay does: a Normal event on success, a Warning event and a
+    /// `ReplicaFailure`-marked error on failure; a pod already gone is no error. Returns whether
+    /// this call deleted it.
+    async fn delete_pod(
+        &self,
+        rc: &RayCluster,
+        pods: &Api<Pod>,
+        name: &str,
+        kind: PodKind,
+        message: String,
+    ) -> Result<bool, StepError> {
+        let (deleted, failed, failure, what) = match kind {
+            PodKind::Head => ("DeletedHeadPod", "FailedToDeleteHeadPod", "FailedDeleteHeadPod", "head Pod"),
+            PodKind::Worker => ("DeletedWorkerPod", "FailedToDeleteWorkerPod", "FailedDeleteWorkerPod", "worker Pod"),
+        };
+        match pods.delete(name, &DeleteParams::default()).await {
+            Ok(_) => {
+                self.event(rc, EventType::Normal, deleted, message).await;
+                Ok(true)
+            }
+            Err(e) if is_not_found(&e) => Ok(false),
+            Err(e) => {
+                let ns = rc.namespace().unwrap_or_default();
+                self.event(rc, EventType::Warning, failed, format!("Failed deleting {what} {ns}/{name}, {e}")).await;
+                Err(StepError { replica_failure: Some(failure), error: api_err(format!("delete {what} {name}"))(e) })
+            }
+        }
     }
 
     /// `shouldRecreatePodsForUpgrade`: Recreate, a head pod, and a non-empty hash annotation that
