@@ -424,10 +424,17 @@ async fn handle(inner: Arc<Inner>, req: Request) -> ApiResult<Response> {
         if method != Method::POST || target.name.is_some() {
             return Err(ApiError::method_not_allowed());
         }
-        let format = object_format(&parts.headers)?;
+        // kubectl 1.32+ posts these reviews as protobuf; read them (and answer in JSON).
+        let content_type = raw_content_type(&parts.headers);
+        let protobuf = content_type.split(';').next().is_some_and(|m| m.trim() == crate::protobuf::MEDIA_TYPE);
+        let format = if protobuf { BodyFormat::Json } else { object_format(&parts.headers)? };
         let body = read_body(&inner, body, &parts.headers).await?;
         query.dry_run("CreateOptions")?;
-        let obj = objects::parse_object(&body, format == BodyFormat::Yaml)?;
+        let obj = if protobuf {
+            crate::protobuf::to_json(&body, &content_type, WRITE_MEDIA_TYPES)?
+        } else {
+            objects::parse_object(&body, format == BodyFormat::Yaml)?
+        };
         return Ok(json_response(StatusCode::CREATED, &crate::authz::review(&target.rt, obj)?));
     }
     let sub = target.subresource.as_deref();

@@ -34,6 +34,7 @@ mod namespaces;
 mod objects;
 pub mod openapi;
 mod patch_meta;
+mod protobuf;
 pub mod registry;
 pub mod schema;
 pub mod selector;
