@@ -3,18 +3,14 @@
 //! (a strategic merge patch) and `patch --type strategic`. Skipped, with the reason printed,
 //! where kubectl 1.33 is absent.
 
+mod process;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 /// kubectl 1.33: `kubectl.1.33` beside the `kubectl` on PATH, or `kubectl` itself if it is 1.33.
 fn kubectl_133() -> Result<PathBuf, String> {
-    let which = Command::new("sh").args(["-c", "command -v kubectl"]).output().map_err(|e| e.to_string())?;
-    let path = String::from_utf8_lossy(&which.stdout).trim().to_string();
-    if path.is_empty() {
-        return Err("kubectl is not on PATH".into());
-    }
-    let real = std::fs::canonicalize(&path).map_err(|e| e.to_string())?;
+    let real = process::kubectl_on_path()?;
     let beside = real.parent().map(|d| d.join("kubectl.1.33"));
     if let Some(b) = beside.filter(|b| b.exists()) {
         return Ok(b);
@@ -28,34 +24,20 @@ fn kubectl_133() -> Result<PathBuf, String> {
 }
 
 struct Server {
-    child: Child,
-    kubeconfig: PathBuf,
+    process: process::ServerProcess,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl std::ops::Deref for Server {
+    type Target = process::ServerProcess;
+    fn deref(&self) -> &Self::Target {
+        &self.process
     }
 }
 
 fn start_server() -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    let child = Command::new(env!("CARGO_BIN_EXE_fake-apiserver"))
-        .args(["--port", "0", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while !kubeconfig.exists() {
-        assert!(start.elapsed() < Duration::from_secs(20), "server did not write its kubeconfig");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Server { child, kubeconfig, _dir: dir }
+    Server { process: process::start_server(dir.path()).expect("the server starts"), _dir: dir }
 }
 
 fn run(kubectl: &Path, server: &Server, cache: &Path, args: &[&str]) -> (bool, String) {

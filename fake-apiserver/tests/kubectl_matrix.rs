@@ -7,22 +7,21 @@
 //! not serve: their applies run with `--validate=false` (the rows say so), and their `explain`
 //! is a documented skip.
 
+mod process;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use process::{ServerProcess as Server, start_server, wait_until};
 
 const MINORS: &[u32] = &[27, 28, 29, 30, 31, 32, 33];
 
 /// The directory holding `kubectl.1.NN`: beside the real `kubectl` on PATH.
 fn kubectl_dir() -> Result<PathBuf, String> {
-    let which = Command::new("sh").args(["-c", "command -v kubectl"]).output().map_err(|e| e.to_string())?;
-    let path = String::from_utf8_lossy(&which.stdout).trim().to_string();
-    if path.is_empty() {
-        return Err("kubectl is not on PATH".into());
-    }
-    let real = std::fs::canonicalize(&path).map_err(|e| e.to_string())?;
+    let real = process::kubectl_on_path()?;
     real.parent().map(Path::to_path_buf).ok_or_else(|| "kubectl has no parent directory".into())
 }
 
@@ -37,48 +36,6 @@ enum Outcome {
 }
 
 type CaseResult = Result<(), String>;
-
-struct Server {
-    child: Child,
-    kubeconfig: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_server(dir: &Path) -> Result<Server, String> {
-    let kubeconfig = dir.join("kubeconfig");
-    let child = Command::new(env!("CARGO_BIN_EXE_fake-apiserver"))
-        .args(["--port", "0", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start the server: {e}"))?;
-    let server = Server { child, kubeconfig };
-    wait_until(Duration::from_secs(30), || server.kubeconfig.exists())
-        .map_err(|_| "the server did not write its kubeconfig".to_string())?;
-    Ok(server)
-}
-
-/// Polls `f` until it holds or `limit` passes (kubectl runs in other processes: there is no
-/// event to wait on).
-fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> Result<(), ()> {
-    let start = Instant::now();
-    loop {
-        if f() {
-            return Ok(());
-        }
-        if start.elapsed() > limit {
-            return Err(());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// One kubectl minor against its own server.
 struct Ctx {

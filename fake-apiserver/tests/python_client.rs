@@ -3,21 +3,10 @@
 //! merge patch on a custom object (cases in `tests/python/client_cases.py`). Skipped, with the
 //! reason printed, where `python3` or `import kubernetes` is unavailable (`.ci/run` installs it).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod process;
 
-struct Server {
-    child: Child,
-    kubeconfig: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use std::path::Path;
+use std::process::Command;
 
 fn python_with_kubernetes() -> Result<(), String> {
     let out = Command::new("python3")
@@ -39,21 +28,7 @@ fn python_client_cases() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    let child = Command::new(env!("CARGO_BIN_EXE_fake-apiserver"))
-        .args(["--port", "0", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the server");
-    let server = Server { child, kubeconfig };
-    let start = Instant::now();
-    while !server.kubeconfig.exists() {
-        assert!(start.elapsed() < Duration::from_secs(30), "the server did not write its kubeconfig");
-        // The server is another process: polling its kubeconfig file is the only signal.
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let server = process::start_server(dir.path()).expect("the server starts");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/client_cases.py");
     let out = Command::new("python3")
         .arg(&script)
