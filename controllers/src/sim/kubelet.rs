@@ -38,8 +38,7 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::Store;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
@@ -213,19 +212,7 @@ impl Kubelet {
 
     /// Watches pods and nodes and runs pods until a fatal error; drop the future to stop it.
     pub async fn run(self) -> Result<(), SimError> {
-        let (pods, pod_writer) = reflector::store::<Pod>();
-        let (nodes, node_writer) = reflector::store::<Node>();
-        let pod_events = watcher(Api::<Pod>::all(self.client.clone()), watcher::Config::default())
-            .default_backoff()
-            .reflect(pod_writer)
-            .map(|_| ())
-            .boxed();
-        let node_events = watcher(Api::<Node>::all(self.client.clone()), watcher::Config::default())
-            .default_backoff()
-            .reflect(node_writer)
-            .map(|_| ())
-            .boxed();
-        let mut events = futures::stream::select(pod_events, node_events);
+        let (pods, nodes, mut events) = super::watch_pods_and_nodes(&self.client);
         let mut tracks: HashMap<String, Track> = HashMap::new();
         let mut next_ip: HashMap<String, u32> = HashMap::new();
         let mut wake: Option<Instant> = None;

@@ -37,7 +37,31 @@ pub use kubelet::{Kubelet, KubeletConfig, KubeletHandle};
 pub use nodes::{NodeFixtureError, builtin_pool, parse_nodes, register_nodes};
 pub use scheduler::{Scheduler, SchedulerConfig};
 
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use std::time::Duration;
+
+/// Caches of every pod and node, and one stream that yields after each change to either:
+/// what the scheduler and the kubelet both run on.
+pub(crate) fn watch_pods_and_nodes(client: &kube::Client) -> (Store<Pod>, Store<Node>, BoxStream<'static, ()>) {
+    let (pods, pod_writer) = reflector::store::<Pod>();
+    let (nodes, node_writer) = reflector::store::<Node>();
+    let pod_events = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(pod_writer)
+        .map(|_| ())
+        .boxed();
+    let node_events = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(node_writer)
+        .map(|_| ())
+        .boxed();
+    (pods, nodes, futures::stream::select(pod_events, node_events).boxed())
+}
 
 /// A failure of a simulated actor talking to the API.
 #[derive(Debug, thiserror::Error)]

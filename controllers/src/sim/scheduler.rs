@@ -22,8 +22,7 @@ use k8s_openapi::api::core::v1::{
 };
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::Store;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -69,19 +68,7 @@ impl Scheduler {
 
     /// Watches pods and nodes and schedules until a fatal error; drop the future to stop it.
     pub async fn run(self) -> Result<(), SimError> {
-        let (pods, pod_writer) = reflector::store::<Pod>();
-        let (nodes, node_writer) = reflector::store::<Node>();
-        let pod_events = watcher(Api::<Pod>::all(self.client.clone()), watcher::Config::default())
-            .default_backoff()
-            .reflect(pod_writer)
-            .map(|_| ())
-            .boxed();
-        let node_events = watcher(Api::<Node>::all(self.client.clone()), watcher::Config::default())
-            .default_backoff()
-            .reflect(node_writer)
-            .map(|_| ())
-            .boxed();
-        let mut events = futures::stream::select(pod_events, node_events);
+        let (pods, nodes, mut events) = super::watch_pods_and_nodes(&self.client);
         let mut assumed: HashMap<String, (String, Resources)> = HashMap::new();
         let mut last_written: HashMap<String, String> = HashMap::new();
         loop {
