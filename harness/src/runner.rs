@@ -233,9 +233,7 @@ impl RowRun<'_> {
         let obj: DynamicObject =
             serde_json::from_value(doc.clone()).map_err(|e| RowFailure::plain(format!("{kind} {name}: {e}")))?;
         let pp = PostParams { field_manager: Some("kproof".into()), ..Default::default() };
-        let exists = !name.is_empty()
-            && api.get_opt(&name).await.map_err(|e| api_error(&format!("get {kind} {name}"), e))?.is_some();
-        if exists {
+        let merge = || async {
             let mut patch = doc.clone();
             if let Some(meta) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.remove("namespace");
@@ -246,11 +244,20 @@ impl RowRun<'_> {
                 &Patch::Merge(patch),
             )
             .await
-            .map_err(|e| api_error(&format!("apply {kind} {name}"), e))?;
-        } else {
-            api.create(&pp, &obj).await.map_err(|e| api_error(&format!("create {kind} {name}"), e))?;
+            .map(|_| ())
+            .map_err(|e| api_error(&format!("apply {kind} {name}"), e))
+        };
+        let exists = !name.is_empty()
+            && api.get_opt(&name).await.map_err(|e| api_error(&format!("get {kind} {name}"), e))?.is_some();
+        if exists {
+            return merge().await;
         }
-        Ok(())
+        match api.create(&pp, &obj).await {
+            Ok(_) => Ok(()),
+            // Another row (on a shared cluster) created it between the GET and the POST.
+            Err(kube::Error::Api(s)) if s.code == 409 && !name.is_empty() => merge().await,
+            Err(e) => Err(api_error(&format!("create {kind} {name}"), e)),
+        }
     }
 
     async fn step(&mut self, step: &Step) -> Result<(), RowFailure> {
