@@ -427,11 +427,29 @@ fn builtin<T: Resource + ListableResource + serde::de::DeserializeOwned + schema
 where
     T::Scope: 'static,
 {
+    resource_type::<T>(T::LIST_KIND.to_string(), x)
+}
+
+/// A built-in that is only ever created, never stored or listed (the access reviews).
+fn builtin_create_only<T: Resource + serde::de::DeserializeOwned + schemars::JsonSchema>() -> ResourceType
+where
+    T::Scope: 'static,
+{
+    resource_type::<T>(format!("{}List", T::KIND), Extra::default())
+}
+
+fn resource_type<T: Resource + serde::de::DeserializeOwned + schemars::JsonSchema>(
+    list_kind: String,
+    x: Extra,
+) -> ResourceType
+where
+    T::Scope: 'static,
+{
     ResourceType {
         group: T::GROUP.to_string(),
         version: T::VERSION.to_string(),
         kind: T::KIND.to_string(),
-        list_kind: T::LIST_KIND.to_string(),
+        list_kind,
         plural: T::URL_PATH_SEGMENT.to_string(),
         singular: T::KIND.to_lowercase(),
         namespaced: TypeId::of::<T::Scope>() == TypeId::of::<NamespaceResourceScope>(),
@@ -447,36 +465,6 @@ where
         selectable_fields: x.fields.iter().map(|s| s.to_string()).collect(),
         tracks_generation: x.generation,
         name_rule: x.name_rule.unwrap_or(NameRule::Subdomain),
-        custom: false,
-        schema: None,
-        schema_epoch: 0,
-        printer_columns: Vec::new(),
-        decode_check: Some(decode_as::<T>),
-        openapi: Some(crate::openapi::builtin_schema::<T>()),
-        derived: Derived::of(T::GROUP, T::VERSION, T::URL_PATH_SEGMENT, T::KIND),
-    }
-}
-
-/// A built-in that is only ever created, never stored or listed (the access reviews).
-fn builtin_create_only<T: Resource + serde::de::DeserializeOwned + schemars::JsonSchema>() -> ResourceType
-where
-    T::Scope: 'static,
-{
-    ResourceType {
-        group: T::GROUP.to_string(),
-        version: T::VERSION.to_string(),
-        kind: T::KIND.to_string(),
-        list_kind: format!("{}List", T::KIND),
-        plural: T::URL_PATH_SEGMENT.to_string(),
-        singular: T::KIND.to_lowercase(),
-        namespaced: TypeId::of::<T::Scope>() == TypeId::of::<NamespaceResourceScope>(),
-        short_names: Vec::new(),
-        categories: Vec::new(),
-        status: false,
-        scale: None,
-        selectable_fields: Vec::new(),
-        tracks_generation: false,
-        name_rule: NameRule::Subdomain,
         custom: false,
         schema: None,
         schema_epoch: 0,
