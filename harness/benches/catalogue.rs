@@ -3,8 +3,8 @@
 //! under 100 ms wall. Run: `cargo bench -p harness --bench catalogue`.
 
 use kproof::backend::{Backend, RunOptions};
-use kproof::load::{load_suite_dir, load_suite_str};
-use kproof::result::Outcome;
+use kproof::suite::{load_suite_dir, load_suite_str};
+use kproof::report::result::Outcome;
 use std::path::Path;
 use std::time::Instant;
 
@@ -15,14 +15,14 @@ fn main() {
     let suites = load_suite_dir(&root.join("suites")).expect("the catalogue loads");
     let opts = RunOptions { fixtures_dir: root.join("fixtures"), ..Default::default() };
     let backend = kproof::actors::reference_backend();
-    let rows = kproof::run::selected(&suites, &Default::default());
+    let rows = kproof::engine::selection::selected(&suites, &Default::default());
     let rounds = if full { 5 } else { 1 };
 
     let mut catalogue_ms = Vec::new();
     let mut row_ms: Vec<(String, u64, u64)> = Vec::new();
     for _ in 0..rounds {
         let start = Instant::now();
-        let results = kproof::run::run_rows(&backend, &rows, &opts, 2, &|_| {});
+        let results = kproof::engine::selection::run_rows(&backend, &rows, &opts, 2, &|_| {});
         catalogue_ms.push(start.elapsed().as_secs_f64() * 1000.0);
         assert!(results.iter().all(|r| r.outcome != Outcome::Failed), "the catalogue passes");
         row_ms = results.iter().map(|r| (r.name(), r.wall_ms, r.backend_ms)).collect();

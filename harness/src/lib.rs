@@ -1,20 +1,18 @@
 //! kproof: conformance tables for the controllers that upgrade and gate ML clusters.
 //!
-//! A suite is a YAML table of rows ([`suite`]); a backend ([`backend`]) runs a row against the
-//! in-process fake API server in virtual time or against a real cluster through a kubeconfig;
-//! the runner ([`runner`]) executes steps and checks expectations, including ordering over the
-//! timeline of writes; failing rows leave a flight record ([`recorder`]); runs produce JSON and
-//! JUnit reports ([`report`]).
+//! - [`suite`]: the table format (rows, steps, expectations, what a row needs), loading with
+//!   file/line errors, and lint.
+//! - [`backend`]: where rows run — in-process (the fake API server in virtual time) or any
+//!   cluster through a kubeconfig — each stating its capabilities; a row a backend cannot run
+//!   is skipped with the reason, never passed.
+//! - [`actors`]: the reference controllers and simulated components a backend starts per row.
+//! - [`engine`]: runs a row's fixtures, steps and expectations (including ordering over the
+//!   timeline of writes), and selects and schedules rows.
+//! - [`report`]: typed run events consumed by the human summary, the JSON report and the JUnit
+//!   XML, and the flight recorder of failing rows.
 
 pub mod actors;
 pub mod backend;
-pub mod lint;
-pub mod load;
-pub mod matching;
-pub mod recorder;
+pub mod engine;
 pub mod report;
-pub mod result;
-pub mod run;
-pub mod runner;
 pub mod suite;
-pub mod testing;

@@ -3,7 +3,10 @@
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use kproof::backend::{Backend, KubeconfigBackend, RunOptions};
-use kproof::result::{Outcome, RunReport};
+use kproof::report::events::{JsonReporter, JunitReporter};
+use kproof::report::human::HumanReporter;
+use kproof::report::{Reporter, RunEvent, RunReport};
+use kproof::suite::{ActorName, LoadedSuite};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -38,7 +41,10 @@ enum BackendName {
 
 #[derive(clap::Args, Debug)]
 struct CatalogueArgs {
-    /// Folder of suite files (default: ./suites, else the repository's).
+    /// Suite files or folders of suite files (default: ./suites, else the repository's).
+    #[arg(value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Folder of suite files (the same as giving it as a path).
     #[arg(long)]
     suites: Option<PathBuf>,
     /// Folder of fixtures (default: beside the suites folder).
@@ -64,7 +70,7 @@ struct RunArgs {
     /// With `--backend kubeconfig`: an actor running in that cluster (repeatable), e.g. `kuberay`
     /// for a real KubeRay operator. `kproof serve` announces its own, so it needs none.
     #[arg(long = "actor", value_name = "NAME")]
-    actors: Vec<String>,
+    actors: Vec<ActorName>,
     /// Rows run at once (default: the number of cores).
     #[arg(long)]
     jobs: Option<usize>,
@@ -87,23 +93,38 @@ struct ServeArgs {
     /// Serve the API server alone, without the reference controllers and simulated actors.
     #[arg(long)]
     no_actors: bool,
-    /// A controller setting, as a row's `needs.settings` would give it (repeatable), e.g.
-    /// `--set kuberay.version=v1.6.0`. The value is read as YAML (`true`, `3`, `v1.6.0`).
-    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_setting)]
-    settings: Vec<(String, serde_json::Value)>,
+    /// A component setting, as a row's `needs.settings` gives it (repeatable), written
+    /// `COMPONENT.KEY=VALUE`, e.g. `--set kuberay.version=v1.6.0` or
+    /// `--set kubelet.startDelay=5s`. The value is read as YAML (`true`, `3`, `v1.6.0`).
+    #[arg(long = "set", value_name = "COMPONENT.KEY=VALUE", value_parser = parse_setting)]
+    settings: Vec<(String, String, serde_json::Value)>,
 }
 
-fn parse_setting(s: &str) -> Result<(String, serde_json::Value), String> {
-    let (k, v) = s.split_once('=').ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))?;
+fn parse_setting(s: &str) -> Result<(String, String, serde_json::Value), String> {
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("expected COMPONENT.KEY=VALUE, got {s:?}"))?;
+    let (component, key) = k
+        .trim()
+        .split_once('.')
+        .ok_or_else(|| format!("expected COMPONENT.KEY=VALUE (e.g. kuberay.version=v1.6.0), got {s:?}"))?;
     let value = serde_saphyr::from_str::<serde_json::Value>(v).unwrap_or_else(|_| serde_json::Value::String(v.into()));
-    Ok((k.trim().to_string(), value))
+    Ok((component.to_string(), key.to_string(), value))
+}
+
+/// The typed settings `--set` flags stand for; an unknown component or key is an error.
+fn settings_from_flags(flags: &[(String, String, serde_json::Value)]) -> anyhow::Result<kproof::suite::Settings> {
+    let mut tree = serde_json::Map::new();
+    for (component, key, value) in flags {
+        let entry = tree.entry(component.clone()).or_insert_with(|| serde_json::json!({}));
+        entry[key.as_str()] = value.clone();
+    }
+    serde_json::from_value(serde_json::Value::Object(tree)).context("--set")
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     kproof::suite::parse_duration(s)
 }
 
-/// `./suites` when it exists, else the repository's (this binary is built from it).
+/// `./NAME` when it exists, else the repository's (this binary is built from it).
 fn default_dir(name: &str) -> PathBuf {
     let here = PathBuf::from(name);
     if here.is_dir() {
@@ -112,17 +133,28 @@ fn default_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name)
 }
 
-fn catalogue_dirs(a: &CatalogueArgs) -> (PathBuf, PathBuf) {
-    let suites = a.suites.clone().unwrap_or_else(|| default_dir("suites"));
+/// The suites named on the command line (paths and `--suites`), else the default folder, and
+/// the fixtures folder: `--fixtures`, else a `fixtures/` beside the first suites folder, else
+/// the default.
+fn load_catalogue(a: &CatalogueArgs) -> anyhow::Result<(Vec<LoadedSuite>, PathBuf, String)> {
+    let mut paths = a.paths.clone();
+    paths.extend(a.suites.clone());
+    if paths.is_empty() {
+        paths.push(default_dir("suites"));
+    }
+    let suites = kproof::suite::load_suite_paths(&paths)?;
     let fixtures = a.fixtures.clone().unwrap_or_else(|| {
-        a.suites
-            .as_ref()
-            .and_then(|s| s.parent())
+        let first = &paths[0];
+        let suites_dir = if first.is_dir() { Some(first.as_path()) } else { first.parent() };
+        suites_dir
+            .and_then(|d| d.parent())
+            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
             .map(|p| p.join("fixtures"))
             .filter(|p| p.is_dir())
             .unwrap_or_else(|| default_dir("fixtures"))
     });
-    (suites, fixtures)
+    let shown = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
+    Ok((suites, fixtures, shown))
 }
 
 fn main() -> ExitCode {
@@ -140,9 +172,8 @@ fn real_main() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run(args),
         Command::Lint(args) => {
-            let (suites_dir, fixtures_dir) = catalogue_dirs(&args);
-            let suites = kproof::load::load_suite_dir(&suites_dir)?;
-            let issues = kproof::lint::lint(&suites, &fixtures_dir);
+            let (suites, fixtures_dir, _) = load_catalogue(&args)?;
+            let issues = kproof::suite::lint::lint(&suites, &fixtures_dir);
             for i in &issues {
                 println!("{i}");
             }
@@ -151,7 +182,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             Ok(if issues.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Command::Schema => {
-            println!("{}", serde_json::to_string_pretty(&kproof::lint::json_schema())?);
+            println!("{}", serde_json::to_string_pretty(&kproof::suite::lint::json_schema())?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => serve(args),
@@ -159,12 +190,11 @@ fn real_main() -> anyhow::Result<ExitCode> {
 }
 
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let (suites_dir, fixtures_dir) = catalogue_dirs(&args.catalogue);
-    let suites = kproof::load::load_suite_dir(&suites_dir)?;
-    let sel = kproof::run::Selection { suites: args.suite_names.clone(), rows: args.row_ids.clone() };
-    let rows = kproof::run::selected(&suites, &sel);
+    let (suites, fixtures_dir, shown) = load_catalogue(&args.catalogue)?;
+    let sel = kproof::engine::selection::Selection { suites: args.suite_names.clone(), rows: args.row_ids.clone() };
+    let rows = kproof::engine::selection::selected(&suites, &sel);
     if rows.is_empty() {
-        bail!("no row matches --suite {:?} --row {:?} in {}", args.suite_names, args.row_ids, suites_dir.display());
+        bail!("no row matches --suite {:?} --row {:?} in {shown}", args.suite_names, args.row_ids);
     }
     let backend: Box<dyn Backend> = match args.backend {
         BackendName::Fake => Box::new(kproof::actors::reference_backend()),
@@ -181,32 +211,35 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
-    let bar = indicatif::ProgressBar::new(rows.len() as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} rows  {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    let counts = std::sync::Mutex::new((0usize, 0usize, 0usize));
+    let mut reporters: Vec<Box<dyn Reporter>> = vec![
+        Box::new(HumanReporter::new()),
+        Box::new(JsonReporter::new(&args.report_dir)),
+        Box::new(JunitReporter::new(&args.report_dir)),
+    ];
+    let emit = |reporters: &mut Vec<Box<dyn Reporter>>, event: RunEvent<'_>| {
+        for r in reporters.iter_mut() {
+            if let Err(e) = r.event(&event) {
+                eprintln!("kproof: a reporter failed: {e}");
+            }
+        }
+    };
+    emit(&mut reporters, RunEvent::Started { backend: backend.name(), rows: rows.len() });
     let started_at = jiff::Timestamp::now().to_string();
     let wall = std::time::Instant::now();
-    let results = kproof::run::run_rows(backend.as_ref(), &rows, &opts, jobs, &|r| {
-        let mut c = counts.lock().unwrap_or_else(|e| e.into_inner());
-        match r.outcome {
-            Outcome::Passed => c.0 += 1,
-            Outcome::Failed => c.1 += 1,
-            Outcome::Skipped => c.2 += 1,
-        }
-        bar.set_message(format!("{} passed, {} failed, {} skipped", c.0, c.1, c.2));
-        bar.inc(1);
+    let shared = std::sync::Mutex::new(reporters);
+    let results = kproof::engine::selection::run_rows(backend.as_ref(), &rows, &opts, jobs, &|r| {
+        let mut reporters = shared.lock().unwrap_or_else(|e| e.into_inner());
+        emit(&mut reporters, RunEvent::RowFinished(r));
     });
-    bar.finish_and_clear();
-    let report = RunReport::new(backend.name(), started_at, wall.elapsed().as_millis() as u64, results);
-    print!("{}", kproof::report::summary_table(&report));
-    let json = kproof::report::write_json(&report, &args.report_dir).context("cannot write the JSON report")?;
-    let junit = kproof::report::write_junit(&report, &args.report_dir).context("cannot write the JUnit report")?;
-    println!("reports: {} {}", json.display(), junit.display());
-    Ok(if kproof::run::passed(&report.rows) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    let mut reporters = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+    let report = RunReport::new(backend.name(), started_at, wall.elapsed().as_millis() as u64, results)
+        .with_components(backend.components());
+    emit(&mut reporters, RunEvent::Finished(&report));
+    let outputs: Vec<String> = reporters.iter().flat_map(|r| r.outputs()).map(|p| p.display().to_string()).collect();
+    if !outputs.is_empty() {
+        println!("reports: {}", outputs.join(" "));
+    }
+    Ok(if kproof::engine::selection::passed(&report.rows) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -216,14 +249,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], args.port));
         let tcp = server.serve_tcp(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
         let factories = if args.no_actors { Vec::new() } else { kproof::actors::reference_actors() };
-        let needs = kproof::suite::Needs { settings: args.settings.iter().cloned().collect(), ..Default::default() };
+        let needs = kproof::suite::Needs { settings: settings_from_flags(&args.settings)?, ..Default::default() };
         let server_clock = server.clock();
         let clock = controllers::Clock::from_fn(move || server_clock.now());
-        let actors = kproof::backend::start_actors(&factories, |name| server.client_as(name), clock, &needs)
+        let actors = kproof::actors::start_actors(&factories, |name| server.client_as(name.as_str()), clock, &needs)
             .await
             .map_err(|e| anyhow::anyhow!(e))?;
-        let names: Vec<&str> = actors.keys().map(String::as_str).collect();
-        kproof::actors::announce(&server.client_as("kproof"), &names).await.context("cannot announce the actors")?;
+        let running = actors.names();
+        kproof::actors::announce(&server.client_as("kproof"), &running).await.context("cannot announce the actors")?;
+        let names: Vec<&str> = running.iter().map(|n| n.as_str()).collect();
         tcp.write_kubeconfig(&args.kubeconfig)
             .with_context(|| format!("cannot write {}", args.kubeconfig.display()))?;
         println!("kproof serve: fake cluster on {}", tcp.url());

@@ -1,10 +1,10 @@
 //! The harness's own tests: a small controller proves that eventually, consistently, before,
 //! never and atMost pass when they should and fail, with a clear message, when they should not.
 
+use kproof::actors::echo::EchoControllerFactory;
 use kproof::backend::{Backend, InProcessBackend, RunOptions};
-use kproof::load::load_suite_str;
-use kproof::result::{Outcome, RowResult};
-use kproof::testing::EchoControllerFactory;
+use kproof::report::result::{Outcome, RowResult};
+use kproof::suite::load_suite_str;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -109,7 +109,10 @@ fn a_row_needing_a_missing_capability_is_skipped_with_the_reason() {
 fn a_knob_of_an_unknown_actor_fails_the_row_clearly() {
     let steps = format!("{SOURCE}\n      - knob: {{actor: kubelet, knob: fail, value: true}}");
     let msg = failed(&run(&row(&steps, "      - never: {kind: Pod}")));
-    assert!(msg.contains("no actor \"kubelet\" runs here (running: echo)"), "{msg}");
+    assert!(
+        msg.contains("actor kubelet does not run for this row (running: echo); list it in needs.capabilities"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -148,8 +151,9 @@ fn human_summary_snapshot() {
     let steps = format!("{SOURCE}\n      - knob: {{actor: echo, knob: paused, value: true}}");
     let bad = run(&row(&steps, &format!("      - eventually: {{target: {ECHO}, within: 1m}}")));
     let skipped = run(&row(SOURCE, "      - never: {kind: Pod}")
-        .replace("capabilities: [actor:echo]", "capabilities: [virtual-time, actor:gateway]"));
-    let report = kproof::result::RunReport::new("fake", "2026-01-01T00:00:00Z".into(), 0, vec![ok, bad, skipped]);
+        .replace("capabilities: [actor:echo]", "capabilities: [virtual-time, actor:kubelet]"));
+    let report =
+        kproof::report::result::RunReport::new("fake", "2026-01-01T00:00:00Z".into(), 0, vec![ok, bad, skipped]);
     let summary = kproof::report::summary_table(&report);
     insta::with_settings!({filters => vec![(r"\b\d[\d.]*(ms|s|m|h|d)(\d+(ms|s|m|h))*\b", "[time]"), (r" {2,}", "  ")]}, {
         insta::assert_snapshot!(summary);

@@ -2,7 +2,7 @@
 //! the catalogue's rows pass there or are skipped with a reason, never passed unrun.
 
 use kproof::backend::{Backend, KubeconfigBackend, RunOptions};
-use kproof::result::Outcome;
+use kproof::report::result::Outcome;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -34,7 +34,7 @@ fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let suites = kproof::load::load_suite_dir(&root.join("suites")).unwrap();
+    let suites = kproof::suite::load_suite_dir(&root.join("suites")).unwrap();
     let backend = KubeconfigBackend::new(Some(kubeconfig)).unwrap();
     let opts = RunOptions {
         fixtures_dir: root.join("fixtures"),
@@ -46,9 +46,9 @@ fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
     // API rows share a cluster-scoped CRD fixture, so they run one at a time.
     let mut results = Vec::new();
     for (suite, jobs) in [("apiserver", 1), ("raycluster", 4)] {
-        let sel = kproof::run::Selection { suites: vec![suite.into()], rows: vec![] };
-        let rows = kproof::run::selected(&suites, &sel);
-        results.extend(kproof::run::run_rows(&backend, &rows, &opts, jobs, &|_| {}));
+        let sel = kproof::engine::selection::Selection { suites: vec![suite.into()], rows: vec![] };
+        let rows = kproof::engine::selection::selected(&suites, &sel);
+        results.extend(kproof::engine::selection::run_rows(&backend, &rows, &opts, jobs, &|_| {}));
     }
     let mut passed: std::collections::BTreeMap<String, usize> = Default::default();
     for r in results {
@@ -83,7 +83,7 @@ fn an_unreachable_cluster_fails_rows_with_a_clear_reason() {
     )
     .unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let suites = kproof::load::load_suite_dir(&root.join("suites")).unwrap();
+    let suites = kproof::suite::load_suite_dir(&root.join("suites")).unwrap();
     let backend = KubeconfigBackend::new(Some(kubeconfig)).unwrap();
     let row = &suites[0].suite.rows[0];
     let r = backend.run_row(&suites[0], row, &RunOptions::default());

@@ -6,15 +6,15 @@ fn committed_suite_schema_is_up_to_date() {
     let committed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(
         committed,
-        kproof::lint::json_schema(),
-        "regenerate with: cargo run -p harness --bin kproof -- schema > suites/suite.schema.json"
+        kproof::suite::lint::json_schema(),
+        "regenerate with: cargo run -p kproof -- schema > suites/suite.schema.json"
     );
 }
 
 #[test]
 fn the_catalogue_lints_clean() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let suites = kproof::load::load_suite_dir(&root.join("suites")).unwrap();
-    let issues = kproof::lint::lint(&suites, &root.join("fixtures"));
+    let suites = kproof::suite::load_suite_dir(&root.join("suites")).unwrap();
+    let issues = kproof::suite::lint::lint(&suites, &root.join("fixtures"));
     assert!(issues.is_empty(), "{}", issues.iter().map(|i| i.to_string()).collect::<Vec<_>>().join("\n"));
 }

@@ -2,7 +2,7 @@
 //! in-process backend in virtual time. A missing or empty suites folder is an error.
 
 use kproof::backend::{Backend, RunOptions, skip_reason};
-use kproof::result::Outcome;
+use kproof::report::result::Outcome;
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::Path;
 use std::process::ExitCode;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 fn main() -> ExitCode {
     let args = Arguments::from_args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let suites = match kproof::load::load_suite_dir(&root.join("suites")) {
+    let suites = match kproof::suite::load_suite_dir(&root.join("suites")) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");

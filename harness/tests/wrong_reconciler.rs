@@ -2,22 +2,26 @@
 //! with one deliberate defect at a time, and the rows that guard against that defect must fail.
 //! (The correct reconciler passing every row is the `suites` test.)
 
-use controllers::kuberay::Defect;
+use controllers::kuberay::{Defect, KubeRayConfig};
+use kproof::actors::KubeRayFactory;
 use kproof::backend::RunOptions;
-use kproof::result::Outcome;
+use kproof::report::result::Outcome;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 fn outcomes(defect: Defect, rows: &[&str]) -> BTreeMap<String, Outcome> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let suite = kproof::load::load_suite_file(&root.join("suites").join("raycluster.yaml"))
+    let suite = kproof::suite::load_suite_file(&root.join("suites").join("raycluster.yaml"))
         .expect("the raycluster suite loads");
-    let backend = kproof::actors::backend_with_defect(defect);
+    // The reference backend with KubeRay built with the defect (cargo feature `defects`, which
+    // this test target enables through its dev-dependency).
+    let base = KubeRayConfig { defect: Some(defect), ..KubeRayConfig::default() };
+    let backend = kproof::actors::reference_backend().with_actor(std::sync::Arc::new(KubeRayFactory::with_base(base)));
     let opts = RunOptions { fixtures_dir: root.join("fixtures"), flight_dir: None, ..Default::default() };
     let selected: Vec<_> =
         suite.suite.rows.iter().filter(|r| rows.contains(&r.id.as_str())).map(|r| (&suite, r)).collect();
     assert_eq!(selected.len(), rows.len(), "every named row exists in suites/raycluster.yaml");
-    kproof::run::run_rows(&backend, &selected, &opts, 2, &|_| {})
+    kproof::engine::selection::run_rows(&backend, &selected, &opts, 2, &|_| {})
         .into_iter()
         .map(|r| {
             println!(

@@ -11,13 +11,11 @@
 //! the probes and `ray start` plumbing KubeRay injects into pods beyond the env and labels rows
 //! can observe. Rows that would need them do not exist yet.
 
-mod hash;
-mod pods;
-mod reconciler;
-mod status;
+pub mod common;
+pub mod raycluster;
 
-pub use hash::{spec_hash, spec_hash_with};
-pub use reconciler::{RayClusterReconciler, ReconcileError};
+pub use common::hash::{spec_hash, spec_hash_with};
+pub use raycluster::{RayClusterReconciler, ReconcileError};
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -47,15 +45,67 @@ pub const KUBERAY_OPERATOR_MANAGER: &str = "ray.io/kuberay-operator";
 /// The component name on KubeRay's events (`mgr.GetEventRecorderFor("raycluster-controller")`).
 pub const EVENT_COMPONENT: &str = "raycluster-controller";
 
+/// KubeRay's feature gates (`ray-operator/pkg/features/features.go`, v1.7.0), as a row names
+/// them in `needs.featureGates.kuberay`. An unknown name fails to load, with file and line.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub enum KubeRayGate {
+    /// Beta, on: RayCluster `status.conditions`.
+    RayClusterStatusConditions,
+    /// Beta: RayJob `deletionStrategy`; also what allows suspending a worker group.
+    RayJobDeletionPolicy,
+    /// Beta: `ray.io/worker-group-replica-index` labels on multi-host groups.
+    RayMultiHostIndexing,
+    /// Beta, on: RayService `NewClusterWithIncrementalUpgrade`.
+    RayServiceIncrementalUpgrade,
+    /// Alpha, off: RayCronJob.
+    RayCronJob,
+    /// Alpha, off: restart the RayJob submitter sidecar.
+    SidecarSubmitterRestart,
+    /// Alpha, off: NetworkPolicies for RayClusters.
+    RayClusterNetworkPolicy,
+    /// Alpha, off: GCS fault tolerance with embedded storage.
+    #[serde(rename = "GCSFaultToleranceEmbeddedStorage")]
+    GcsFaultToleranceEmbeddedStorage,
+    /// Alpha, off: mTLS between Ray nodes.
+    #[serde(rename = "RayClusterMTLS")]
+    RayClusterMtls,
+    /// Alpha, off: the Ray history server.
+    RayClusterHistoryServer,
+    /// Alpha, off: the `kubernetes-was` batch scheduler.
+    #[serde(rename = "KubernetesWAS")]
+    KubernetesWas,
+}
+
+/// Operator settings a row varies through `needs.settings.kuberay`: what a KubeRay deployment
+/// sets through its environment. Unknown keys fail to load, with file and line.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KubeRaySettings {
+    /// The operator version stamped on head pods (`ray.io/kuberay-version`), e.g. `v1.6.0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// `ENABLE_DETERMINISTIC_HEAD_POD_NAME`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deterministic_head_pod_name: Option<bool>,
+    /// `ENABLE_RANDOM_POD_DELETE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_pod_delete: Option<bool>,
+    /// `ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE`.
+    #[serde(default, rename = "headClusterIPService", skip_serializing_if = "Option::is_none")]
+    pub head_cluster_ip_service: Option<bool>,
+}
+
 /// Operator settings and feature gates: what a KubeRay deployment configures through its
-/// command line, environment and `--feature-gates`. Rows vary these through `needs.settings`
-/// and `needs.featureGates` (see [`KubeRayConfig::apply_settings`]).
+/// command line, environment and `--feature-gates`. Rows vary these through
+/// `needs.settings.kuberay` and `needs.featureGates.kuberay` (see [`KubeRayConfig::apply`]).
 #[derive(Debug, Clone)]
 pub struct KubeRayConfig {
     /// `KUBERAY_VERSION`, stamped on head pods as `ray.io/kuberay-version`.
     pub kuberay_version: String,
-    /// Feature gates by name (`RayClusterStatusConditions`, `RayJobDeletionPolicy`, ...).
-    pub feature_gates: BTreeMap<String, bool>,
+    /// Every gate with its value (defaults from [`default_feature_gates`]).
+    pub feature_gates: BTreeMap<KubeRayGate, bool>,
     /// `ENABLE_DETERMINISTIC_HEAD_POD_NAME`: head pod named `<cluster>-head` instead of generated.
     pub deterministic_head_pod_name: bool,
     /// `ENABLE_RANDOM_POD_DELETE`: scale down by deleting pods even with the autoscaler on.
@@ -67,12 +117,13 @@ pub struct KubeRayConfig {
     /// Requeue after a status change or an error (`DefaultRequeueDuration`, 2 s upstream).
     pub status_requeue: Duration,
     /// A deliberate deviation from KubeRay, for proving that the conformance table catches
-    /// regressions (harness test `wrong_reconciler`). `None` in every real use.
+    /// regressions (harness test `wrong_reconciler`). Exists only with the `defects` feature.
+    #[cfg(feature = "defects")]
     pub defect: Option<Defect>,
 }
 
-/// Deliberate bugs the reconciler can be built with, each a plausible regression of the
-/// upgradeStrategy feature. The conformance table must fail on each.
+/// Deliberate bugs the reconciler can be built with (cargo feature `defects`), each a
+/// plausible regression of the upgradeStrategy feature. The conformance table must fail on each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Defect {
     /// The spec hash forgets to mask worker replicas, so scaling recreates every pod.
@@ -95,66 +146,68 @@ impl Default for KubeRayConfig {
             head_cluster_ip_service: false,
             default_requeue: Duration::from_secs(300),
             status_requeue: Duration::from_secs(2),
+            #[cfg(feature = "defects")]
             defect: None,
         }
     }
 }
 
 /// KubeRay v1.7.0's gates and their defaults (`ray-operator/pkg/features/features.go`).
-pub fn default_feature_gates() -> BTreeMap<String, bool> {
+pub fn default_feature_gates() -> BTreeMap<KubeRayGate, bool> {
+    use KubeRayGate::*;
     [
-        ("RayClusterStatusConditions", true),
-        ("RayJobDeletionPolicy", false),
-        ("RayMultiHostIndexing", false),
-        ("RayServiceIncrementalUpgrade", true),
+        (RayClusterStatusConditions, true),
+        (RayJobDeletionPolicy, false),
+        (RayMultiHostIndexing, false),
+        (RayServiceIncrementalUpgrade, true),
+        (RayCronJob, false),
+        (SidecarSubmitterRestart, false),
+        (RayClusterNetworkPolicy, false),
+        (GcsFaultToleranceEmbeddedStorage, false),
+        (RayClusterMtls, false),
+        (RayClusterHistoryServer, false),
+        (KubernetesWas, false),
     ]
     .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
 
 impl KubeRayConfig {
-    /// Whether a feature gate is on (unknown gates are off).
-    pub fn gate(&self, name: &str) -> bool {
-        self.feature_gates.get(name).copied().unwrap_or(false)
+    /// Whether a feature gate is on.
+    pub fn gate(&self, gate: KubeRayGate) -> bool {
+        self.feature_gates.get(&gate).copied().unwrap_or(false)
     }
 
-    /// Applies a row's feature gates and `kuberay.*` settings. Unknown gates and settings are
-    /// errors, so a typo in a suite cannot silently test the default.
-    pub fn apply_settings(
-        &mut self,
-        gates: &BTreeMap<String, bool>,
-        settings: &BTreeMap<String, serde_json::Value>,
-    ) -> Result<(), String> {
-        for (gate, on) in gates {
-            if !self.feature_gates.contains_key(gate) {
-                let known: Vec<_> = self.feature_gates.keys().cloned().collect();
-                return Err(format!("unknown KubeRay feature gate {gate:?} (known: {})", known.join(", ")));
-            }
-            self.feature_gates.insert(gate.clone(), *on);
+    /// Whether this configuration carries `defect` (never, without the `defects` feature).
+    #[inline]
+    pub fn defective(&self, defect: Defect) -> bool {
+        #[cfg(feature = "defects")]
+        {
+            self.defect == Some(defect)
         }
-        for (key, value) in settings {
-            let Some(name) = key.strip_prefix("kuberay.") else { continue };
-            let as_bool =
-                || value.as_bool().ok_or_else(|| format!("setting {key}: expected true or false, got {value}"));
-            match name {
-                "version" => {
-                    self.kuberay_version = value
-                        .as_str()
-                        .ok_or_else(|| format!("setting {key}: expected a string, got {value}"))?
-                        .to_string()
-                }
-                "deterministicHeadPodName" => self.deterministic_head_pod_name = as_bool()?,
-                "randomPodDelete" => self.random_pod_delete = as_bool()?,
-                "headClusterIPService" => self.head_cluster_ip_service = as_bool()?,
-                _ => {
-                    return Err(format!(
-                        "unknown KubeRay setting {key:?} (known: kuberay.version, kuberay.deterministicHeadPodName, \
-                         kuberay.randomPodDelete, kuberay.headClusterIPService)"
-                    ));
-                }
-            }
+        #[cfg(not(feature = "defects"))]
+        {
+            let _ = defect;
+            false
         }
-        Ok(())
+    }
+
+    /// Applies a row's gates and settings over this configuration.
+    pub fn apply(&mut self, gates: &BTreeMap<KubeRayGate, bool>, settings: &KubeRaySettings) {
+        self.feature_gates.extend(gates.iter().map(|(g, on)| (*g, *on)));
+        let KubeRaySettings { version, deterministic_head_pod_name, random_pod_delete, head_cluster_ip_service } =
+            settings;
+        if let Some(v) = version {
+            self.kuberay_version = v.clone();
+        }
+        if let Some(b) = deterministic_head_pod_name {
+            self.deterministic_head_pod_name = *b;
+        }
+        if let Some(b) = random_pod_delete {
+            self.random_pod_delete = *b;
+        }
+        if let Some(b) = head_cluster_ip_service {
+            self.head_cluster_ip_service = *b;
+        }
     }
 }

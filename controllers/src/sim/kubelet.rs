@@ -83,6 +83,40 @@ impl Default for KubeletConfig {
     }
 }
 
+/// What a row sets in `needs.settings.kubelet`: the node pool the kubelet registers and its
+/// delays. Unknown keys fail to load, with file and line.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KubeletSettings {
+    /// Which compiled-in node pool to register (`default` or `tiny`; see [`crate::sim::builtin_pool`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_pool: Option<String>,
+    /// From binding to containers running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_delay: Option<super::GoDuration>,
+    /// From containers running to ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_delay: Option<super::GoDuration>,
+    /// How long containers take to stop once a pod is deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_delay: Option<super::GoDuration>,
+}
+
+impl KubeletConfig {
+    /// Applies a row's kubelet settings (the node pool is for the caller that registers nodes).
+    pub fn apply(&mut self, settings: &KubeletSettings) {
+        if let Some(d) = settings.start_delay {
+            self.start_delay = d.0;
+        }
+        if let Some(d) = settings.ready_delay {
+            self.ready_delay = d.0;
+        }
+        if let Some(d) = settings.termination_delay {
+            self.termination_delay = d.0;
+        }
+    }
+}
+
 /// The knobs' current values.
 #[derive(Debug, Clone)]
 struct Knobs {

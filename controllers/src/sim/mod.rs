@@ -33,7 +33,7 @@ pub mod nodes;
 pub mod scheduler;
 pub mod selector;
 
-pub use kubelet::{Kubelet, KubeletConfig, KubeletHandle};
+pub use kubelet::{Kubelet, KubeletConfig, KubeletHandle, KubeletSettings};
 pub use nodes::{NodeFixtureError, builtin_pool, parse_nodes, register_nodes};
 pub use scheduler::{Scheduler, SchedulerConfig};
 
@@ -83,6 +83,36 @@ impl SimError {
     pub(crate) fn api(what: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
         let what = what.into();
         move |source| Self::Api { what, source }
+    }
+}
+
+/// A duration written as Go writes one (`30s`, `1m30s`, `1.5s`, `500ms`), for settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GoDuration(pub Duration);
+
+impl serde::Serialize for GoDuration {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}ms", self.0.as_millis()))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GoDuration {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        parse_duration(&text).map(GoDuration).map_err(serde::de::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for GoDuration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "GoDuration".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A Go duration: 30s, 1m30s, 1.5s, 500ms",
+            "pattern": "^(0|([0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$"
+        })
     }
 }
 

@@ -1,8 +1,8 @@
 //! A tiny controller the harness's own tests run rows against, with a knob: it proves that
 //! expectations pass when they should and fail, with a clear message, when they should not.
 
-use crate::backend::{Actor, ActorFactory};
-use crate::suite::Needs;
+use crate::actors::{Actor, ActorFactory};
+use crate::suite::{ActorName, Needs};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::Value;
@@ -43,8 +43,8 @@ impl Actor for EchoController {
 }
 
 impl ActorFactory for EchoControllerFactory {
-    fn name(&self) -> &str {
-        "echo"
+    fn name(&self) -> ActorName {
+        ActorName::Echo
     }
 
     fn start(

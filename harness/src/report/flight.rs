@@ -14,8 +14,8 @@
 //! logs.txt           controller and harness logs during the row
 //! ```
 
+use crate::report::result::{FlightRecord, Mismatch, RowResult};
 use crate::report::{backend_duration, kind_name, one_line};
-use crate::result::{FlightRecord, Mismatch, RowResult};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -293,7 +293,7 @@ fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::Outcome;
+    use crate::report::result::Outcome;
     use crate::suite::RowKind;
     use serde_json::json;
 
@@ -314,6 +314,7 @@ mod tests {
             wall_ms: 40,
             backend_ms: 60_000,
             flight_record: None,
+            location: None,
         }
     }
 

@@ -5,7 +5,7 @@
 //! before a step binds them, fixtures that do not exist, regexes that do not compile, matches
 //! without exactly one operator, object references that name no object where one is needed.
 
-use crate::load::{LoadedSuite, load_manifests};
+use crate::suite::load::{LoadedSuite, load_manifests};
 use crate::suite::{EventMatch, Expectation, FieldMatch, Manifest, ObjectMatch, ObjectRef, Row, Step, Suite};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -162,6 +162,14 @@ impl Linter<'_> {
             let label = format!("step {pos} ({})", step.name());
             let mut strings = Vec::new();
             self.step(at, &label, step, &mut strings);
+            if let Step::Knob { actor, .. } = step
+                && !row.needs.capabilities.contains(&crate::suite::Capability::Actor(*actor))
+            {
+                self.report(
+                    at,
+                    format!("{label}: turns a knob of {actor}, which the row does not run: add `actor:{actor}` to needs.capabilities"),
+                );
+            }
             sites.push(Site { label: label.clone(), pos, strings });
             if let Step::Bind { name, .. } = step {
                 if !valid_binding_name(name) {
@@ -248,8 +256,7 @@ impl Linter<'_> {
             }
             Step::Advance(_) => {}
             Step::Wait(expectation) => self.expectation(at, label, expectation, strings),
-            Step::Knob { actor, knob, value } => {
-                strings.push(actor.clone());
+            Step::Knob { actor: _, knob, value } => {
                 strings.push(knob.clone());
                 value_strings(value, strings);
             }
@@ -479,7 +486,7 @@ fn replace_bindings(s: &str, with: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::load_suite_str;
+    use crate::suite::load::load_suite_str;
 
     /// A suite file holding `rows` (YAML text indented for the row list), loaded as `path`.
     fn suite(path: &str, name: &str, rows: &str) -> LoadedSuite {
@@ -525,7 +532,8 @@ mod tests {
 
     #[test]
     fn a_full_clean_row_has_no_issues() {
-        let body = r#"    fixtures:
+        let body = r#"    needs: {capabilities: ["actor:kubelet"]}
+    fixtures:
       - file: two.yaml
       - inline: {apiVersion: v1, kind: Namespace, metadata: {name: ns}}
     steps:
@@ -668,7 +676,7 @@ mod tests {
             "      - patch: {target: {apiVersion: v1, kind: Pod, name: p, namespace: \"${n}\"}, type: json, patch: [{op: add, path: /a, value: \"${n}\"}]}\n",
             "      - apply: {inline: {apiVersion: v1, kind: ConfigMap, data: {k: \"${n}\"}}}\n",
             "      - delete: {target: {apiVersion: v1, kind: Pod, selector: \"app=${n}\"}}\n",
-            "      - knob: {actor: gateway, knob: ready, value: {name: \"${n}\"}}\n",
+            "      - knob: {actor: kubelet, knob: ready, value: {name: \"${n}\"}}\n",
             "      - wait: {eventually: {target: {apiVersion: v1, kind: Pod, name: p}, match: [{path: a, ne: \"${n}\"}]}}\n",
         ];
         for step in cases {
@@ -838,6 +846,16 @@ mod tests {
             assert!(schema["$defs"][def].is_object(), "missing definition {def}");
         }
         assert_eq!(schema["properties"]["rows"]["items"]["$ref"], "#/$defs/Row");
+    }
+
+    #[test]
+    fn knobs_need_their_actor_in_the_capabilities() {
+        let knob = "    steps:\n      - knob: {actor: kubelet, knob: failPod, value: p}\n";
+        assert_issue(
+            &row("a", knob),
+            "step 1 (knob): turns a knob of kubelet, which the row does not run: add `actor:kubelet` to needs.capabilities",
+        );
+        assert_clean(&row("a", &format!("    needs: {{capabilities: [actor:kubelet]}}\n{knob}")));
     }
 
     #[test]

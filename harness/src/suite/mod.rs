@@ -4,10 +4,18 @@
 //! The Rust types here are the format's definition: `kproof schema` prints the JSON Schema
 //! generated from them, so editors can validate suite files.
 
+pub mod lint;
+pub mod load;
+pub mod needs;
+
+pub use load::{
+    LoadError, LoadedSuite, load_manifests, load_suite_dir, load_suite_file, load_suite_paths, load_suite_str,
+};
+pub use needs::{ActorName, Capability, FeatureGates, Needs, Settings};
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// One suite file: a table of rows about one area.
@@ -59,21 +67,6 @@ pub struct Row {
     /// Checked after the steps, in order.
     #[serde(default)]
     pub expect: Vec<Expectation>,
-}
-
-/// What a row needs from a backend.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Needs {
-    /// Capabilities the backend must offer (see [`crate::backend::Capability`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub capabilities: Vec<String>,
-    /// Feature gates of the controllers under test, e.g. `RayServiceIncrementalUpgrade: true`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub feature_gates: BTreeMap<String, bool>,
-    /// Controller settings (operator version, flags), passed to the controllers as configuration.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub settings: BTreeMap<String, Value>,
 }
 
 /// A manifest: a file (relative to the repository's `fixtures/`) or an inline object.
@@ -146,7 +139,7 @@ pub enum Step {
     Wait(Box<Expectation>),
     /// Turn a knob of a simulated actor (make a pod fail, keep a Gateway unready, pause a controller).
     Knob {
-        actor: String,
+        actor: ActorName,
         knob: String,
         #[serde(default)]
         value: Value,
@@ -171,7 +164,7 @@ impl Step {
     }
 }
 
-/// A duration written like `30s`, `5m`, `1h`, `250ms`.
+/// A duration written as Go writes one: `30s`, `1.5s`, `5m`, `1h`, `250ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DurationStr(pub Duration);
 
@@ -188,33 +181,9 @@ impl<'de> Deserialize<'de> for DurationStr {
     }
 }
 
-/// Parses `250ms`, `30s`, `5m`, `1h`, `1h30m`.
+/// Parses a Go duration: `250ms`, `1.5s`, `5m`, `1h30m`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    if s.is_empty() {
-        return Err("empty duration".into());
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-        if digits == 0 {
-            return Err(format!("invalid duration {s:?}: expected a number"));
-        }
-        let n: u64 = rest[..digits].parse().map_err(|_| format!("invalid duration {s:?}"))?;
-        rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
-        let unit = &rest[..unit_len];
-        rest = &rest[unit_len..];
-        total += match unit {
-            "ms" => Duration::from_millis(n),
-            "s" => Duration::from_secs(n),
-            "m" => Duration::from_secs(n * 60),
-            "h" => Duration::from_secs(n * 3600),
-            _ => return Err(format!("invalid duration {s:?}: unit must be ms, s, m or h")),
-        };
-    }
-    Ok(total)
+    controllers::sim::parse_duration(s)
 }
 
 /// Formats a duration the way suites write it.
@@ -361,7 +330,9 @@ mod tests {
 
     #[test]
     fn durations_round_trip() {
-        for (s, d) in [("250ms", 250), ("30s", 30_000), ("5m", 300_000), ("1h", 3_600_000), ("1h30m", 5_400_000)] {
+        for (s, d) in
+            [("250ms", 250), ("1.5s", 1500), ("30s", 30_000), ("5m", 300_000), ("1h", 3_600_000), ("1h30m", 5_400_000)]
+        {
             assert_eq!(parse_duration(s).unwrap(), Duration::from_millis(d), "{s}");
         }
         assert_eq!(format_duration(Duration::from_secs(90)), "90s");

@@ -1,9 +1,9 @@
 //! RayCluster status and conditions (`calculateStatus`, `utils.Calculate*`,
 //! `utils.FindHeadPodReadyCondition`, `inconsistentRayClusterStatus`).
 
-use super::*;
 use crate::crds::raycluster::HeadInfo;
 use crate::crds::{RayCluster, RayClusterStatus, WorkerGroupSpec};
+use crate::kuberay::*;
 use crate::quantity::Quantity;
 use k8s_openapi::api::core::v1::{Pod, PodSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -232,7 +232,7 @@ pub(crate) fn calculate(
         s.state = Some("suspended".into());
     }
 
-    if cfg.gate("RayClusterStatusConditions") {
+    if cfg.gate(KubeRayGate::RayClusterStatusConditions) {
         let head = pods.iter().find(|p| !is_worker(p));
         match head {
             Some(h) => {
@@ -273,9 +273,7 @@ pub(crate) fn calculate(
             }
         }
         match suspend_status(rc) {
-            SuspendStatus::Suspending
-                if cfg.defect == Some(Defect::NonAtomicSuspend) && rc.spec.suspend != Some(true) =>
-            {
+            SuspendStatus::Suspending if cfg.defective(Defect::NonAtomicSuspend) && rc.spec.suspend != Some(true) => {
                 set_condition(&mut s.conditions, SUSPENDING, false, SUSPENDING, "", &now, generation);
             }
             SuspendStatus::Suspending => {

@@ -1,8 +1,9 @@
 //! Runs one row: fixtures, steps, expectations, with bindings, against any backend's client.
 
-use crate::load::load_manifests;
-use crate::matching::{check_fields, event_matches};
-use crate::result::Mismatch;
+use crate::engine::matching::{check_fields, event_matches};
+use crate::report::result::{Mismatch, RowPart};
+use crate::suite::ActorName;
+use crate::suite::load::load_manifests;
 use crate::suite::{Expectation, Manifest, ObjectMatch, ObjectRef, PatchType, Row, Step, Suite, format_duration};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -30,7 +31,7 @@ pub trait Timeline: Send + Sync {
 /// Turns knobs of simulated actors and controllers.
 pub trait Knobs: Send + Sync {
     /// Sets `knob` of `actor` to `value`; `Err` names what is wrong (unknown actor or knob, bad value).
-    fn turn(&self, actor: &str, knob: &str, value: &Value) -> Result<(), String>;
+    fn turn(&self, actor: ActorName, knob: &str, value: &Value) -> Result<(), String>;
 }
 
 /// Everything a row runs against.
@@ -57,12 +58,16 @@ pub struct RowFailure {
     /// The full message: expected against observed.
     pub message: String,
     pub mismatches: Vec<Mismatch>,
+    /// The fixture, step or expectation that failed; `None` before the first (e.g. actors
+    /// that could not start).
+    pub part: Option<RowPart>,
 }
 
 impl RowFailure {
-    fn plain(summary: impl Into<String>) -> Self {
+    /// A failure with a one-line message and nothing observed.
+    pub fn plain(summary: impl Into<String>) -> Self {
         let summary = summary.into();
-        Self { message: summary.clone(), summary, mismatches: Vec::new() }
+        Self { message: summary.clone(), summary, mismatches: Vec::new(), part: None }
     }
 }
 
@@ -168,18 +173,30 @@ fn yaml(v: &impl serde::Serialize) -> String {
 pub async fn execute(ctx: &RowContext, suite: &Suite, row: &Row) -> Result<(), RowFailure> {
     let mut run =
         RowRun { ctx, resolver: Resolver { client: ctx.client.clone(), discovery: None }, bindings: BTreeMap::new() };
-    for m in suite.fixtures.iter().chain(&row.fixtures) {
-        run.apply(m).await.map_err(|f| RowFailure { summary: format!("fixture: {}", f.summary), ..f })?;
+    let suite_fixtures = suite.fixtures.iter().enumerate().map(|(i, m)| (RowPart::SuiteFixture(i + 1), m));
+    let row_fixtures = row.fixtures.iter().enumerate().map(|(i, m)| (RowPart::Fixture(i + 1), m));
+    for (part, m) in suite_fixtures.chain(row_fixtures) {
+        run.apply(m).await.map_err(|f| RowFailure {
+            summary: format!("{part}: {}", f.summary),
+            part: Some(part),
+            ..f
+        })?;
     }
     for (i, step) in row.steps.iter().enumerate() {
-        run.step(step)
-            .await
-            .map_err(|f| RowFailure { summary: format!("step {} ({}): {}", i + 1, step.name(), f.summary), ..f })?;
+        let part = RowPart::Step(i + 1);
+        run.step(step).await.map_err(|f| RowFailure {
+            summary: format!("step {} ({}): {}", i + 1, step.name(), f.summary),
+            part: Some(part),
+            ..f
+        })?;
     }
     for (i, e) in row.expect.iter().enumerate() {
-        run.expect(e)
-            .await
-            .map_err(|f| RowFailure { summary: format!("expect {} ({}): {}", i + 1, e.name(), f.summary), ..f })?;
+        let part = RowPart::Expectation(i + 1);
+        run.expect(e).await.map_err(|f| RowFailure {
+            summary: format!("expect {} ({}): {}", i + 1, e.name(), f.summary),
+            part: Some(part),
+            ..f
+        })?;
     }
     Ok(())
 }
@@ -321,14 +338,15 @@ impl RowRun<'_> {
             }
             Step::Wait(e) => self.expect(e).await,
             Step::Knob { actor, knob, value } => {
-                self.ctx.knobs.turn(actor, knob, &substitute(value, &self.bindings)).map_err(RowFailure::plain)
+                self.ctx.knobs.turn(*actor, knob, &substitute(value, &self.bindings)).map_err(RowFailure::plain)
             }
             Step::Bind { name, from, path } => {
                 let t = substitute_ref(from, &self.bindings);
                 let deadline = Instant::now() + self.ctx.default_timeout;
                 loop {
                     let objs = self.fetch(&t).await?;
-                    if let Some(v) = objs.first().and_then(|o| crate::matching::lookup(o, path).ok().flatten()) {
+                    if let Some(v) = objs.first().and_then(|o| crate::engine::matching::lookup(o, path).ok().flatten())
+                    {
                         let s = match v {
                             Value::String(s) => s.clone(),
                             other => other.to_string(),
@@ -448,6 +466,7 @@ impl RowRun<'_> {
                             message: format!("{summary}\n{}", last.0),
                             summary,
                             mismatches: vec![self.mismatch(e, last.0, last.1)],
+                            part: None,
                         });
                     }
                     tokio::time::sleep(self.ctx.poll).await;
@@ -466,6 +485,7 @@ impl RowRun<'_> {
                             message: format!("{summary}\n{diff}"),
                             summary,
                             mismatches: vec![self.mismatch(e, diff, observed)],
+                            part: None,
                         });
                     }
                     if Instant::now() >= until {
@@ -510,6 +530,7 @@ impl RowRun<'_> {
                         message: format!("{summary}\n{diff}"),
                         summary,
                         mismatches: vec![self.mismatch(e, diff, vec![])],
+                        part: None,
                     })
                 }
             }
@@ -546,6 +567,7 @@ impl RowRun<'_> {
             message: diff.clone(),
             summary,
             mismatches: vec![self.mismatch(e, diff, matching.iter().map(|(_, o)| o.clone()).collect())],
+            part: None,
         })
     }
 }

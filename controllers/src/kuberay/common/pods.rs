@@ -1,8 +1,8 @@
 //! The pods and services KubeRay makes for a RayCluster (`common/pod.go`, `common/service.go`,
 //! `utils.PodName`, `utils.GenerateHeadServiceName`).
 
-use super::*;
 use crate::crds::{RayCluster, WorkerGroupSpec};
+use crate::kuberay::*;
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodTemplateSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;

@@ -1,9 +1,8 @@
 //! Runs a selection of rows on a backend, in parallel, with live progress.
 
 use crate::backend::{Backend, RunOptions};
-use crate::load::LoadedSuite;
-use crate::result::{Outcome, RowResult};
-use crate::suite::Row;
+use crate::report::result::{Outcome, RowResult};
+use crate::suite::{LoadedSuite, Row};
 use std::sync::Mutex;
 
 /// Which rows to run.

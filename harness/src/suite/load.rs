@@ -9,6 +9,7 @@
 //! even that fails (a YAML syntax error), the row list is located by scanning the text for its
 //! `- ` items at the list's indentation. An error's line is then mapped to the row containing it.
 
+use crate::report::result::{Location, RowPart};
 use crate::suite::{Manifest, Suite};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -26,6 +27,49 @@ pub struct LoadedSuite {
     pub suite: Suite,
     /// 1-based line of each row (the line of its `- id:`), in the order of `suite.rows`.
     pub row_lines: Vec<usize>,
+    /// Lines of each row's fixtures, steps and expectations, in the order of `suite.rows`
+    /// (empty lists when the file's layout could not be read).
+    pub part_lines: Vec<PartLines>,
+    /// 1-based lines of the suite's own fixtures.
+    pub fixture_lines: Vec<usize>,
+}
+
+/// Where the parts of one row start (1-based lines), so a failure can point at its step.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PartLines {
+    /// The row's fixtures.
+    pub fixtures: Vec<usize>,
+    /// The row's steps.
+    pub steps: Vec<usize>,
+    /// The row's expectations.
+    pub expect: Vec<usize>,
+}
+
+impl LoadedSuite {
+    /// Where part `part` of row `index` is: its own line when known, else the row's.
+    pub fn location(&self, index: usize, part: Option<RowPart>) -> Location {
+        let row_line = self.row_lines.get(index).copied().unwrap_or(1);
+        let parts = self.part_lines.get(index);
+        let nth = |lines: Option<&Vec<usize>>, i: usize| lines.and_then(|l| l.get(i.wrapping_sub(1))).copied();
+        let line = match part {
+            Some(RowPart::SuiteFixture(i)) => self.fixture_lines.get(i.wrapping_sub(1)).copied(),
+            Some(RowPart::Fixture(i)) => nth(parts.map(|p| &p.fixtures), i),
+            Some(RowPart::Step(i)) => nth(parts.map(|p| &p.steps), i),
+            Some(RowPart::Expectation(i)) => nth(parts.map(|p| &p.expect), i),
+            None => None,
+        };
+        Location {
+            file: self.path.clone(),
+            line: line.unwrap_or(row_line),
+            row: self.suite.rows.get(index).map(|r| r.id.clone()).unwrap_or_default(),
+            part,
+        }
+    }
+
+    /// The index of the row with id `id`.
+    pub fn row_index(&self, id: &str) -> Option<usize> {
+        self.suite.rows.iter().position(|r| r.id == id)
+    }
 }
 
 /// Why a suite file, a suite directory or a fixture could not be loaded.
@@ -125,7 +169,16 @@ pub fn load_suite_str(path_for_messages: &Path, text: &str) -> Result<LoadedSuit
             // The layout comes from a second parse of the same text, so it lists the same rows;
             // the fallback keeps `row_lines` aligned with `rows` whatever happens.
             let row_lines = (0..suite.rows.len()).map(|i| layout.rows.get(i).map(|r| r.line).unwrap_or(1)).collect();
-            Ok(LoadedSuite { path: path_for_messages.to_path_buf(), suite, row_lines })
+            let part_lines = (0..suite.rows.len())
+                .map(|i| layout.rows.get(i).map(|r| r.parts.clone()).unwrap_or_default())
+                .collect();
+            Ok(LoadedSuite {
+                path: path_for_messages.to_path_buf(),
+                suite,
+                row_lines,
+                part_lines,
+                fixture_lines: layout.fixtures,
+            })
         }
         Err(err) => {
             let (line, column) = location_of(&err);
@@ -168,6 +221,21 @@ pub fn load_suite_dir(dir: &Path) -> Result<Vec<LoadedSuite>, LoadError> {
     }
     files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
     files.iter().map(|p| load_suite_file(p)).collect()
+}
+
+/// Loads suites from files and folders, as given on a command line: a folder contributes its
+/// `*.yaml`/`*.yml` files (sorted), a file itself. Duplicate paths are loaded once.
+pub fn load_suite_paths(paths: &[PathBuf]) -> Result<Vec<LoadedSuite>, LoadError> {
+    let mut out: Vec<LoadedSuite> = Vec::new();
+    for path in paths {
+        let loaded = if path.is_dir() { load_suite_dir(path)? } else { vec![load_suite_file(path)?] };
+        for suite in loaded {
+            if !out.iter().any(|s| s.path == suite.path) {
+                out.push(suite);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The objects a manifest stands for.
@@ -282,7 +350,32 @@ fn message_of(err: &serde_saphyr::Error) -> String {
     }
     let text = serde_saphyr::UserMessageFormatter.format_message(inner);
     // Messages can quote user input; keep one error on one line.
-    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+    let text: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    with_spelling_hint(text)
+}
+
+/// Adds "write `featureGates`" to an unknown-field error when the field is a snake_case or
+/// kebab-case spelling of a key the format expects: every key of the format is camelCase.
+fn with_spelling_hint(message: String) -> String {
+    let Some(rest) = message.strip_prefix("unknown field `") else { return message };
+    let Some((field, expected)) = rest.split_once('`') else { return message };
+    if !field.contains(['_', '-']) {
+        return message;
+    }
+    let mut camel = String::with_capacity(field.len());
+    let mut upper = false;
+    for c in field.chars() {
+        if c == '_' || c == '-' {
+            upper = true;
+        } else if upper {
+            camel.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            camel.push(c);
+        }
+    }
+    let listed = expected.split([',', ' ']).any(|w| w.trim_matches('`') == camel);
+    if listed { format!("{message} (write `{camel}`: keys of the suite format are camelCase)") } else { message }
 }
 
 /// Where each row of a suite file starts, what its id is, and where the row list ends.
@@ -293,12 +386,33 @@ struct RowLayout {
     /// 1-based line of the first thing after the row list (the next top-level key), if any.
     end: Option<usize>,
     rows: Vec<RowStart>,
+    /// Lines of the suite's own fixtures.
+    fixtures: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 struct RowStart {
     line: usize,
     id: Option<String>,
+    parts: PartLines,
+}
+
+/// The span-aware view of one row: its id, and where its fixtures, steps and expectations
+/// start; every other field is skipped.
+#[derive(Deserialize)]
+struct ShadowRow {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    fixtures: Vec<Spanned<IgnoredAny>>,
+    #[serde(default)]
+    steps: Vec<Spanned<IgnoredAny>>,
+    #[serde(default)]
+    expect: Vec<Spanned<IgnoredAny>>,
+}
+
+fn lines_of(items: &[Spanned<IgnoredAny>]) -> Vec<usize> {
+    items.iter().map(|i| usize::try_from(i.referenced.line()).unwrap_or(0)).collect()
 }
 
 impl RowLayout {
@@ -344,14 +458,22 @@ impl<'de> Deserialize<'de> for ShadowSuite {
                     if key.value == "rows" && !rows_seen {
                         rows_seen = true;
                         layout.start = Some(line);
-                        let rows: Vec<Spanned<Value>> = map.next_value()?;
+                        let rows: Vec<Spanned<ShadowRow>> = map.next_value()?;
                         layout.rows = rows
                             .into_iter()
                             .map(|r| RowStart {
                                 line: usize::try_from(r.referenced.line()).unwrap_or(0),
-                                id: r.value.get("id").map(id_text),
+                                id: r.value.id.as_ref().map(id_text),
+                                parts: PartLines {
+                                    fixtures: lines_of(&r.value.fixtures),
+                                    steps: lines_of(&r.value.steps),
+                                    expect: lines_of(&r.value.expect),
+                                },
                             })
                             .collect();
+                    } else if key.value == "fixtures" {
+                        let fixtures: Vec<Spanned<IgnoredAny>> = map.next_value()?;
+                        layout.fixtures = lines_of(&fixtures);
                     } else {
                         map.next_value::<IgnoredAny>()?;
                     }
@@ -410,7 +532,11 @@ fn scan_rows(text: &str) -> RowLayout {
             let after_dash = &trimmed[1..];
             let content = after_dash.trim_start_matches(' ');
             key_indent = (!content.is_empty()).then(|| indent + 1 + (after_dash.len() - content.len()));
-            layout.rows.push(RowStart { line: i + 1, id: scalar_after_key(content, "id") });
+            layout.rows.push(RowStart {
+                line: i + 1,
+                id: scalar_after_key(content, "id"),
+                parts: PartLines::default(),
+            });
         } else if let Some(last) = layout.rows.last_mut() {
             let keys_at = *key_indent.get_or_insert(indent);
             if indent == keys_at && last.id.is_none() {
@@ -531,6 +657,21 @@ mod tests {
         let (err, shown) = parse_err(&text);
         assert!(matches!(&err, LoadError::Parse { line: Some(9..=10), .. }), "{shown}");
         assert!(shown.contains(": row b: "), "{shown}");
+    }
+
+    #[test]
+    fn snake_case_keys_get_the_camel_case_spelling() {
+        let text = format!("{HEAD}{}    needs: {{feature_gates: {{kuberay: {{RayCronJob: true}}}}}}\n", row("a"));
+        let (_, shown) = parse_err(&text);
+        assert!(
+            shown.contains("row a: unknown field `feature_gates`, expected one of capabilities, featureGates, settings (write `featureGates`: keys of the suite format are camelCase)"),
+            "{shown}"
+        );
+        assert_eq!(with_spelling_hint("unknown field `zz`, expected `a`".into()), "unknown field `zz`, expected `a`");
+        assert_eq!(
+            with_spelling_hint("unknown field `no_such`, expected `a`".into()),
+            "unknown field `no_such`, expected `a`"
+        );
     }
 
     #[test]

@@ -14,12 +14,12 @@ use sha1::{Digest, Sha1};
 /// sent fields in; the value is opaque and not bit-identical to Go's (whose field order is the
 /// struct's).
 pub fn spec_hash(spec: &RayClusterSpec) -> String {
-    spec_hash_with(spec, None)
+    spec_hash_with(spec, &crate::kuberay::KubeRayConfig::default())
 }
 
-/// [`spec_hash`], or with a deliberate [`Defect`](super::Defect) for regression tests.
-pub fn spec_hash_with(spec: &RayClusterSpec, defect: Option<super::Defect>) -> String {
-    let keep_replicas = defect == Some(super::Defect::HashIncludesReplicas);
+/// [`spec_hash`], or, for a configuration built with a deliberate [`Defect`](crate::kuberay::Defect), the defective hash.
+pub fn spec_hash_with(spec: &RayClusterSpec, config: &crate::kuberay::KubeRayConfig) -> String {
+    let keep_replicas = config.defective(crate::kuberay::Defect::HashIncludesReplicas);
     let mut masked = spec.clone();
     masked.upgrade_strategy = None;
     mask_template(&mut masked.head_group_spec.template);

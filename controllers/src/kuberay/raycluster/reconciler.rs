@@ -2,12 +2,12 @@
 //! `reconcilePods`), driven by a kube-runtime `Controller` watching RayClusters and the pods and
 //! services they own.
 
-use super::pods::{head_pod, head_service, head_service_selector, serve_service, worker_pod};
 use super::status::{self, SuspendStatus, condition_true, suspend_status};
-use super::*;
 use crate::Clock;
 use crate::crds::RayCluster;
 use crate::events::{EventRecorder, EventType};
+use crate::kuberay::common::pods::{head_pod, head_service, head_service_selector, serve_service, worker_pod};
+use crate::kuberay::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -326,9 +326,9 @@ impl RayClusterReconciler {
         let ns = rc.namespace().unwrap_or_default();
         let id = format!("{ns}/{}", rc.name_any());
         let cluster_sel = format!("{RAY_CLUSTER_LABEL}={}", rc.name_any());
-        let gate = self.config.gate("RayClusterStatusConditions");
+        let gate = self.config.gate(KubeRayGate::RayClusterStatusConditions);
         let mut suspend = suspend_status(rc);
-        if self.config.defect == Some(Defect::NonAtomicSuspend)
+        if self.config.defective(Defect::NonAtomicSuspend)
             && suspend == SuspendStatus::Suspending
             && rc.spec.suspend != Some(true)
         {
@@ -366,9 +366,9 @@ impl RayClusterReconciler {
         let head_sel = format!("{cluster_sel},{RAY_NODE_TYPE_LABEL}=head");
         let head_pods =
             pods.list(&ListParams::default().labels(&head_sel)).await.map_err(api_err("list head pods"))?.items;
-        let hash = spec_hash_with(&rc.spec, self.config.defect);
+        let hash = spec_hash_with(&rc.spec, &self.config);
         if self.should_recreate_for_upgrade(rc, &head_pods, &hash).await {
-            if self.config.defect == Some(Defect::CreateDuringRecreate) {
+            if self.config.defective(Defect::CreateDuringRecreate) {
                 for p in
                     pods.list(&ListParams::default().labels(&cluster_sel)).await.map_err(api_err("list pods"))?.items
                 {
@@ -585,7 +585,7 @@ impl RayClusterReconciler {
         let version = annotations.get(KUBERAY_VERSION_ANNOTATION).map(String::as_str).unwrap_or("");
         if !version.is_empty()
             && version != self.config.kuberay_version
-            && self.config.defect != Some(Defect::NoVersionSkip)
+            && !self.config.defective(Defect::NoVersionSkip)
         {
             let api: Api<Pod> = Api::namespaced(self.client.clone(), &rc.namespace().unwrap_or_default());
             let mut pod = head.clone();
@@ -684,7 +684,7 @@ fn validate_spec(rc: &RayCluster, cfg: &KubeRayConfig) -> Result<(), String> {
             ));
         }
         if g.suspend == Some(true) {
-            if !cfg.gate("RayJobDeletionPolicy") {
+            if !cfg.gate(KubeRayGate::RayJobDeletionPolicy) {
                 return Err("suspending worker groups is currently available when the RayJobDeletionPolicy feature gate is enabled".into());
             }
             if autoscaling {

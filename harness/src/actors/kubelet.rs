@@ -1,0 +1,50 @@
+//! The simulated kubelet as an actor: it registers a node pool, then runs pods on it.
+
+use crate::actors::{Actor, ActorFactory, Task};
+use crate::suite::{ActorName, Needs};
+use controllers::sim::kubelet::{Kubelet, KubeletConfig, KubeletHandle};
+use serde_json::Value;
+
+/// Starts the simulated kubelet, configured by `needs.settings.kubelet` (`nodePool`: `default`
+/// or `tiny`; `startDelay`, `readyDelay`, `terminationDelay` as Go durations). Knobs: see
+/// [`controllers::sim::kubelet`].
+pub struct KubeletFactory;
+
+struct KubeletActor {
+    handle: KubeletHandle,
+    _task: Task,
+}
+
+impl Actor for KubeletActor {
+    fn knob(&mut self, knob: &str, value: &Value) -> Result<(), String> {
+        self.handle.turn(knob, value)
+    }
+}
+
+impl ActorFactory for KubeletFactory {
+    fn name(&self) -> ActorName {
+        ActorName::Kubelet
+    }
+
+    fn start(&self, client: kube::Client, clock: controllers::Clock, needs: &Needs) -> Result<Box<dyn Actor>, String> {
+        let settings = &needs.settings.kubelet;
+        let mut config = KubeletConfig::default();
+        config.apply(settings);
+        let pool = settings.node_pool.as_deref().unwrap_or("default");
+        let yaml = controllers::sim::builtin_pool(pool)
+            .ok_or_else(|| format!("settings.kubelet.nodePool: no node pool {pool:?} (known: default, tiny)"))?;
+        let nodes = controllers::sim::parse_nodes(yaml).map_err(|e| format!("node pool {pool}: {e}"))?;
+        let kubelet = Kubelet::new(client.clone(), clock.clone(), config);
+        let handle = kubelet.handle();
+        let task = tokio::spawn(async move {
+            if let Err(e) = controllers::sim::register_nodes(&client, &clock, &nodes).await {
+                tracing::warn!(error = %e, "the simulated kubelet could not register its nodes");
+                return;
+            }
+            if let Err(e) = kubelet.run().await {
+                tracing::warn!(error = %e, "the simulated kubelet stopped");
+            }
+        });
+        Ok(Box::new(KubeletActor { handle, _task: Task(task) }))
+    }
+}

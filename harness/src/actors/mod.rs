@@ -1,0 +1,137 @@
+//! The reference controllers and simulated components, wrapped for the backends: each is an
+//! [`ActorFactory`] that the in-process backend starts for the rows that name it
+//! (`actor:NAME`), each with the row's own gates and settings, and `kproof serve` starts once.
+
+pub mod echo;
+pub mod kubelet;
+pub mod kuberay;
+pub mod scheduler;
+
+pub use echo::EchoControllerFactory;
+pub use kubelet::KubeletFactory;
+pub use kuberay::KubeRayFactory;
+pub use scheduler::SchedulerFactory;
+
+use crate::backend::InProcessBackend;
+use crate::engine::runner::Knobs;
+use crate::suite::{ActorName, Needs};
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A controller or simulated component running for one row (or for `kproof serve`). Dropping
+/// it stops it.
+pub trait Actor: Send {
+    /// Turns a knob; `Err` names what is wrong (unknown knob, bad value).
+    fn knob(&mut self, knob: &str, value: &Value) -> Result<(), String>;
+}
+
+/// Starts an actor for a row on the in-process backend (on the row's paused runtime), or for
+/// `kproof serve` (in real time).
+pub trait ActorFactory: Send + Sync {
+    /// The actor's name, as rows and knob steps name it.
+    fn name(&self) -> ActorName;
+    /// Prepares the API server before any actor starts or any step runs (for example installs
+    /// and waits for the CRDs the actor serves). `Err` says what went wrong.
+    fn setup(&self, _client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+    /// Starts it against `client`, reading time from `clock`, configured with the row's gates
+    /// and settings for this actor (typed, so they were checked when the suite loaded).
+    fn start(&self, client: kube::Client, clock: controllers::Clock, needs: &Needs) -> Result<Box<dyn Actor>, String>;
+}
+
+/// The actors running for one row, by name; their knobs are what knob steps turn.
+#[derive(Default)]
+pub struct ActorSet(Mutex<BTreeMap<ActorName, Box<dyn Actor>>>);
+
+impl ActorSet {
+    /// The names of the running actors, in start order.
+    pub fn names(&self) -> Vec<ActorName> {
+        self.0.lock().keys().copied().collect()
+    }
+}
+
+impl Knobs for ActorSet {
+    fn turn(&self, actor: ActorName, knob: &str, value: &Value) -> Result<(), String> {
+        let mut actors = self.0.lock();
+        let running: Vec<String> = actors.keys().map(ToString::to_string).collect();
+        let a = actors.get_mut(&actor).ok_or_else(|| {
+            format!(
+                "actor {actor} does not run for this row (running: {}); list it in needs.capabilities",
+                running.join(", ")
+            )
+        })?;
+        a.knob(knob, value)
+    }
+}
+
+/// Runs the setup of each factory, then starts them in order; `Err` is the first failure, named.
+pub async fn start_actors(
+    factories: &[Arc<dyn ActorFactory>],
+    client_for: impl Fn(ActorName) -> kube::Client,
+    clock: controllers::Clock,
+    needs: &Needs,
+) -> Result<ActorSet, String> {
+    for f in factories {
+        f.setup(client_for(f.name())).await.map_err(|e| format!("setting up {}: {e}", f.name()))?;
+    }
+    let mut actors = BTreeMap::new();
+    for f in factories {
+        let actor =
+            f.start(client_for(f.name()), clock.clone(), needs).map_err(|e| format!("starting {}: {e}", f.name()))?;
+        actors.insert(f.name(), actor);
+    }
+    Ok(ActorSet(Mutex::new(actors)))
+}
+
+/// Every reference actor, in start order.
+pub fn reference_actors() -> Vec<Arc<dyn ActorFactory>> {
+    vec![Arc::new(KubeRayFactory::default()), Arc::new(SchedulerFactory), Arc::new(KubeletFactory)]
+}
+
+/// The in-process backend with every reference actor (each started only for the rows that
+/// name it).
+pub fn reference_backend() -> InProcessBackend {
+    reference_actors().into_iter().fold(InProcessBackend::new(), |b, f| b.with_actor(f))
+}
+
+/// Lists `names` in the `kube-public/kproof-actors` ConfigMap, where the kubeconfig backend
+/// looks for the actors a cluster runs.
+pub async fn announce(client: &kube::Client, names: &[ActorName]) -> Result<(), kube::Error> {
+    use crate::backend::{ACTORS_CONFIGMAP_NAME, ACTORS_CONFIGMAP_NAMESPACE};
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+    use kube::api::{Api, Patch, PatchParams};
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns =
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ACTORS_CONFIGMAP_NAMESPACE}});
+    if namespaces.get_opt(ACTORS_CONFIGMAP_NAMESPACE).await?.is_none() {
+        let ns: Namespace = serde_json::from_value(ns).unwrap_or_default();
+        namespaces.create(&Default::default(), &ns).await?;
+    }
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ACTORS_CONFIGMAP_NAMESPACE);
+    let listed: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+    let cm = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": ACTORS_CONFIGMAP_NAME},
+        "data": {"actors": listed.join(",")},
+    });
+    let patch = serde_json::json!({"data": cm["data"]});
+    if api.get_opt(ACTORS_CONFIGMAP_NAME).await?.is_some() {
+        api.patch(ACTORS_CONFIGMAP_NAME, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    } else {
+        let cm: ConfigMap = serde_json::from_value(cm).unwrap_or_default();
+        api.create(&Default::default(), &cm).await?;
+    }
+    Ok(())
+}
+
+/// Aborts a spawned actor task when the row (or `kproof serve`) drops the actor.
+pub(crate) struct Task(pub(crate) tokio::task::JoinHandle<()>);
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

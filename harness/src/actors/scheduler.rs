@@ -1,0 +1,33 @@
+//! The simulated kube-scheduler as an actor.
+
+use crate::actors::{Actor, ActorFactory, Task};
+use crate::suite::{ActorName, Needs};
+use controllers::sim::{Scheduler, SchedulerConfig};
+use serde_json::Value;
+
+/// Starts the simulated kube-scheduler. No knobs, no settings.
+pub struct SchedulerFactory;
+
+struct SchedulerActor(#[allow(dead_code)] Task);
+
+impl Actor for SchedulerActor {
+    fn knob(&mut self, knob: &str, _: &Value) -> Result<(), String> {
+        Err(format!("the scheduler has no knob {knob:?}"))
+    }
+}
+
+impl ActorFactory for SchedulerFactory {
+    fn name(&self) -> ActorName {
+        ActorName::Scheduler
+    }
+
+    fn start(&self, client: kube::Client, clock: controllers::Clock, _: &Needs) -> Result<Box<dyn Actor>, String> {
+        let scheduler = Scheduler::new(client, clock, SchedulerConfig::default());
+        let task = tokio::spawn(async move {
+            if let Err(e) = scheduler.run().await {
+                tracing::warn!(error = %e, "the simulated scheduler stopped");
+            }
+        });
+        Ok(Box::new(SchedulerActor(Task(task))))
+    }
+}

@@ -1,0 +1,137 @@
+//! The in-process backend: a fresh fake API server and the row's actors for every row, on a
+//! paused tokio clock, so waits and `advance` steps cost no wall time and rows run in parallel.
+
+use crate::actors::{ActorFactory, start_actors};
+use crate::backend::{Backend, BackendClock, LogBuffer, RunOptions, begin, collect_record, finish};
+use crate::engine::runner::{RowContext, RowFailure, Timeline, execute};
+use crate::report::result::{FlightRecord, RowResult};
+use crate::suite::{Capability, LoadedSuite, Row};
+use fake_apiserver::{ApiServer, Config};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+struct ServerTimeline {
+    server: ApiServer,
+    since: u64,
+}
+
+impl Timeline for ServerTimeline {
+    fn entries(&self) -> Vec<(Value, Value)> {
+        self.server
+            .timeline_since(self.since)
+            .into_iter()
+            .map(|e| (serde_json::to_value(&e).unwrap_or(Value::Null), e.object()))
+            .collect()
+    }
+}
+
+/// The fake API server and the reference controllers, one fresh set per row, on a paused
+/// tokio clock: waits and `advance` steps cost no wall time, and rows run in parallel. A row
+/// gets the actors it names (`actor:NAME`), each configured with the row's gates and settings.
+pub struct InProcessBackend {
+    factories: Vec<Arc<dyn ActorFactory>>,
+}
+
+impl InProcessBackend {
+    /// A backend with no controllers (the API server and its system controllers only).
+    pub fn new() -> Self {
+        Self { factories: Vec::new() }
+    }
+
+    /// Adds an actor, started for the rows that name it. A later factory with the same name
+    /// replaces the earlier one (how tests swap in a reference controller built differently).
+    pub fn with_actor(mut self, f: Arc<dyn ActorFactory>) -> Self {
+        self.factories.retain(|old| old.name() != f.name());
+        self.factories.push(f);
+        self
+    }
+}
+
+impl Default for InProcessBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Where the in-process clock starts: fixed, so timestamps are the same in every run.
+pub fn virtual_epoch() -> jiff::Timestamp {
+    jiff::Timestamp::from_second(1_767_225_600).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+}
+
+impl Backend for InProcessBackend {
+    fn name(&self) -> &str {
+        "fake"
+    }
+
+    fn capabilities(&self) -> BTreeSet<Capability> {
+        let mut c: BTreeSet<Capability> = Capability::PLAIN.into_iter().collect();
+        c.extend(self.factories.iter().map(|f| Capability::Actor(f.name())));
+        c
+    }
+
+    fn components(&self) -> std::collections::BTreeMap<String, String> {
+        let mut c = std::collections::BTreeMap::new();
+        c.insert(
+            "kube-apiserver".to_string(),
+            format!("kproof fake-apiserver (serving {})", Config::default().kubernetes_version),
+        );
+        for f in &self.factories {
+            c.insert(f.name().to_string(), "kproof reference".to_string());
+        }
+        c
+    }
+
+    fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
+        let mut result = match begin(self, suite, row) {
+            Ok(r) => r,
+            Err(skipped) => return *skipped,
+        };
+        let wall = std::time::Instant::now();
+        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build() {
+            Ok(r) => r,
+            Err(e) => {
+                let failure = RowFailure::plain(format!("cannot start a runtime: {e}"));
+                return finish(suite, result, Err(failure), FlightRecord::default, opts);
+            }
+        };
+        let logs = LogBuffer::default();
+        let (outcome, record, backend_ms) = runtime.block_on(async {
+            let started = tokio::time::Instant::now();
+            let subscriber = tracing_subscriber::fmt()
+                .with_writer(logs.clone())
+                .with_ansi(false)
+                .with_timer(BackendClock(started))
+                .with_max_level(tracing::Level::DEBUG)
+                .finish();
+            let _guard = tracing::subscriber::set_default(subscriber);
+            let server = ApiServer::new(Config { clock_start: Some(virtual_epoch()), ..Config::default() });
+            let server_clock = server.clock();
+            let clock = controllers::Clock::from_fn(move || server_clock.now());
+            let wanted = row.needs.actors();
+            let factories: Vec<Arc<dyn ActorFactory>> =
+                self.factories.iter().filter(|f| wanted.contains(&f.name())).cloned().collect();
+            let client_for = |name: crate::suite::ActorName| server.client_as(name.as_str());
+            let actors = match start_actors(&factories, client_for, clock, &row.needs).await {
+                Ok(a) => a,
+                Err(e) => return (Err(RowFailure::plain(e)), None, started.elapsed().as_millis() as u64),
+            };
+            let ctx = RowContext {
+                client: server.client_as("kproof"),
+                namespace: "default".into(),
+                timeline: Arc::new(ServerTimeline { server: server.clone(), since: server.resource_version() }),
+                knobs: Arc::new(actors),
+                fixtures_dir: opts.fixtures_dir.clone(),
+                default_timeout: opts.default_timeout,
+                poll: opts.poll,
+                started,
+            };
+            let outcome = execute(&ctx, &suite.suite, row).await;
+            let record = if outcome.is_err() { Some(collect_record(&ctx, &logs).await) } else { None };
+            (outcome, record, started.elapsed().as_millis() as u64)
+        });
+        result.backend_ms = backend_ms;
+        result.wall_ms = wall.elapsed().as_millis() as u64;
+        finish(suite, result, outcome, || record.unwrap_or_default(), opts)
+    }
+}

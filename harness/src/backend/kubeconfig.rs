@@ -1,0 +1,297 @@
+//! The kubeconfig backend: any cluster reached through a kubeconfig, in real time. Each row runs
+//! in a namespace of its own, deleted afterwards; the timeline comes from watches over the
+//! kinds the row touches.
+
+use crate::backend::{Backend, LogBuffer, RunOptions, begin, collect_record, finish};
+use crate::engine::runner::{Knobs, RowContext, RowFailure, Timeline, execute};
+use crate::report::result::RowResult;
+use crate::suite::{ActorName, Capability, LoadedSuite, Row};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams, WatchEvent, WatchParams};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Any cluster reached through a kubeconfig, in real time: each row runs in a namespace of its
+/// own, deleted afterwards; the timeline comes from watches over the kinds the row touches.
+pub struct KubeconfigBackend {
+    kubeconfig: Option<PathBuf>,
+    runtime: tokio::runtime::Runtime,
+    /// Controllers and simulated actors known to run in the cluster.
+    actors: BTreeSet<ActorName>,
+}
+
+/// Where `kproof serve` lists the actors it runs (`data.actors`, comma-separated), so the
+/// kubeconfig backend can offer `actor:NAME` capabilities for them.
+pub const ACTORS_CONFIGMAP_NAMESPACE: &str = "kube-public";
+/// Name of the ConfigMap listing the actors (see [`ACTORS_CONFIGMAP_NAMESPACE`]).
+pub const ACTORS_CONFIGMAP_NAME: &str = "kproof-actors";
+
+impl KubeconfigBackend {
+    /// Uses `path`, or the default kubeconfig resolution (`KUBECONFIG`, `~/.kube/config`) when `None`.
+    /// The actors the cluster runs are read from the `kube-public/kproof-actors` ConfigMap
+    /// `kproof serve` writes; add others (say, a real KubeRay operator) with [`Self::with_actors`].
+    pub fn new(path: Option<PathBuf>) -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+        let mut backend = Self { kubeconfig: path, runtime, actors: BTreeSet::new() };
+        backend.actors = backend.runtime.block_on(async {
+            let Ok(client) = backend.client().await else { return BTreeSet::new() };
+            let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client, ACTORS_CONFIGMAP_NAMESPACE);
+            let found = tokio::time::timeout(Duration::from_secs(5), api.get_opt(ACTORS_CONFIGMAP_NAME)).await;
+            let Ok(Ok(Some(cm))) = found else { return BTreeSet::new() };
+            let listed = cm.data.and_then(|d| d.get("actors").cloned()).unwrap_or_default();
+            // Names this build does not know (a newer `kproof serve`) cannot be needed by any row.
+            listed.split(',').filter_map(|a| a.trim().parse().ok()).collect()
+        });
+        Ok(backend)
+    }
+
+    /// Declares more actors as running in the cluster.
+    pub fn with_actors(mut self, names: impl IntoIterator<Item = ActorName>) -> Self {
+        self.actors.extend(names);
+        self
+    }
+
+    async fn client(&self) -> Result<kube::Client, String> {
+        let config = match &self.kubeconfig {
+            Some(p) => {
+                let kc = kube::config::Kubeconfig::read_from(p)
+                    .map_err(|e| format!("cannot read kubeconfig {}: {e}", p.display()))?;
+                kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                    .await
+                    .map_err(|e| format!("bad kubeconfig {}: {e}", p.display()))?
+            }
+            None => kube::Config::infer().await.map_err(|e| format!("no kubeconfig: {e}"))?,
+        };
+        kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))
+    }
+}
+
+/// Kinds a row touches: from fixtures, steps and expectations.
+fn touched_kinds(suite: &LoadedSuite, row: &Row, fixtures_dir: &std::path::Path) -> BTreeSet<(String, String)> {
+    let mut kinds = BTreeSet::new();
+    let add_manifest = |m: &crate::suite::Manifest, kinds: &mut BTreeSet<(String, String)>| {
+        for doc in crate::suite::load_manifests(fixtures_dir, m).unwrap_or_default() {
+            if let (Some(a), Some(k)) = (doc["apiVersion"].as_str(), doc["kind"].as_str()) {
+                kinds.insert((a.to_string(), k.to_string()));
+            }
+        }
+    };
+    for m in suite.suite.fixtures.iter().chain(&row.fixtures) {
+        add_manifest(m, &mut kinds);
+    }
+    let text = serde_json::to_value(row).unwrap_or(Value::Null);
+    collect_refs(&text, &mut kinds);
+    for s in &row.steps {
+        if let crate::suite::Step::Apply(m) = s {
+            add_manifest(m, &mut kinds);
+        }
+    }
+    kinds
+}
+
+/// Namespaces a row names besides its own (objects it creates elsewhere, or namespaces it creates).
+fn touched_namespaces(row: &Row, fixtures_dir: &std::path::Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    fn walk(v: &Value, out: &mut BTreeSet<String>) {
+        match v {
+            Value::Object(o) => {
+                if let Some(ns) = o.get("namespace").and_then(Value::as_str) {
+                    out.insert(ns.to_string());
+                }
+                if o.get("kind").and_then(Value::as_str) == Some("Namespace")
+                    && let Some(n) = o.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str)
+                {
+                    out.insert(n.to_string());
+                }
+                o.values().for_each(|x| walk(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    walk(&serde_json::to_value(row).unwrap_or(Value::Null), &mut out);
+    for m in &row.fixtures {
+        for doc in crate::suite::load_manifests(fixtures_dir, m).unwrap_or_default() {
+            walk(&doc, &mut out);
+        }
+    }
+    out
+}
+
+fn collect_refs(v: &Value, out: &mut BTreeSet<(String, String)>) {
+    match v {
+        Value::Object(o) => {
+            if let (Some(a), Some(k)) =
+                (o.get("apiVersion").and_then(Value::as_str), o.get("kind").and_then(Value::as_str))
+            {
+                out.insert((a.to_string(), k.to_string()));
+            }
+            o.values().for_each(|x| collect_refs(x, out));
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_refs(x, out)),
+        _ => {}
+    }
+}
+
+/// A timeline recorded from watches (verb inferred from the change, `delete` for the write that
+/// starts a graceful deletion; no user agent).
+#[derive(Default)]
+struct WatchTimeline(Mutex<Vec<(Value, Value)>>);
+
+impl Timeline for WatchTimeline {
+    fn lag(&self) -> Duration {
+        Duration::from_millis(300)
+    }
+
+    fn entries(&self) -> Vec<(Value, Value)> {
+        let mut e = self.0.lock().clone();
+        e.sort_by_key(|(m, _)| m["resourceVersion"].as_u64().unwrap_or(0));
+        e
+    }
+}
+
+struct NoKnobs;
+
+impl Knobs for NoKnobs {
+    fn turn(&self, actor: ActorName, _: &str, _: &Value) -> Result<(), String> {
+        Err(format!("the kubeconfig backend has no actor {actor:?}"))
+    }
+}
+
+/// Records the writes to one resource. Namespaced resources are watched in all namespaces and
+/// kept when they are in `namespaces` (the row's own, and those the row names).
+async fn record_watch(
+    api: Api<DynamicObject>,
+    ar: ApiResource,
+    sink: Arc<WatchTimeline>,
+    from: String,
+    namespaces: Option<Arc<BTreeSet<String>>>,
+) {
+    let Ok(stream) = api.watch(&WatchParams::default().disable_bookmarks().timeout(290), &from).await else { return };
+    use futures::StreamExt;
+    let mut stream = stream.boxed();
+    // Objects seen terminating: the write that first sets deletionTimestamp was a delete.
+    let mut terminating: BTreeSet<String> = BTreeSet::new();
+    while let Some(Ok(ev)) = stream.next().await {
+        let (change, mut verb, obj) = match ev {
+            WatchEvent::Added(o) => ("ADDED", "create", o),
+            WatchEvent::Modified(o) => ("MODIFIED", "update", o),
+            WatchEvent::Deleted(o) => ("DELETED", "delete", o),
+            _ => continue,
+        };
+        let uid = obj.metadata.uid.clone().unwrap_or_default();
+        if change == "DELETED" {
+            terminating.remove(&uid);
+        } else if obj.metadata.deletion_timestamp.is_some() && terminating.insert(uid) {
+            verb = "delete";
+        }
+        if let (Some(keep), Some(ns)) = (&namespaces, obj.metadata.namespace.as_ref())
+            && !keep.contains(ns)
+        {
+            continue;
+        }
+        let manager = obj.metadata.managed_fields.as_ref().and_then(|m| m.last()).and_then(|m| m.manager.clone());
+        let meta = json!({
+            "resourceVersion": obj.metadata.resource_version.as_deref().and_then(|r| r.parse::<u64>().ok()).unwrap_or(0),
+            "verb": verb,
+            "change": change,
+            "apiVersion": ar.api_version,
+            "kind": ar.kind,
+            "namespace": obj.metadata.namespace.clone().unwrap_or_default(),
+            "name": obj.metadata.name.clone().unwrap_or_default(),
+            "uid": obj.metadata.uid.clone().unwrap_or_default(),
+            "userAgent": "",
+            "fieldManager": manager,
+        });
+        sink.0.lock().push((meta, serde_json::to_value(&obj).unwrap_or(Value::Null)));
+    }
+}
+
+impl Backend for KubeconfigBackend {
+    fn name(&self) -> &str {
+        "kubeconfig"
+    }
+
+    fn capabilities(&self) -> BTreeSet<Capability> {
+        let mut c: BTreeSet<Capability> = [Capability::Timeline].into();
+        c.extend(self.actors.iter().map(|a| Capability::Actor(*a)));
+        c
+    }
+
+    fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
+        let mut result = match begin(self, suite, row) {
+            Ok(r) => r,
+            Err(skipped) => return *skipped,
+        };
+        let wall = std::time::Instant::now();
+        let logs = LogBuffer::default();
+        let (outcome, record) = self.runtime.block_on(async {
+            let client = match self.client().await {
+                Ok(c) => c,
+                Err(e) => return (Err(RowFailure::plain(e)), None),
+            };
+            let ns_name = format!("kproof-{}-{}", row.id.chars().take(40).collect::<String>(), suffix());
+            let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+            let ns: k8s_openapi::api::core::v1::Namespace =
+                serde_json::from_value(json!({"metadata": {"name": ns_name, "labels": {"kproof.dev/row": row.id}}}))
+                    .unwrap_or_default();
+            if let Err(e) = namespaces.create(&PostParams::default(), &ns).await {
+                let m = format!("cannot create namespace {ns_name}: {e}");
+                return (Err(RowFailure::plain(m)), None);
+            }
+            let timeline = Arc::new(WatchTimeline::default());
+            let mut watchers = Vec::new();
+            let mut keep = touched_namespaces(row, &opts.fixtures_dir);
+            keep.insert(ns_name.clone());
+            let keep = Arc::new(keep);
+            if let Ok(d) = kube::Discovery::new(client.clone()).run_aggregated().await {
+                for (api_version, kind) in touched_kinds(suite, row, &opts.fixtures_dir) {
+                    let (g, v) = api_version.split_once('/').unwrap_or(("", &api_version));
+                    let Some((ar, caps)) = d.resolve_gvk(&kube::core::GroupVersionKind::gvk(g, v, &kind)) else {
+                        continue;
+                    };
+                    let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
+                    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+                    let from = api
+                        .list(&ListParams::default().limit(1))
+                        .await
+                        .ok()
+                        .and_then(|l| l.metadata.resource_version)
+                        .unwrap_or_else(|| "0".into());
+                    let filter = namespaced.then(|| keep.clone());
+                    watchers.push(tokio::spawn(record_watch(api, ar, timeline.clone(), from, filter)));
+                }
+            }
+            let ctx = RowContext {
+                client: client.clone(),
+                namespace: ns_name.clone(),
+                timeline: timeline.clone(),
+                knobs: Arc::new(NoKnobs),
+                fixtures_dir: opts.fixtures_dir.clone(),
+                default_timeout: opts.default_timeout,
+                poll: opts.poll,
+                started: tokio::time::Instant::now(),
+            };
+            let outcome = execute(&ctx, &suite.suite, row).await;
+            let record = if outcome.is_err() { Some(collect_record(&ctx, &logs).await) } else { None };
+            for w in watchers {
+                w.abort();
+            }
+            let _ = namespaces.delete(&ns_name, &Default::default()).await;
+            (outcome, record)
+        });
+        result.wall_ms = wall.elapsed().as_millis() as u64;
+        result.backend_ms = result.wall_ms;
+        finish(suite, result, outcome, || record.unwrap_or_default(), opts)
+    }
+}
+
+fn suffix() -> String {
+    use rand::Rng;
+    const A: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut r = rand::rng();
+    (0..5).map(|_| A[r.random_range(0..A.len())] as char).collect()
+}

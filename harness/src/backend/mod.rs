@@ -1,0 +1,201 @@
+//! Backends: where rows run. Each states its capabilities; a row needing one it lacks is
+//! skipped with the reason, never passed.
+//!
+//! - [`in_process`]: the fake API server and the reference actors, fresh per row, in virtual time.
+//! - [`kubeconfig`]: any cluster reached through a kubeconfig (e.g. `kproof serve`), in real time.
+
+pub mod in_process;
+pub mod kubeconfig;
+
+pub use in_process::{InProcessBackend, virtual_epoch};
+pub use kubeconfig::{ACTORS_CONFIGMAP_NAME, ACTORS_CONFIGMAP_NAMESPACE, KubeconfigBackend};
+
+use crate::engine::runner::{RowContext, RowFailure};
+use crate::report::result::{FlightRecord, Outcome, RowResult};
+use crate::suite::{Capability, LoadedSuite, Row};
+use kube::api::{Api, DynamicObject, ListParams};
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Options every backend takes from the command line or the test harness.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub fixtures_dir: PathBuf,
+    /// Where failing rows' flight records go; `None` keeps them only in the result.
+    pub flight_dir: Option<PathBuf>,
+    pub default_timeout: Duration,
+    pub poll: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            fixtures_dir: PathBuf::from("fixtures"),
+            flight_dir: None,
+            default_timeout: Duration::from_secs(30),
+            poll: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Where rows run.
+pub trait Backend: Send + Sync {
+    /// `fake`, `kubeconfig` or `upstream`.
+    fn name(&self) -> &str;
+    /// What it offers; rows name what they need.
+    fn capabilities(&self) -> BTreeSet<Capability>;
+    /// The components it runs and their versions (API server, operators), for the report.
+    fn components(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    /// Runs one row to a result (never panics on a failing row).
+    fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult;
+}
+
+/// Why a backend cannot run a row, or `None` when it can.
+pub fn skip_reason(backend: &dyn Backend, row: &Row) -> Option<String> {
+    let caps = backend.capabilities();
+    let mut missing: Vec<Capability> = row.needs.capabilities.iter().filter(|c| !caps.contains(*c)).copied().collect();
+    let mut require = |cap: Capability| {
+        if !caps.contains(&cap) && !missing.contains(&cap) {
+            missing.push(cap);
+        }
+    };
+    if row.needs.configures() {
+        require(Capability::ControllerSettings);
+    }
+    if row.steps.iter().any(|s| matches!(s, crate::suite::Step::Knob { .. })) {
+        require(Capability::Knobs);
+    }
+    let missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    (!missing.is_empty()).then(|| format!("backend {} lacks {}", backend.name(), missing.join(", ")))
+}
+
+fn base_result(suite: &LoadedSuite, row: &Row, backend: &str) -> RowResult {
+    RowResult {
+        suite: suite.suite.suite.clone(),
+        id: row.id.clone(),
+        title: row.title.clone(),
+        kind: row.kind,
+        source: row.source.clone(),
+        backend: backend.to_string(),
+        outcome: Outcome::Skipped,
+        reason: None,
+        failure: None,
+        wall_ms: 0,
+        backend_ms: 0,
+        flight_record: None,
+        location: None,
+    }
+}
+
+/// The result a row starts with, or (as `Err`) its final result when the backend must skip it.
+pub(crate) fn begin(backend: &dyn Backend, suite: &LoadedSuite, row: &Row) -> Result<RowResult, Box<RowResult>> {
+    let mut result = base_result(suite, row, backend.name());
+    match skip_reason(backend, row) {
+        Some(why) => {
+            result.reason = Some(why);
+            Err(Box::new(result))
+        }
+        None => Ok(result),
+    }
+}
+
+/// Completes a row's result from its outcome: on failure, where in the suite it failed and the
+/// flight record (written under [`RunOptions::flight_dir`]).
+pub(crate) fn finish(
+    suite: &LoadedSuite,
+    mut result: RowResult,
+    outcome: Result<(), RowFailure>,
+    record: impl FnOnce() -> FlightRecord,
+    opts: &RunOptions,
+) -> RowResult {
+    match outcome {
+        Ok(()) => result.outcome = Outcome::Passed,
+        Err(f) => {
+            result.outcome = Outcome::Failed;
+            result.reason = Some(f.summary.clone());
+            result.failure = Some(f.message.clone());
+            result.location = suite.row_index(&result.id).map(|i| suite.location(i, f.part));
+            let mut rec = record();
+            rec.mismatches = f.mismatches;
+            if let Some(dir) = &opts.flight_dir {
+                match crate::report::flight::write_flight_record(dir, &result, &rec) {
+                    Ok(p) => result.flight_record = Some(p),
+                    Err(e) => result.failure = Some(format!("{}\n(flight record not written: {e})", f.message)),
+                }
+            }
+        }
+    }
+    result
+}
+
+/// Log lines of one row, captured from `tracing` on the row's thread.
+#[derive(Clone, Default)]
+pub(crate) struct LogBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogBuffer {
+    type Writer = LogBuffer;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// Timestamps of captured logs: milliseconds on the row's (virtual) clock.
+pub(crate) struct BackendClock(pub(crate) tokio::time::Instant);
+
+impl tracing_subscriber::fmt::time::FormatTime for BackendClock {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        write!(w, "+{:>8}ms", self.0.elapsed().as_millis())
+    }
+}
+
+/// Gathers the flight record: timeline, objects in the row's namespace, events, logs.
+pub(crate) async fn collect_record(ctx: &RowContext, logs: &LogBuffer) -> FlightRecord {
+    let timeline = ctx
+        .timeline
+        .entries()
+        .into_iter()
+        .map(|(mut meta, obj)| {
+            meta["object"] = obj;
+            meta
+        })
+        .collect();
+    let mut objects = Vec::new();
+    if let Ok(d) = kube::Discovery::new(ctx.client.clone()).run_aggregated().await {
+        for group in d.groups() {
+            for (ar, caps) in group.recommended_resources() {
+                if caps.scope != kube::discovery::Scope::Namespaced
+                    || !caps.supports_operation(kube::discovery::verbs::LIST)
+                {
+                    continue;
+                }
+                let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &ctx.namespace, &ar);
+                if let Ok(list) = api.list(&ListParams::default()).await {
+                    objects.extend(list.items.into_iter().map(|mut o| {
+                        o.types =
+                            Some(kube::core::TypeMeta { api_version: ar.api_version.clone(), kind: ar.kind.clone() });
+                        serde_json::to_value(o).unwrap_or(Value::Null)
+                    }));
+                }
+            }
+        }
+    }
+    let events: Vec<Value> = objects.iter().filter(|o| o["kind"] == "Event").cloned().collect();
+    let logs = String::from_utf8_lossy(&logs.0.lock()).lines().map(str::to_string).collect();
+    FlightRecord { timeline, mismatches: Vec::new(), objects, events, logs }
+}

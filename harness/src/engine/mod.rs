@@ -1,0 +1,7 @@
+//! Running rows: [`runner`] executes one row's fixtures, steps and expectations against a
+//! backend's client; [`matching`] checks fields and timeline entries; [`selection`] picks rows
+//! and runs them in parallel.
+
+pub mod matching;
+pub mod runner;
+pub mod selection;

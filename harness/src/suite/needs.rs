@@ -1,0 +1,271 @@
+//! What a row needs from a backend: capabilities, and per-component feature gates and settings.
+//!
+//! Everything here is typed: a capability, an actor, a gate or a setting that does not exist
+//! fails to load (and `kproof lint` reports it with file and line), so a typo can never make a
+//! row silently skip or silently test a default.
+
+use controllers::kuberay::{KubeRayGate, KubeRaySettings};
+use controllers::sim::KubeletSettings;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// A controller or simulated component the harness can run for a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ActorName {
+    /// The KubeRay operator (reference controller, or the real one on the upstream backend).
+    Kuberay,
+    /// The simulated kube-scheduler.
+    Scheduler,
+    /// The simulated kubelet (and the nodes it registers).
+    Kubelet,
+    /// The harness's own self-test controller (copies labelled ConfigMaps).
+    Echo,
+}
+
+impl ActorName {
+    /// Every actor, in start order.
+    pub const ALL: [ActorName; 4] = [ActorName::Kuberay, ActorName::Scheduler, ActorName::Kubelet, ActorName::Echo];
+
+    /// The name rows and knob steps use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActorName::Kuberay => "kuberay",
+            ActorName::Scheduler => "scheduler",
+            ActorName::Kubelet => "kubelet",
+            ActorName::Echo => "echo",
+        }
+    }
+}
+
+impl fmt::Display for ActorName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ActorName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ActorName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for ActorName {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ActorName".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = ActorName::ALL.iter().map(|a| a.as_str()).collect();
+        schemars::json_schema!({"type": "string", "description": "An actor the harness can run", "enum": names})
+    }
+}
+
+impl FromStr for ActorName {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ActorName::ALL.into_iter().find(|a| a.as_str() == s).ok_or_else(|| {
+            let known: Vec<&str> = ActorName::ALL.iter().map(|a| a.as_str()).collect();
+            format!("unknown actor {s:?} (known: {})", known.join(", "))
+        })
+    }
+}
+
+/// Something a backend offers and a row may need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Capability {
+    /// Time can be advanced instantly (a paused clock): rows that wait hours take milliseconds.
+    VirtualTime,
+    /// The timeline of writes is available (the server's log, or a watch recorder).
+    Timeline,
+    /// Timeline entries know their verb, user agent and field manager (the server's write log).
+    WriteActors,
+    /// Components can be configured per row (feature gates, settings).
+    ControllerSettings,
+    /// Knob steps can turn the actors' knobs.
+    Knobs,
+    /// The named actor runs (a reference or real controller, or a simulated component).
+    Actor(ActorName),
+}
+
+impl Capability {
+    /// Every capability that is not an actor.
+    pub const PLAIN: [Capability; 5] = [
+        Capability::VirtualTime,
+        Capability::Timeline,
+        Capability::WriteActors,
+        Capability::ControllerSettings,
+        Capability::Knobs,
+    ];
+
+    /// Every spelling a row can write, for messages and the JSON Schema.
+    pub fn all_names() -> Vec<String> {
+        Capability::PLAIN
+            .iter()
+            .map(ToString::to_string)
+            .chain(ActorName::ALL.iter().map(|a| Capability::Actor(*a).to_string()))
+            .collect()
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Capability::VirtualTime => f.write_str("virtual-time"),
+            Capability::Timeline => f.write_str("timeline"),
+            Capability::WriteActors => f.write_str("write-actors"),
+            Capability::ControllerSettings => f.write_str("controller-settings"),
+            Capability::Knobs => f.write_str("knobs"),
+            Capability::Actor(a) => write!(f, "actor:{a}"),
+        }
+    }
+}
+
+impl FromStr for Capability {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if let Some(actor) = s.strip_prefix("actor:") {
+            return actor.parse().map(Capability::Actor);
+        }
+        Capability::PLAIN
+            .into_iter()
+            .find(|c| c.to_string() == s)
+            .ok_or_else(|| format!("unknown capability {s:?} (known: {})", Capability::all_names().join(", ")))
+    }
+}
+
+impl Serialize for Capability {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Capability {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Capability {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Capability".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A capability the backend must offer",
+            "enum": Capability::all_names(),
+        })
+    }
+}
+
+/// Feature gates per component, as the component spells them. Gates of a component are applied
+/// to that component only.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FeatureGates {
+    /// kube-apiserver gates of the API server (fake or real), e.g. `DRAReservedForWorkloads`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub apiserver: BTreeMap<String, bool>,
+    /// KubeRay operator gates, e.g. `RayServiceIncrementalUpgrade: false`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kuberay: BTreeMap<KubeRayGate, bool>,
+}
+
+impl FeatureGates {
+    /// Whether no gate is set.
+    pub fn is_empty(&self) -> bool {
+        self.apiserver.is_empty() && self.kuberay.is_empty()
+    }
+}
+
+/// Settings per component.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Settings {
+    /// The KubeRay operator's environment.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub kuberay: KubeRaySettings,
+    /// The simulated kubelet: node pool and delays.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub kubelet: KubeletSettings,
+}
+
+impl Settings {
+    /// Whether nothing is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Settings::default()
+    }
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// What a row needs from a backend.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Needs {
+    /// Capabilities the backend must offer; `actor:NAME` entries also say which actors the
+    /// in-process backend starts for the row.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<Capability>,
+    /// Feature gates per component (`apiserver`, `kuberay`).
+    #[serde(default, skip_serializing_if = "FeatureGates::is_empty")]
+    pub feature_gates: FeatureGates,
+    /// Settings per component (`kuberay`, `kubelet`).
+    #[serde(default, skip_serializing_if = "Settings::is_empty")]
+    pub settings: Settings,
+}
+
+impl Needs {
+    /// The actors the row names, in start order.
+    pub fn actors(&self) -> Vec<ActorName> {
+        ActorName::ALL.into_iter().filter(|a| self.capabilities.contains(&Capability::Actor(*a))).collect()
+    }
+
+    /// Whether the row configures any component (and so needs [`Capability::ControllerSettings`]).
+    pub fn configures(&self) -> bool {
+        !self.feature_gates.is_empty() || !self.settings.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capabilities_round_trip_and_unknown_ones_are_named() {
+        for name in Capability::all_names() {
+            let cap: Capability = name.parse().expect(&name);
+            assert_eq!(cap.to_string(), name);
+        }
+        assert_eq!(
+            "actor:kuberya".parse::<Capability>().unwrap_err(),
+            "unknown actor \"kuberya\" (known: kuberay, scheduler, kubelet, echo)"
+        );
+        assert!("virtual_time".parse::<Capability>().unwrap_err().starts_with("unknown capability \"virtual_time\""));
+    }
+
+    #[test]
+    fn gates_and_settings_are_per_component_and_typed() {
+        let needs: Needs = serde_json::from_value(serde_json::json!({
+            "featureGates": {"kuberay": {"RayServiceIncrementalUpgrade": false}, "apiserver": {"X": true}},
+            "settings": {"kuberay": {"randomPodDelete": true}, "kubelet": {"startDelay": "1.5s"}},
+        }))
+        .expect("parses");
+        assert_eq!(needs.feature_gates.kuberay.get(&KubeRayGate::RayServiceIncrementalUpgrade), Some(&false));
+        assert_eq!(needs.settings.kubelet.start_delay.map(|d| d.0), Some(std::time::Duration::from_millis(1500)));
+        let bad = serde_json::from_value::<Needs>(serde_json::json!({"featureGates": {"kuberay": {"Nope": true}}}));
+        assert!(bad.unwrap_err().to_string().contains("unknown variant `Nope`"));
+        let bad = serde_json::from_value::<Needs>(serde_json::json!({"settings": {"kuberay": {"versoin": "x"}}}));
+        assert!(bad.unwrap_err().to_string().contains("unknown field `versoin`"));
+    }
+}
