@@ -3,8 +3,8 @@
 //! under 100 ms wall. Run: `cargo bench -p harness --bench catalogue`.
 
 use kproof::backend::{Backend, RunOptions};
-use kproof::suite::{load_suite_dir, load_suite_str};
 use kproof::report::result::Outcome;
+use kproof::suite::{load_suite_dir, load_suite_str};
 use std::path::Path;
 use std::time::Instant;
 

@@ -159,3 +159,58 @@ fn human_summary_snapshot() {
         insta::assert_snapshot!(summary);
     });
 }
+
+/// A suite whose one row writes with `expectError`/`expectWarning` (no actors needed).
+fn refusal_row(steps: &str) -> String {
+    format!(
+        "suite: self\ntitle: harness self-test\nrows:\n  - id: r\n    title: t\n    kind: behaviour\n    source: harness/tests/expectations.rs\n    steps:\n{steps}\n"
+    )
+}
+
+const CREATE_ONCE: &str = "      - create: {inline: {apiVersion: v1, kind: ConfigMap, metadata: {name: once}}}";
+
+#[test]
+fn expect_error_passes_when_the_api_refuses_as_stated() {
+    let steps = format!(
+        "{CREATE_ONCE}\n      - create:\n          inline: {{apiVersion: v1, kind: ConfigMap, metadata: {{name: once}}}}\n          expectError: {{code: 409, reason: AlreadyExists, message: 'configmaps \"once\" already exists'}}"
+    );
+    let r = run(&refusal_row(&steps));
+    assert_eq!(r.outcome, Outcome::Passed, "{r:?}");
+}
+
+#[test]
+fn expect_error_fails_the_row_when_the_api_accepts_the_write() {
+    let steps = "      - create:\n          inline: {apiVersion: v1, kind: ConfigMap, metadata: {name: once}}\n          expectError: {code: 409, reason: AlreadyExists}";
+    let r = run(&refusal_row(steps));
+    let msg = failed(&r);
+    assert_eq!(msg, "create ConfigMap once: expected the API to refuse it (409 AlreadyExists), but it succeeded (201)");
+    let at = r.location.expect("a location");
+    assert_eq!((at.line, at.part), (9, Some(kproof::report::result::RowPart::Step(1))));
+}
+
+#[test]
+fn expect_error_fails_the_row_when_the_api_refuses_differently() {
+    let steps = format!(
+        "{CREATE_ONCE}\n      - create:\n          inline: {{apiVersion: v1, kind: ConfigMap, metadata: {{name: once}}}}\n          expectError: {{code: 422, reason: Invalid, causes: [{{field: metadata.name, type: FieldValueInvalid}}]}}"
+    );
+    let msg = failed(&run(&refusal_row(&steps)));
+    assert!(msg.starts_with("create ConfigMap once: refused, but not as expected:\n  code: expected 422, observed 409\n  reason: expected \"Invalid\", observed \"AlreadyExists\"\n  causes: expected cause FieldValueInvalid at metadata.name, observed []"), "{msg}");
+    assert!(msg.ends_with("observed: 409 AlreadyExists: configmaps \"once\" already exists"), "{msg}");
+}
+
+#[test]
+fn an_unexpected_refusal_names_the_status() {
+    let steps = format!("{CREATE_ONCE}\n{CREATE_ONCE}");
+    let msg = failed(&run(&refusal_row(&steps)));
+    assert_eq!(msg, "create ConfigMap once: 409 AlreadyExists: configmaps \"once\" already exists");
+}
+
+#[test]
+fn expect_warning_matches_a_warning_header() {
+    let with_unknown = "      - create:\n          inline: {apiVersion: v1, kind: ConfigMap, metadata: {name: w}, bogus: 1}\n          expectWarning: 'unknown field \"bogus\"'";
+    let r = run(&refusal_row(with_unknown));
+    assert_eq!(r.outcome, Outcome::Passed, "{r:?}");
+    let clean = "      - create:\n          inline: {apiVersion: v1, kind: ConfigMap, metadata: {name: w}}\n          expectWarning: 'unknown field'";
+    let msg = failed(&run(&refusal_row(clean)));
+    assert_eq!(msg, "create ConfigMap w: expected a Warning containing \"unknown field\", observed none");
+}

@@ -125,6 +125,7 @@ impl Backend for InProcessBackend {
                 default_timeout: opts.default_timeout,
                 poll: opts.poll,
                 started,
+                exchanges: Default::default(),
             };
             let outcome = execute(&ctx, &suite.suite, row).await;
             let record = if outcome.is_err() { Some(collect_record(&ctx, &logs).await) } else { None };

@@ -85,8 +85,8 @@ fn touched_kinds(suite: &LoadedSuite, row: &Row, fixtures_dir: &std::path::Path)
     let text = serde_json::to_value(row).unwrap_or(Value::Null);
     collect_refs(&text, &mut kinds);
     for s in &row.steps {
-        if let crate::suite::Step::Apply(m) = s {
-            add_manifest(m, &mut kinds);
+        if let crate::suite::Step::Apply(m) | crate::suite::Step::Create(m) = s {
+            add_manifest(&m.manifest, &mut kinds);
         }
     }
     kinds
@@ -274,6 +274,7 @@ impl Backend for KubeconfigBackend {
                 default_timeout: opts.default_timeout,
                 poll: opts.poll,
                 started: tokio::time::Instant::now(),
+                exchanges: Default::default(),
             };
             let outcome = execute(&ctx, &suite.suite, row).await;
             let record = if outcome.is_err() { Some(collect_record(&ctx, &logs).await) } else { None };

@@ -197,5 +197,6 @@ pub(crate) async fn collect_record(ctx: &RowContext, logs: &LogBuffer) -> Flight
     }
     let events: Vec<Value> = objects.iter().filter(|o| o["kind"] == "Event").cloned().collect();
     let logs = String::from_utf8_lossy(&logs.0.lock()).lines().map(str::to_string).collect();
-    FlightRecord { timeline, mismatches: Vec::new(), objects, events, logs }
+    let exchanges = ctx.exchanges.lock().clone();
+    FlightRecord { timeline, mismatches: Vec::new(), objects, events, logs, exchanges }
 }

@@ -3,5 +3,6 @@
 //! and runs them in parallel.
 
 pub mod matching;
+pub mod request;
 pub mod runner;
 pub mod selection;

@@ -1,11 +1,16 @@
 //! Runs one row: fixtures, steps, expectations, with bindings, against any backend's client.
 
 use crate::engine::matching::{check_fields, event_matches};
+use crate::engine::request::{self, Exchange, FIELD_MANAGER};
 use crate::report::result::{Mismatch, RowPart};
 use crate::suite::ActorName;
 use crate::suite::load::load_manifests;
-use crate::suite::{Expectation, Manifest, ObjectMatch, ObjectRef, PatchType, Row, Step, Suite, format_duration};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use crate::suite::{
+    Expectation, Manifest, ObjectMatch, ObjectRef, PatchType, Row, Step, Suite, WriteExpectation, format_duration,
+};
+use http::Method;
+use kube::Resource;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, Discovery, Scope};
 use serde_json::Value;
@@ -34,6 +39,11 @@ pub trait Knobs: Send + Sync {
     fn turn(&self, actor: ActorName, knob: &str, value: &Value) -> Result<(), String>;
 }
 
+/// Content type of JSON bodies.
+const JSON: &str = "application/json";
+/// Content type of JSON merge patches.
+const MERGE_PATCH: &str = "application/merge-patch+json";
+
 /// Everything a row runs against.
 pub struct RowContext {
     pub client: kube::Client,
@@ -48,6 +58,9 @@ pub struct RowContext {
     pub poll: Duration,
     /// When the row started, on the backend's clock.
     pub started: Instant,
+    /// The writes whose answers matter (refused, or with an expected error or warning), in
+    /// order, as JSON: the flight record keeps them.
+    pub exchanges: parking_lot::Mutex<Vec<Value>>,
 }
 
 /// Why a row failed.
@@ -176,7 +189,7 @@ pub async fn execute(ctx: &RowContext, suite: &Suite, row: &Row) -> Result<(), R
     let suite_fixtures = suite.fixtures.iter().enumerate().map(|(i, m)| (RowPart::SuiteFixture(i + 1), m));
     let row_fixtures = row.fixtures.iter().enumerate().map(|(i, m)| (RowPart::Fixture(i + 1), m));
     for (part, m) in suite_fixtures.chain(row_fixtures) {
-        run.apply(m).await.map_err(|f| RowFailure {
+        run.apply(m, &WriteExpectation::default(), false).await.map_err(|f| RowFailure {
             summary: format!("{part}: {}", f.summary),
             part: Some(part),
             ..f
@@ -231,106 +244,171 @@ impl RowRun<'_> {
         })
     }
 
-    async fn apply(&mut self, m: &Manifest) -> Result<(), RowFailure> {
+    /// Where objects of a kind live: the resource, and the URL of the collection `namespace`
+    /// (or the row's namespace) holds them in.
+    async fn collection(
+        &mut self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Result<String, RowFailure> {
+        let (ar, caps) = self.resolver.resolve(api_version, kind).await?;
+        Ok(match caps.scope {
+            Scope::Namespaced => DynamicObject::url_path(&ar, Some(namespace.unwrap_or(&self.ctx.namespace))),
+            Scope::Cluster => DynamicObject::url_path(&ar, None),
+        })
+    }
+
+    /// Sends a write, records it when it matters, and judges the answer.
+    async fn write(
+        &mut self,
+        what: &str,
+        method: Method,
+        url: String,
+        content_type: &str,
+        body: Option<Value>,
+        expect: &WriteExpectation,
+    ) -> Result<Exchange, RowFailure> {
+        let exchange = request::send(&self.ctx.client, method, url, content_type, body)
+            .await
+            .map_err(|e| RowFailure::plain(format!("{what}: {e}")))?;
+        if expect.is_set() || !exchange.succeeded() {
+            self.ctx.exchanges.lock().push(exchange.to_json());
+        }
+        request::judge(what, &exchange, expect).map_err(RowFailure::plain)?;
+        Ok(exchange)
+    }
+
+    /// Writes every object of a manifest: created, or (unless `create_only`) merged into the
+    /// existing object.
+    async fn apply(&mut self, m: &Manifest, expect: &WriteExpectation, create_only: bool) -> Result<(), RowFailure> {
         let docs = load_manifests(&self.ctx.fixtures_dir, m).map_err(|e| RowFailure::plain(e.to_string()))?;
         for doc in docs {
             let doc = substitute(&doc, &self.bindings);
-            self.apply_one(doc).await?;
+            if create_only {
+                self.create_one(doc, expect).await?;
+            } else {
+                self.apply_one(doc, expect).await?;
+            }
         }
         Ok(())
     }
 
-    /// Creates the object, or merges the manifest into the existing one.
-    async fn apply_one(&mut self, doc: Value) -> Result<(), RowFailure> {
+    /// The kind, name and collection URL of a manifest document.
+    async fn locate(&mut self, doc: &Value) -> Result<(String, String, String), RowFailure> {
         let s = |p: &str| doc.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
         let (api_version, kind, name, ns) =
             (s("/apiVersion"), s("/kind"), s("/metadata/name"), s("/metadata/namespace"));
-        let (api, _) =
-            self.api_for(&api_version, &kind, Some(&ns).filter(|n| !n.is_empty()).map(|x| x.as_str())).await?;
-        let obj: DynamicObject =
-            serde_json::from_value(doc.clone()).map_err(|e| RowFailure::plain(format!("{kind} {name}: {e}")))?;
-        let pp = PostParams { field_manager: Some("kproof".into()), ..Default::default() };
-        let merge = || async {
-            let mut patch = doc.clone();
-            if let Some(meta) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.remove("namespace");
-            }
-            api.patch(
-                &name,
-                &PatchParams { field_manager: Some("kproof".into()), ..Default::default() },
-                &Patch::Merge(patch),
-            )
-            .await
-            .map(|_| ())
-            .map_err(|e| api_error(&format!("apply {kind} {name}"), e))
-        };
-        let exists = !name.is_empty()
-            && api.get_opt(&name).await.map_err(|e| api_error(&format!("get {kind} {name}"), e))?.is_some();
-        if exists {
-            return merge().await;
+        let url = self.collection(&api_version, &kind, Some(ns.as_str()).filter(|n| !n.is_empty())).await?;
+        Ok((kind, name, url))
+    }
+
+    /// Creates the object (POST), never merging with an existing one.
+    async fn create_one(&mut self, doc: Value, expect: &WriteExpectation) -> Result<(), RowFailure> {
+        let (kind, name, url) = self.locate(&doc).await?;
+        let what = format!("create {kind} {name}");
+        let url = format!("{url}?fieldManager={FIELD_MANAGER}");
+        self.write(&what, Method::POST, url, JSON, Some(doc), expect).await.map(|_| ())
+    }
+
+    /// Creates the object, or merges the manifest into the existing one.
+    async fn apply_one(&mut self, doc: Value, expect: &WriteExpectation) -> Result<(), RowFailure> {
+        let (kind, name, url) = self.locate(&doc).await?;
+        let object_url = format!("{url}/{}", request::path_segment(&name));
+        let mut merge = doc.clone();
+        if let Some(meta) = merge.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("namespace");
         }
-        match api.create(&pp, &obj).await {
-            Ok(_) => Ok(()),
-            // Another row (on a shared cluster) created it between the GET and the POST.
-            Err(kube::Error::Api(s)) if s.code == 409 && !name.is_empty() => merge().await,
-            Err(e) => Err(api_error(&format!("create {kind} {name}"), e)),
+        let what = format!("apply {kind} {name}");
+        let patch_url = format!("{object_url}?fieldManager={FIELD_MANAGER}");
+        if !name.is_empty()
+            && self.exists(&object_url).await.map_err(|e| RowFailure::plain(format!("get {kind} {name}: {e}")))?
+        {
+            return self.write(&what, Method::PATCH, patch_url, MERGE_PATCH, Some(merge), expect).await.map(|_| ());
+        }
+        let create_url = format!("{url}?fieldManager={FIELD_MANAGER}");
+        let exchange = request::send(&self.ctx.client, Method::POST, create_url.clone(), JSON, Some(doc.clone()))
+            .await
+            .map_err(|e| RowFailure::plain(format!("{what}: {e}")))?;
+        // Another row (on a shared cluster) created it between the GET and the POST: merge.
+        if exchange.code == 409 && !name.is_empty() && exchange.body["reason"] == "AlreadyExists" {
+            return self.write(&what, Method::PATCH, patch_url, MERGE_PATCH, Some(merge), expect).await.map(|_| ());
+        }
+        if expect.is_set() || !exchange.succeeded() {
+            self.ctx.exchanges.lock().push(exchange.to_json());
+        }
+        request::judge(&what, &exchange, expect).map_err(RowFailure::plain)
+    }
+
+    /// Whether `GET url` finds an object.
+    async fn exists(&self, url: &str) -> Result<bool, String> {
+        let request = http::Request::get(url)
+            .header(http::header::ACCEPT, "application/json")
+            .body(kube::client::Body::empty())
+            .map_err(|e| e.to_string())?;
+        let response = self.ctx.client.send(request).await.map_err(|e| e.to_string())?;
+        match response.status().as_u16() {
+            200 => Ok(true),
+            404 => Ok(false),
+            code => Err(format!(
+                "{code}: {}",
+                String::from_utf8_lossy(&response.into_body().collect_bytes().await.unwrap_or_default())
+            )),
         }
     }
 
     async fn step(&mut self, step: &Step) -> Result<(), RowFailure> {
-        let pp = PatchParams { field_manager: Some("kproof".into()), ..Default::default() };
+        let expect = step.write_expectation();
         match step {
-            Step::Apply(m) => self.apply(m).await,
-            Step::Patch { target, patch_type, patch, status } => {
+            Step::Apply(m) => self.apply(&m.manifest, &m.expect, false).await,
+            Step::Create(m) => self.apply(&m.manifest, &m.expect, true).await,
+            Step::Patch { target, patch_type, patch, status, .. } => {
                 let t = substitute_ref(target, &self.bindings);
                 let name = t.name.clone().unwrap_or_default();
-                let (api, _) = self.api_for(&t.api_version, &t.kind, t.namespace.as_deref()).await?;
+                let url = self.collection(&t.api_version, &t.kind, t.namespace.as_deref()).await?;
+                let sub = if *status { "/status" } else { "" };
+                let url = format!("{url}/{}{sub}?fieldManager={FIELD_MANAGER}", request::path_segment(&name));
+                let content_type = match patch_type {
+                    PatchType::Merge => MERGE_PATCH,
+                    PatchType::Json => "application/json-patch+json",
+                    PatchType::Apply => "application/apply-patch+yaml",
+                };
                 let body = substitute(patch, &self.bindings);
-                let p: Patch<Value> = match patch_type {
-                    PatchType::Merge => Patch::Merge(body),
-                    PatchType::Apply => Patch::Apply(body),
-                    PatchType::Json => Patch::Json(
-                        serde_json::from_value(body).map_err(|e| RowFailure::plain(format!("bad JSON patch: {e}")))?,
-                    ),
-                };
-                let r = if *status { api.patch_status(&name, &pp, &p).await } else { api.patch(&name, &pp, &p).await };
-                r.map(|_| ()).map_err(|e| api_error(&format!("patch {} {name}", t.kind), e))
+                let what = format!("patch {} {name}", t.kind);
+                self.write(&what, Method::PATCH, url, content_type, Some(body), &expect).await.map(|_| ())
             }
-            Step::Delete { target, propagation } => {
+            Step::Delete { target, propagation, .. } => {
                 let t = substitute_ref(target, &self.bindings);
-                let (api, _) = self.api_for(&t.api_version, &t.kind, t.namespace.as_deref()).await?;
-                let dp = DeleteParams {
-                    propagation_policy: match propagation.as_deref() {
-                        Some("Foreground") => Some(kube::api::PropagationPolicy::Foreground),
-                        Some("Orphan") => Some(kube::api::PropagationPolicy::Orphan),
-                        Some("Background") => Some(kube::api::PropagationPolicy::Background),
-                        Some(other) => return Err(RowFailure::plain(format!("unknown propagation {other:?}"))),
-                        None => None,
-                    },
-                    ..Default::default()
+                let url = self.collection(&t.api_version, &t.kind, t.namespace.as_deref()).await?;
+                let policy = match propagation.as_deref() {
+                    Some(p @ ("Foreground" | "Orphan" | "Background")) => Some(p),
+                    Some(other) => return Err(RowFailure::plain(format!("unknown propagation {other:?}"))),
+                    None => None,
                 };
+                let options =
+                    serde_json::json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy});
                 match (&t.name, &t.selector) {
-                    (Some(name), _) => api
-                        .delete(name, &dp)
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| api_error(&format!("delete {} {name}", t.kind), e)),
-                    (None, Some(sel)) => api
-                        .delete_collection(&dp, &ListParams::default().labels(sel))
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| api_error(&format!("delete {} -l {sel}", t.kind), e)),
+                    (Some(name), _) => {
+                        let url = format!("{url}/{}", request::path_segment(name));
+                        let what = format!("delete {} {name}", t.kind);
+                        self.write(&what, Method::DELETE, url, JSON, Some(options), &expect).await.map(|_| ())
+                    }
+                    (None, Some(sel)) => {
+                        let url = format!("{url}?labelSelector={}", request::path_segment(sel));
+                        let what = format!("delete {} -l {sel}", t.kind);
+                        self.write(&what, Method::DELETE, url, JSON, Some(options), &expect).await.map(|_| ())
+                    }
                     (None, None) => Err(RowFailure::plain("delete needs a name or a selector")),
                 }
             }
-            Step::Scale { target, replicas } => {
+            Step::Scale { target, replicas, .. } => {
                 let t = substitute_ref(target, &self.bindings);
                 let name = t.name.clone().unwrap_or_default();
-                let (api, _) = self.api_for(&t.api_version, &t.kind, t.namespace.as_deref()).await?;
-                api.patch_scale(&name, &pp, &Patch::Merge(serde_json::json!({"spec": {"replicas": replicas}})))
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| api_error(&format!("scale {} {name}", t.kind), e))
+                let url = self.collection(&t.api_version, &t.kind, t.namespace.as_deref()).await?;
+                let url = format!("{url}/{}/scale?fieldManager={FIELD_MANAGER}", request::path_segment(&name));
+                let body = serde_json::json!({"spec": {"replicas": replicas}});
+                let what = format!("scale {} {name}", t.kind);
+                self.write(&what, Method::PATCH, url, MERGE_PATCH, Some(body), &expect).await.map(|_| ())
             }
             Step::Advance(d) => {
                 tokio::time::sleep(d.0).await;

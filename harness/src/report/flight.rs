@@ -12,6 +12,7 @@
 //! objects/           one YAML file per object at the end of the row
 //! events.yaml        Kubernetes Events in the row's namespace
 //! logs.txt           controller and harness logs during the row
+//! requests.yaml      the writes whose answers mattered: sent, code, Warning headers, answer
 //! ```
 
 use crate::report::result::{FlightRecord, Mismatch, RowResult};
@@ -52,6 +53,7 @@ pub fn write_flight_record(base: &Path, row: &RowResult, record: &FlightRecord) 
         logs.push('\n');
     }
     fs::write(dir.join("logs.txt"), logs)?;
+    fs::write(dir.join("requests.yaml"), to_yaml(&record.exchanges))?;
     // Last, so a README only exists next to a complete set of files.
     fs::write(dir.join("README.md"), readme(row, record, &object_files))?;
     Ok(dir)
@@ -247,6 +249,11 @@ fn readme(row: &RowResult, record: &FlightRecord, object_files: &[String]) -> St
         "- `logs.txt`: controller and harness logs during the row ({})",
         plural(record.logs.len(), "line")
     );
+    let _ = writeln!(
+        out,
+        "- `requests.yaml`: the writes whose answers mattered, with what was sent and answered ({})",
+        plural(record.exchanges.len(), "request")
+    );
     out
 }
 
@@ -360,6 +367,7 @@ mod tests {
                 "INFO kuberay: reconciling default/svc".to_string(),
                 "WARN kuberay: serve not ready".to_string(),
             ],
+            exchanges: vec![json!({"method": "POST", "url": "/api/v1/namespaces/default/configmaps", "code": 409})],
         }
     }
 
@@ -386,7 +394,9 @@ mod tests {
         ] {
             assert!(readme.lines().any(|l| l == line), "missing {line:?} in\n{readme}");
         }
-        for file in ["timeline.jsonl", "timeline.txt", "mismatches.md", "objects/", "events.yaml", "logs.txt"] {
+        for file in
+            ["timeline.jsonl", "timeline.txt", "mismatches.md", "objects/", "events.yaml", "logs.txt", "requests.yaml"]
+        {
             assert!(readme.contains(&format!("- `{file}`:")), "index lacks {file}:\n{readme}");
         }
 

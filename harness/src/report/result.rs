@@ -129,6 +129,10 @@ pub struct FlightRecord {
     pub events: Vec<Value>,
     /// Log lines of the controllers and the harness during the row.
     pub logs: Vec<String>,
+    /// The writes whose answers mattered (refused, or with an expected error or warning):
+    /// method, URL, body sent, code, Warning headers, body received.
+    #[serde(default)]
+    pub exchanges: Vec<Value>,
 }
 
 /// A whole run.

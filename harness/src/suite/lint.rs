@@ -6,7 +6,10 @@
 //! without exactly one operator, object references that name no object where one is needed.
 
 use crate::suite::load::{LoadedSuite, load_manifests};
-use crate::suite::{EventMatch, Expectation, FieldMatch, Manifest, ObjectMatch, ObjectRef, Row, Step, Suite};
+use crate::suite::{
+    EventMatch, Expectation, ExpectedError, FieldMatch, Manifest, ObjectMatch, ObjectRef, Row, Step, Suite,
+    WriteExpectation,
+};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -235,17 +238,18 @@ impl Linter<'_> {
     }
 
     fn step(&mut self, at: Place<'_>, label: &str, step: &Step, strings: &mut Vec<String>) {
+        self.write_expectation(at, label, &step.write_expectation());
         match step {
-            Step::Apply(manifest) => {
-                self.manifest(at, label, manifest);
-                manifest_strings(manifest, strings);
+            Step::Apply(m) | Step::Create(m) => {
+                self.manifest(at, label, &m.manifest);
+                manifest_strings(&m.manifest, strings);
             }
             Step::Patch { target, patch, .. } => {
                 self.object_ref(at, label, target, Need::Name);
                 ref_strings(target, strings);
                 value_strings(patch, strings);
             }
-            Step::Delete { target, propagation } => {
+            Step::Delete { target, propagation, .. } => {
                 self.object_ref(at, label, target, Need::NameOrSelector);
                 ref_strings(target, strings);
                 strings.extend(propagation.iter().cloned());
@@ -266,6 +270,42 @@ impl Linter<'_> {
                 ref_strings(from, strings);
                 strings.push(path.clone());
             }
+        }
+    }
+
+    /// An `expectError` must say something checkable, with a valid regex and a plausible code.
+    fn write_expectation(&mut self, at: Place<'_>, label: &str, expect: &WriteExpectation) {
+        if let Some(e) = &expect.expect_error {
+            let ExpectedError { code, reason, causes, message, message_matches } = e;
+            if code.is_none() && reason.is_none() && causes.is_empty() && message.is_none() && message_matches.is_none()
+            {
+                self.report(
+                    at,
+                    format!("{label}: `expectError` is empty: give code, reason, causes, message or messageMatches"),
+                );
+            }
+            if let Some(c) = code
+                && !(400..=599).contains(c)
+            {
+                self.report(at, format!("{label}: `expectError.code` {c} is not an error code (400-599)"));
+            }
+            for (i, cause) in causes.iter().enumerate() {
+                if cause.field.is_none() && cause.cause_type.is_none() && cause.message.is_none() {
+                    self.report(
+                        at,
+                        format!("{label}: `expectError.causes[{i}]` is empty: give field, type or message"),
+                    );
+                }
+            }
+            if let Some(re) = message_matches
+                && let Err(err) = regex::Regex::new(re)
+            {
+                let detail = err.to_string().replace('\n', " ");
+                self.report(at, format!("{label}: `expectError.messageMatches` is not a valid regex: {detail}"));
+            }
+        }
+        if expect.expect_warning.as_deref().is_some_and(|w| w.trim().is_empty()) {
+            self.report(at, format!("{label}: `expectWarning` is empty"));
         }
     }
 

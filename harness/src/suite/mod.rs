@@ -70,7 +70,7 @@ pub struct Row {
 }
 
 /// A manifest: a file (relative to the repository's `fixtures/`) or an inline object.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "lowercase")]
 pub enum Manifest {
     /// Path under `fixtures/`; may hold several YAML documents.
@@ -109,12 +109,129 @@ pub enum PatchType {
     Apply,
 }
 
+/// What a writing step expects the API to answer instead of success: a refusal, matched on
+/// the Kubernetes `Status` the server sends. Every given field must match.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExpectedError {
+    /// HTTP status code (`409`, `422`, `403`...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+    /// The Status `reason` (`AlreadyExists`, `Conflict`, `Invalid`, `Forbidden`...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Causes that must each be among `details.causes` (any order; others may be there too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<ExpectedCause>,
+    /// A substring of the Status `message`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// A regular expression the Status `message` matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_matches: Option<String>,
+}
+
+/// One expected entry of a Status's `details.causes`: every given field must match.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExpectedCause {
+    /// The cause's `field` (`spec.replicas`, `status.reservedFor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// The cause's `reason`, which is its type (`FieldValueInvalid`, `FieldValueTooMany`,
+    /// `FieldValueRequired`, `NamespaceTerminating`...).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub cause_type: Option<String>,
+    /// A substring of the cause's `message`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// What a writing step expects besides success or failure.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WriteExpectation {
+    /// The request must be refused like this; the row fails if it succeeds or fails otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_error: Option<ExpectedError>,
+    /// A substring of a `Warning` header the answer must carry (`fieldValidation=Warn`,
+    /// deprecated APIs, admission warnings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_warning: Option<String>,
+}
+
+impl WriteExpectation {
+    /// Whether the step states anything beyond plain success.
+    pub fn is_set(&self) -> bool {
+        self.expect_error.is_some() || self.expect_warning.is_some()
+    }
+}
+
+/// A manifest to write, with what the answer must be: `{file: ...}` or `{inline: ...}`, plus
+/// `expectError` / `expectWarning`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(try_from = "RawManifestStep", into = "RawManifestStep")]
+pub struct ManifestStep {
+    /// The objects to write.
+    pub manifest: Manifest,
+    /// What the answer must be.
+    pub expect: WriteExpectation,
+}
+
+/// The suite spelling of [`ManifestStep`]: exactly one of `file` and `inline`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawManifestStep {
+    /// Path under `fixtures/`; may hold several YAML documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// One object, written inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<Value>,
+    /// The request must be refused like this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_error: Option<ExpectedError>,
+    /// A substring of a `Warning` header the answer must carry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_warning: Option<String>,
+}
+
+impl TryFrom<RawManifestStep> for ManifestStep {
+    type Error = String;
+    fn try_from(raw: RawManifestStep) -> Result<Self, String> {
+        let manifest = match (raw.file, raw.inline) {
+            (Some(file), None) => Manifest::File(file),
+            (None, Some(inline)) => Manifest::Inline(inline),
+            (Some(_), Some(_)) => return Err("give one of `file` and `inline`, not both".into()),
+            (None, None) => return Err("give `file` (a path under fixtures/) or `inline` (an object)".into()),
+        };
+        Ok(Self {
+            manifest,
+            expect: WriteExpectation { expect_error: raw.expect_error, expect_warning: raw.expect_warning },
+        })
+    }
+}
+
+impl From<ManifestStep> for RawManifestStep {
+    fn from(step: ManifestStep) -> Self {
+        let (file, inline) = match step.manifest {
+            Manifest::File(f) => (Some(f), None),
+            Manifest::Inline(v) => (None, Some(v)),
+        };
+        Self { file, inline, expect_error: step.expect.expect_error, expect_warning: step.expect.expect_warning }
+    }
+}
+
 /// One step of a row.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub enum Step {
-    /// Create or update objects (server-side apply where the backend offers it, else create/replace).
-    Apply(Manifest),
+    /// Create or update objects: created when missing, else the manifest is merged into the
+    /// existing object (a JSON merge patch).
+    Apply(ManifestStep),
+    /// Create objects (POST), never merging with an existing one: a second create of the same
+    /// name is the API's 409 AlreadyExists.
+    Create(ManifestStep),
     /// Patch one object.
     Patch {
         target: ObjectRef,
@@ -124,15 +241,36 @@ pub enum Step {
         /// Patch the `/status` subresource.
         #[serde(default)]
         status: bool,
+        /// The request must be refused like this.
+        #[serde(default, rename = "expectError", skip_serializing_if = "Option::is_none")]
+        expect_error: Option<ExpectedError>,
+        /// A substring of a `Warning` header the answer must carry.
+        #[serde(default, rename = "expectWarning", skip_serializing_if = "Option::is_none")]
+        expect_warning: Option<String>,
     },
     /// Delete one object (or the set a selector names).
     Delete {
         target: ObjectRef,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         propagation: Option<String>,
+        /// The request must be refused like this.
+        #[serde(default, rename = "expectError", skip_serializing_if = "Option::is_none")]
+        expect_error: Option<ExpectedError>,
+        /// A substring of a `Warning` header the answer must carry.
+        #[serde(default, rename = "expectWarning", skip_serializing_if = "Option::is_none")]
+        expect_warning: Option<String>,
     },
     /// Set replicas through the `/scale` subresource.
-    Scale { target: ObjectRef, replicas: i64 },
+    Scale {
+        target: ObjectRef,
+        replicas: i64,
+        /// The request must be refused like this.
+        #[serde(default, rename = "expectError", skip_serializing_if = "Option::is_none")]
+        expect_error: Option<ExpectedError>,
+        /// A substring of a `Warning` header the answer must carry.
+        #[serde(default, rename = "expectWarning", skip_serializing_if = "Option::is_none")]
+        expect_warning: Option<String>,
+    },
     /// Let time pass: virtual time on the in-process backend, real time elsewhere.
     Advance(#[schemars(with = "String")] DurationStr),
     /// Wait for an expectation before going on (`eventually` or `consistently`).
@@ -153,6 +291,7 @@ impl Step {
     pub fn name(&self) -> &'static str {
         match self {
             Step::Apply(_) => "apply",
+            Step::Create(_) => "create",
             Step::Patch { .. } => "patch",
             Step::Delete { .. } => "delete",
             Step::Scale { .. } => "scale",
@@ -160,6 +299,21 @@ impl Step {
             Step::Wait(_) => "wait",
             Step::Knob { .. } => "knob",
             Step::Bind { .. } => "bind",
+        }
+    }
+
+    /// What a writing step expects of the answer (nothing, for the other steps).
+    pub fn write_expectation(&self) -> WriteExpectation {
+        let pair = |e: &Option<ExpectedError>, w: &Option<String>| WriteExpectation {
+            expect_error: e.clone(),
+            expect_warning: w.clone(),
+        };
+        match self {
+            Step::Apply(m) | Step::Create(m) => m.expect.clone(),
+            Step::Patch { expect_error, expect_warning, .. }
+            | Step::Delete { expect_error, expect_warning, .. }
+            | Step::Scale { expect_error, expect_warning, .. } => pair(expect_error, expect_warning),
+            Step::Advance(_) | Step::Wait(_) | Step::Knob { .. } | Step::Bind { .. } => WriteExpectation::default(),
         }
     }
 }
