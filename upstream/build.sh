@@ -31,7 +31,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 MODE=${1:-build}
 
 # The one place the recipe is defined: changing any of these changes the key.
-RECIPE_VERSION=1
+RECIPE_VERSION=2
 export GOTOOLCHAIN=local
 export CGO_ENABLED=0
 export GOFLAGS="-mod=readonly -buildvcs=false"
@@ -98,8 +98,11 @@ module_field() { (cd "$HERE/$1" && go list -m -f "$3" "$2"); }
 
 # Origin commit of a module version as recorded by the proxy's .info (may be empty).
 module_commit() {
-  (cd "$HERE/$1" && go mod download -json "$2" 2>/dev/null) |
-    sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)".*/\1/p' | head -n1
+  local info
+  info=$( (cd "$HERE/$1" && go mod download -json "$2" 2>/dev/null) |
+    sed -n 's/^[[:space:]]*"Info": "\(.*\)",*$/\1/p' | head -n1)
+  [ -n "$info" ] && [ -f "$info" ] && sed -n 's/.*"Hash":"\([0-9a-f]*\)".*/\1/p' "$info" | head -n1
+  return 0
 }
 
 TIME_BIN=""
@@ -299,6 +302,7 @@ step() { # component required(cp|opt) artefact function [args]
   fi
   rm -f "$OUT/status/$comp"
   if ! "$@"; then
+    log "component $comp: FAILED"
     if [ "$kind" = cp ]; then CP_FAILED+=("$comp"); else OPT_FAILED+=("$comp"); fi
     return 1
   fi

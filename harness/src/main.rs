@@ -29,6 +29,88 @@ enum Command {
     Schema,
     /// Serve a fake cluster on 127.0.0.1 and write a kubeconfig for kubectl.
     Serve(ServeArgs),
+    /// Build the upstream components (Kubernetes, etcd, KubeRay, Kueue) from their Go modules.
+    Upstream {
+        #[command(subcommand)]
+        command: UpstreamCommand,
+    },
+    /// Run a real control plane (the upstream components) on this machine.
+    Cluster {
+        #[command(subcommand)]
+        command: ClusterCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum UpstreamCommand {
+    /// Build what is missing for the pins in upstream/ (cached; the first build takes 15-25
+    /// minutes on 2 cores, later ones seconds).
+    Build(UpstreamDirArgs),
+    /// Print the cache directory of the current pins and what is built there.
+    Status(UpstreamDirArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct UpstreamDirArgs {
+    /// The folder with the pins and build.sh (default: ./upstream, else the repository's).
+    #[arg(long)]
+    upstream_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum ClusterCommand {
+    /// Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler, Kueue, the KubeRay
+    /// operator and the simulated kubelet; write a kubeconfig; stop everything on Ctrl-C.
+    Up(ClusterArgs),
+    /// Remove the run directories of control planes whose kproof process is gone (their
+    /// processes died with it).
+    Down,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct ClusterArgs {
+    #[command(flatten)]
+    plane: PlaneArgs,
+    /// Where to write the admin kubeconfig (a copy; the run directory holds the original).
+    #[arg(long, default_value = "upstream.kubeconfig")]
+    kubeconfig: PathBuf,
+}
+
+/// How the upstream control plane is started (`kproof cluster up`, `kproof run --backend upstream`).
+#[derive(clap::Args, Debug, Clone)]
+struct PlaneArgs {
+    #[command(flatten)]
+    upstream: UpstreamDirArgs,
+    /// Keep the run directory (etcd data, certificates, logs) after stopping.
+    #[arg(long)]
+    keep_run_dir: bool,
+    /// A ray-operator binary to run instead of the built one, as PATH=VERSION (e.g. a local
+    /// build of v1.7.0, which the module proxy does not serve).
+    #[arg(long, value_name = "PATH=VERSION", value_parser = parse_binary_version)]
+    ray_operator: Option<(PathBuf, String)>,
+    /// Do not start Kueue.
+    #[arg(long)]
+    no_kueue: bool,
+}
+
+fn parse_binary_version(s: &str) -> Result<(PathBuf, String), String> {
+    let (p, v) = s.split_once('=').ok_or_else(|| format!("expected PATH=VERSION, got {s:?}"))?;
+    Ok((PathBuf::from(p), v.to_string()))
+}
+
+/// Starts the upstream backend from the built components, with progress on stderr.
+fn start_upstream(args: &PlaneArgs) -> anyhow::Result<kproof::backend::UpstreamBackend> {
+    use kproof::backend::upstream;
+    let dir = args.upstream.upstream_dir.clone().unwrap_or_else(upstream::default_upstream_dir);
+    let build = upstream::build::locate(&dir)?;
+    let mut opts = upstream::PlaneOptions::new(build);
+    opts.keep_run_dir = args.keep_run_dir;
+    opts.ray_operator = args.ray_operator.clone();
+    opts.kueue = !args.no_kueue;
+    eprintln!("kproof: starting the upstream control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler{}, the KubeRay operator)...", if opts.kueue { ", Kueue" } else { "" });
+    let backend = upstream::UpstreamBackend::start(opts).context("the upstream control plane did not start")?;
+    eprintln!("kproof: ready in {:.1}s", backend.started_in().as_secs_f64());
+    Ok(backend)
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -37,6 +119,8 @@ enum BackendName {
     Fake,
     /// Any cluster reached through a kubeconfig, in real time.
     Kubeconfig,
+    /// Real Kubernetes 1.37, KubeRay and Kueue built from their Go modules, run on this machine.
+    Upstream,
 }
 
 #[derive(clap::Args, Debug)]
@@ -80,6 +164,9 @@ struct RunArgs {
     /// Default timeout of `eventually`, e.g. 30s.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     timeout: Duration,
+    /// With `--backend upstream`: how the control plane is started.
+    #[command(flatten)]
+    plane: PlaneArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -186,6 +273,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => serve(args),
+        Command::Upstream { command } => upstream_command(command),
+        Command::Cluster { command: ClusterCommand::Up(args) } => cluster_up(args),
+        Command::Cluster { command: ClusterCommand::Down } => cluster_down(),
     }
 }
 
@@ -203,6 +293,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 .context("cannot start the kubeconfig backend")?
                 .with_actors(args.actors.clone()),
         ),
+        BackendName::Upstream => Box::new(start_upstream(&args.plane)?),
     };
     let opts = RunOptions {
         fixtures_dir,
@@ -240,6 +331,72 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         println!("reports: {}", outputs.join(" "));
     }
     Ok(if kproof::engine::selection::passed(&report.rows) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn upstream_command(command: UpstreamCommand) -> anyhow::Result<ExitCode> {
+    use kproof::backend::upstream;
+    match command {
+        UpstreamCommand::Build(a) => {
+            let dir = a.upstream_dir.unwrap_or_else(upstream::default_upstream_dir);
+            let started = std::time::Instant::now();
+            let code = upstream::build::build(&dir)?;
+            eprintln!("kproof: upstream build finished in {:.0}s (exit {code})", started.elapsed().as_secs_f64());
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }
+        UpstreamCommand::Status(a) => {
+            let dir = a.upstream_dir.unwrap_or_else(upstream::default_upstream_dir);
+            let build = upstream::build::locate(&dir)?;
+            println!("{}", build.dir.display());
+            for (name, c) in &build.components {
+                let extra = if c.fallback { format!("  (wanted {}: {})", c.wanted, c.note.lines().next().unwrap_or_default()) } else { String::new() };
+                println!("  {name:<24} {:<8} {}{extra}", c.status, c.version);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn cluster_up(args: ClusterArgs) -> anyhow::Result<ExitCode> {
+    use kproof::backend::Backend;
+    let backend = start_upstream(&args.plane)?;
+    std::fs::copy(backend.kubeconfig(), &args.kubeconfig)
+        .with_context(|| format!("cannot write {}", args.kubeconfig.display()))?;
+    println!("kproof cluster: upstream control plane ready in {:.1}s", backend.started_in().as_secs_f64());
+    for (component, version) in backend.components() {
+        println!("  {component:<24} {version}");
+    }
+    println!("kubeconfig: {}", args.kubeconfig.display());
+    println!("logs:       {}", backend.run_dir().join("logs").display());
+    println!("use it:     export KUBECONFIG={}; kubectl get nodes", args.kubeconfig.display());
+    println!("stop:       Ctrl-C or SIGTERM");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(fake_apiserver::shutdown_signal());
+    let killed = backend.stop();
+    if !killed.is_empty() {
+        eprintln!("kproof cluster: killed after the grace period: {}", killed.join(", "));
+    }
+    let _ = std::fs::remove_file(&args.kubeconfig);
+    println!("kproof cluster: stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cluster_down() -> anyhow::Result<ExitCode> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(std::env::temp_dir())?.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let Some(pid) = name.strip_prefix("kproof-upstream-").and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            println!("in use by running kproof {pid}: {}", entry.path().display());
+            continue;
+        }
+        std::fs::remove_dir_all(entry.path())?;
+        println!("removed {}", entry.path().display());
+        removed += 1;
+    }
+    println!("{removed} stale run director{} removed", if removed == 1 { "y" } else { "ies" });
+    Ok(ExitCode::SUCCESS)
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {

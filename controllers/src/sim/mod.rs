@@ -34,7 +34,7 @@ pub mod scheduler;
 pub mod selector;
 
 pub use kubelet::{Kubelet, KubeletConfig, KubeletHandle, KubeletSettings};
-pub use nodes::{NodeFixtureError, builtin_pool, parse_nodes, register_nodes};
+pub use nodes::{NodeFixtureError, builtin_pool, parse_nodes, register_nodes, renew_node_leases};
 pub use scheduler::{Scheduler, SchedulerConfig};
 
 use futures::StreamExt;

@@ -177,6 +177,51 @@ pub async fn register_nodes(client: &Client, clock: &Clock, nodes: &[Node]) -> R
     Ok(out)
 }
 
+/// How often a kubelet renews its node's Lease (0.25 of the 40 s lease duration, as kubelet).
+pub const NODE_LEASE_RENEW_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Renews the Lease `kube-node-lease/<node>` of every node every 10 s, creating it if missing
+/// (holder = the node, 40 s duration, owned by the Node), as kubelet does; node lifecycle
+/// controllers treat a node whose Lease stops moving as unhealthy. Runs until an error.
+pub async fn renew_node_leases(client: &Client, clock: &Clock, nodes: &[String]) -> Result<(), SimError> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+    let node_api: Api<Node> = Api::all(client.clone());
+    loop {
+        for name in nodes {
+            let renew = clock.now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+            let patch = json!({"spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": renew}});
+            match leases.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {
+                    let uid = node_api
+                        .get(name)
+                        .await
+                        .map_err(SimError::api(format!("reading node {name}")))?
+                        .metadata
+                        .uid
+                        .unwrap_or_default();
+                    let lease: Lease = serde_json::from_value(json!({
+                        "metadata": {
+                            "name": name,
+                            "namespace": "kube-node-lease",
+                            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}],
+                        },
+                        "spec": patch["spec"],
+                    }))
+                    .unwrap_or_default();
+                    leases
+                        .create(&PostParams::default(), &lease)
+                        .await
+                        .map_err(SimError::api(format!("creating the lease of node {name}")))?;
+                }
+                Err(e) => return Err(SimError::api(format!("renewing the lease of node {name}"))(e)),
+            }
+        }
+        tokio::time::sleep(NODE_LEASE_RENEW_INTERVAL).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,18 @@ use serde_json::Value;
 /// Starts the simulated kubelet, configured by `needs.settings.kubelet` (`nodePool`: `default`
 /// or `tiny`; `startDelay`, `readyDelay`, `terminationDelay` as Go durations). Knobs: see
 /// [`controllers::sim::kubelet`].
-pub struct KubeletFactory;
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KubeletFactory {
+    node_leases: bool,
+}
+
+impl KubeletFactory {
+    /// A kubelet that also renews its nodes' Leases every 10 s, as a real kubelet does: what a
+    /// real kube-controller-manager's node lifecycle controller needs to keep the nodes Ready.
+    pub fn with_node_leases() -> Self {
+        Self { node_leases: true }
+    }
+}
 
 struct KubeletActor {
     handle: KubeletHandle,
@@ -36,13 +47,27 @@ impl ActorFactory for KubeletFactory {
         let nodes = controllers::sim::parse_nodes(yaml).map_err(|e| format!("node pool {pool}: {e}"))?;
         let kubelet = Kubelet::new(client.clone(), clock.clone(), config);
         let handle = kubelet.handle();
+        let node_leases = self.node_leases;
         let task = tokio::spawn(async move {
             if let Err(e) = controllers::sim::register_nodes(&client, &clock, &nodes).await {
                 tracing::warn!(error = %e, "the simulated kubelet could not register its nodes");
                 return;
             }
-            if let Err(e) = kubelet.run().await {
-                tracing::warn!(error = %e, "the simulated kubelet stopped");
+            let names: Vec<String> = nodes.iter().filter_map(|n| n.metadata.name.clone()).collect();
+            let leases = async {
+                if node_leases {
+                    controllers::sim::renew_node_leases(&client, &clock, &names).await
+                } else {
+                    std::future::pending().await
+                }
+            };
+            tokio::select! {
+                r = kubelet.run() => if let Err(e) = r {
+                    tracing::warn!(error = %e, "the simulated kubelet stopped");
+                },
+                r = leases => if let Err(e) = r {
+                    tracing::warn!(error = %e, "the simulated kubelet stopped renewing its node leases");
+                },
             }
         });
         Ok(Box::new(KubeletActor { handle, _task: Task(task) }))

@@ -88,7 +88,7 @@ pub async fn start_actors(
 
 /// Every reference actor, in start order.
 pub fn reference_actors() -> Vec<Arc<dyn ActorFactory>> {
-    vec![Arc::new(KubeRayFactory::default()), Arc::new(SchedulerFactory), Arc::new(KubeletFactory)]
+    vec![Arc::new(KubeRayFactory::default()), Arc::new(SchedulerFactory), Arc::new(KubeletFactory::default())]
 }
 
 /// The in-process backend with every reference actor (each started only for the rows that

@@ -3,6 +3,7 @@
 //! kinds the row touches.
 
 use crate::backend::{Backend, LogBuffer, RunOptions, begin, collect_record, finish};
+use crate::report::result::FlightRecord;
 use crate::engine::runner::{Knobs, RowContext, RowFailure, Timeline, execute};
 use crate::report::result::RowResult;
 use crate::suite::{ActorName, Capability, LoadedSuite, Row};
@@ -227,66 +228,102 @@ impl Backend for KubeconfigBackend {
             Err(skipped) => return *skipped,
         };
         let wall = std::time::Instant::now();
-        let logs = LogBuffer::default();
         let (outcome, record) = self.runtime.block_on(async {
-            let client = match self.client().await {
-                Ok(c) => c,
-                Err(e) => return (Err(RowFailure::plain(e)), None),
-            };
-            let ns_name = format!("kproof-{}-{}", row.id.chars().take(40).collect::<String>(), suffix());
-            let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-            let ns: k8s_openapi::api::core::v1::Namespace =
-                serde_json::from_value(json!({"metadata": {"name": ns_name, "labels": {"kproof.dev/row": row.id}}}))
-                    .unwrap_or_default();
-            if let Err(e) = namespaces.create(&PostParams::default(), &ns).await {
-                let m = format!("cannot create namespace {ns_name}: {e}");
-                return (Err(RowFailure::plain(m)), None);
+            match self.client().await {
+                Ok(client) => run_in_own_namespace(&client, suite, row, opts, Arc::new(NoKnobs), false).await,
+                Err(e) => (Err(RowFailure::plain(e)), None),
             }
-            let timeline = Arc::new(WatchTimeline::default());
-            let mut watchers = Vec::new();
-            let mut keep = touched_namespaces(row, &opts.fixtures_dir);
-            keep.insert(ns_name.clone());
-            let keep = Arc::new(keep);
-            if let Ok(d) = kube::Discovery::new(client.clone()).run_aggregated().await {
-                for (api_version, kind) in touched_kinds(suite, row, &opts.fixtures_dir) {
-                    let (g, v) = api_version.split_once('/').unwrap_or(("", &api_version));
-                    let Some((ar, caps)) = d.resolve_gvk(&kube::core::GroupVersionKind::gvk(g, v, &kind)) else {
-                        continue;
-                    };
-                    let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
-                    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
-                    let from = api
-                        .list(&ListParams::default().limit(1))
-                        .await
-                        .ok()
-                        .and_then(|l| l.metadata.resource_version)
-                        .unwrap_or_else(|| "0".into());
-                    let filter = namespaced.then(|| keep.clone());
-                    watchers.push(tokio::spawn(record_watch(api, ar, timeline.clone(), from, filter)));
-                }
-            }
-            let ctx = RowContext {
-                client: client.clone(),
-                namespace: ns_name.clone(),
-                timeline: timeline.clone(),
-                knobs: Arc::new(NoKnobs),
-                fixtures_dir: opts.fixtures_dir.clone(),
-                default_timeout: opts.default_timeout,
-                poll: opts.poll,
-                started: tokio::time::Instant::now(),
-                exchanges: Default::default(),
-            };
-            let outcome = execute(&ctx, &suite.suite, row).await;
-            let record = if outcome.is_err() { Some(collect_record(&ctx, &logs).await) } else { None };
-            for w in watchers {
-                w.abort();
-            }
-            let _ = namespaces.delete(&ns_name, &Default::default()).await;
-            (outcome, record)
         });
         result.wall_ms = wall.elapsed().as_millis() as u64;
         result.backend_ms = result.wall_ms;
         finish(suite, result, outcome, || record.unwrap_or_default(), opts)
+    }
+}
+
+/// Runs a row on a real-time cluster in a fresh namespace of its own (deleted afterwards),
+/// recording the timeline from watches over the kinds the row touches. With
+/// `wait_for_service_account`, waits until the namespace's `default` ServiceAccount exists (a
+/// cluster whose ServiceAccount admission refuses pods until kube-controller-manager made it).
+pub(crate) async fn run_in_own_namespace(
+    client: &kube::Client,
+    suite: &LoadedSuite,
+    row: &Row,
+    opts: &RunOptions,
+    knobs: Arc<dyn Knobs>,
+    wait_for_service_account: bool,
+) -> (Result<(), RowFailure>, Option<FlightRecord>) {
+    let logs = LogBuffer::default();
+    let ns_name = format!("kproof-{}-{}", row.id.chars().take(40).collect::<String>(), suffix());
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let ns: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(json!({"metadata": {"name": ns_name, "labels": {"kproof.dev/row": row.id}}}))
+            .unwrap_or_default();
+    if let Err(e) = namespaces.create(&PostParams::default(), &ns).await {
+        let m = format!("cannot create namespace {ns_name}: {e}");
+        return (Err(RowFailure::plain(m)), None);
+    }
+    if wait_for_service_account && let Err(e) = wait_for_default_service_account(client, &ns_name).await {
+        let _ = namespaces.delete(&ns_name, &Default::default()).await;
+        return (Err(RowFailure::plain(e)), None);
+    }
+    let timeline = Arc::new(WatchTimeline::default());
+    let mut watchers = Vec::new();
+    let mut keep = touched_namespaces(row, &opts.fixtures_dir);
+    keep.insert(ns_name.clone());
+    let keep = Arc::new(keep);
+    if let Ok(d) = kube::Discovery::new(client.clone()).run_aggregated().await {
+        for (api_version, kind) in touched_kinds(suite, row, &opts.fixtures_dir) {
+            let (g, v) = api_version.split_once('/').unwrap_or(("", &api_version));
+            let Some((ar, caps)) = d.resolve_gvk(&kube::core::GroupVersionKind::gvk(g, v, &kind)) else {
+                continue;
+            };
+            let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+            let from = api
+                .list(&ListParams::default().limit(1))
+                .await
+                .ok()
+                .and_then(|l| l.metadata.resource_version)
+                .unwrap_or_else(|| "0".into());
+            let filter = namespaced.then(|| keep.clone());
+            watchers.push(tokio::spawn(record_watch(api, ar, timeline.clone(), from, filter)));
+        }
+    }
+    let ctx = RowContext {
+        client: client.clone(),
+        namespace: ns_name.clone(),
+        timeline: timeline.clone(),
+        knobs,
+        fixtures_dir: opts.fixtures_dir.clone(),
+        default_timeout: opts.default_timeout,
+        poll: opts.poll,
+        started: tokio::time::Instant::now(),
+        exchanges: Default::default(),
+    };
+    let outcome = execute(&ctx, &suite.suite, row).await;
+    let record = if outcome.is_err() { Some(collect_record(&ctx, &logs).await) } else { None };
+    for w in watchers {
+        w.abort();
+    }
+    let _ = namespaces.delete(&ns_name, &Default::default()).await;
+    (outcome, record)
+}
+
+/// Waits (up to 30 s) for kube-controller-manager to create the namespace's `default`
+/// ServiceAccount, without which ServiceAccount admission refuses pods.
+async fn wait_for_default_service_account(client: &kube::Client, namespace: &str) -> Result<(), String> {
+    let api: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if api.get_opt("default").await.map_err(|e| format!("reading ServiceAccount {namespace}/default: {e}"))?.is_some() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!(
+                "ServiceAccount {namespace}/default did not appear within 30s (is kube-controller-manager running?)"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

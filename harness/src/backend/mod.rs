@@ -3,16 +3,19 @@
 //!
 //! - [`in_process`]: the fake API server and the reference actors, fresh per row, in virtual time.
 //! - [`kubeconfig`]: any cluster reached through a kubeconfig (e.g. `kproof serve`), in real time.
+//! - [`upstream`]: real Kubernetes, KubeRay and Kueue built from their Go modules, run locally.
 
 pub mod in_process;
 pub mod kubeconfig;
+pub mod upstream;
 
 pub use in_process::{InProcessBackend, virtual_epoch};
 pub use kubeconfig::{ACTORS_CONFIGMAP_NAME, ACTORS_CONFIGMAP_NAMESPACE, KubeconfigBackend};
+pub use upstream::UpstreamBackend;
 
 use crate::engine::runner::{RowContext, RowFailure};
 use crate::report::result::{FlightRecord, Outcome, RowResult};
-use crate::suite::{Capability, LoadedSuite, Row};
+use crate::suite::{ActorName, Capability, LoadedSuite, Row};
 use kube::api::{Api, DynamicObject, ListParams};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -52,6 +55,12 @@ pub trait Backend: Send + Sync {
     fn components(&self) -> BTreeMap<String, String> {
         BTreeMap::new()
     }
+    /// Whether knob steps can turn the knobs of `actor` (by default: whenever the backend offers
+    /// [`Capability::Knobs`]). A backend running a real operator cannot turn its knobs.
+    fn turns_knobs_of(&self, actor: ActorName) -> bool {
+        let _ = actor;
+        self.capabilities().contains(&Capability::Knobs)
+    }
     /// Runs one row to a result (never panics on a failing row).
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult;
 }
@@ -68,10 +77,17 @@ pub fn skip_reason(backend: &dyn Backend, row: &Row) -> Option<String> {
     if row.needs.configures() {
         require(Capability::ControllerSettings);
     }
-    if row.steps.iter().any(|s| matches!(s, crate::suite::Step::Knob { .. })) {
-        require(Capability::Knobs);
+    let mut knobless: Vec<ActorName> = Vec::new();
+    for step in &row.steps {
+        if let crate::suite::Step::Knob { actor, .. } = step
+            && !backend.turns_knobs_of(*actor)
+            && !knobless.contains(actor)
+        {
+            knobless.push(*actor);
+        }
     }
-    let missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    let mut missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    missing.extend(knobless.iter().map(|a| format!("knobs of {a}")));
     (!missing.is_empty()).then(|| format!("backend {} lacks {}", backend.name(), missing.join(", ")))
 }
 

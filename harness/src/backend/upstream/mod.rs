@@ -1,0 +1,196 @@
+//! The upstream backend: the same rows against real components built from their Go modules —
+//! etcd, kube-apiserver, kube-controller-manager and kube-scheduler (Kubernetes 1.37), the KubeRay
+//! operator and Kueue — run as local processes ([`plane`]). Only the kubelet (and the nodes it
+//! registers, with their leases) is simulated, by kproof's own actor running against the real
+//! API server. Rows run in real time, each in a namespace of its own, like the kubeconfig
+//! backend; the report names every component and its version.
+
+pub mod build;
+pub mod install;
+pub mod kueue;
+pub mod pki;
+pub mod plane;
+pub mod process;
+
+pub use build::{Build, BuildError};
+pub use plane::{ControlPlane, PlaneError, PlaneOptions};
+
+use crate::actors::{ActorFactory, ActorSet, KubeletFactory, start_actors};
+use crate::backend::kubeconfig::run_in_own_namespace;
+use crate::backend::{Backend, RunOptions, begin, finish};
+use crate::engine::runner::RowFailure;
+use crate::report::result::RowResult;
+use crate::suite::{ActorName, Capability, LoadedSuite, Needs, Row};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A client for the cluster a kubeconfig file names.
+pub async fn client_from(kubeconfig: &Path) -> Result<kube::Client, String> {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig)
+        .map_err(|e| format!("cannot read kubeconfig {}: {e}", kubeconfig.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .map_err(|e| format!("bad kubeconfig {}: {e}", kubeconfig.display()))?;
+    kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))
+}
+
+/// Where `upstream/` is: `./upstream` when it exists, else the repository this binary was
+/// built from.
+pub fn default_upstream_dir() -> PathBuf {
+    let here = PathBuf::from("upstream");
+    if here.join("build.sh").is_file() {
+        return here;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("upstream")
+}
+
+/// The upstream backend: a running control plane, the simulated kubelet, and a runtime for both.
+pub struct UpstreamBackend {
+    runtime: tokio::runtime::Runtime,
+    client: kube::Client,
+    /// The simulated actors running against the real API server (shared by every row).
+    sims: Arc<ActorSet>,
+    /// The real and simulated actors rows may need.
+    actors: BTreeSet<ActorName>,
+    components: BTreeMap<String, String>,
+    kubeconfig: PathBuf,
+    run_dir: PathBuf,
+    started_in: std::time::Duration,
+    plane: parking_lot::Mutex<Option<ControlPlane>>,
+}
+
+impl UpstreamBackend {
+    /// Starts the control plane and the simulated kubelet (with node leases, so kcm's node
+    /// lifecycle controller keeps the nodes Ready), and waits until the nodes are registered.
+    pub fn start(opts: PlaneOptions) -> Result<Self, PlaneError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|source| PlaneError::Io { path: "tokio runtime".into(), source })?;
+        let (plane, client, sims) = runtime.block_on(async {
+            let plane = ControlPlane::start(opts).await?;
+            let client = client_from(&plane.kubeconfig)
+                .await
+                .map_err(|message| PlaneError::Api { what: "building the harness's client".into(), message })?;
+            let factories: Vec<Arc<dyn ActorFactory>> = vec![Arc::new(KubeletFactory::with_node_leases())];
+            let client_for = |_: ActorName| client.clone();
+            let sims = start_actors(&factories, client_for, controllers::Clock::system(), &Needs::default())
+                .await
+                .map_err(|message| PlaneError::Api { what: "starting the simulated kubelet".into(), message })?;
+            wait_for_nodes(&client).await.map_err(|message| PlaneError::Api { what: "registering nodes".into(), message })?;
+            Ok::<_, PlaneError>((plane, client, sims))
+        })?;
+        let mut actors: BTreeSet<ActorName> = [ActorName::Scheduler, ActorName::Kubelet].into();
+        if plane.kuberay {
+            actors.insert(ActorName::Kuberay);
+        }
+        let mut components = plane.components.clone();
+        components.insert("kubelet".into(), "kproof simulated".into());
+        let kubeconfig = plane.kubeconfig.clone();
+        let run_dir = plane.run_dir().to_path_buf();
+        let started_in = plane.started_in;
+        Ok(Self {
+            runtime,
+            client,
+            sims: Arc::new(sims),
+            actors,
+            components,
+            kubeconfig,
+            run_dir,
+            started_in,
+            plane: parking_lot::Mutex::new(Some(plane)),
+        })
+    }
+
+    /// The admin kubeconfig of the running cluster.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The run directory (certificates, etcd data, logs).
+    pub fn run_dir(&self) -> &Path {
+        &self.run_dir
+    }
+
+    /// How long the control plane took to start, process launch to ready.
+    pub fn started_in(&self) -> std::time::Duration {
+        self.started_in
+    }
+
+    /// `Err` naming the first process of the control plane that exited, with its log.
+    pub fn check(&self) -> Result<(), String> {
+        match self.plane.lock().as_mut() {
+            Some(plane) => plane.check().map_err(|e| e.to_string()),
+            None => Err("the control plane was stopped".into()),
+        }
+    }
+
+    /// Stops the simulated actors and every process; returns the components that had to be killed.
+    pub fn stop(self) -> Vec<String> {
+        let plane = self.plane.lock().take();
+        drop(self.sims);
+        plane.map(ControlPlane::stop).unwrap_or_default()
+    }
+}
+
+/// Waits (up to 60 s) until the simulated kubelet's nodes are registered and Ready.
+async fn wait_for_nodes(client: &kube::Client) -> Result<(), String> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let nodes = api.list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let ready = nodes.items.iter().any(|n| {
+            n.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        });
+        if ready {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err("no Ready node within 60s".into());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+impl Backend for UpstreamBackend {
+    fn name(&self) -> &str {
+        "upstream"
+    }
+
+    fn capabilities(&self) -> BTreeSet<Capability> {
+        let mut c: BTreeSet<Capability> = [Capability::Timeline].into();
+        c.extend(self.actors.iter().map(|a| Capability::Actor(*a)));
+        c
+    }
+
+    fn turns_knobs_of(&self, actor: ActorName) -> bool {
+        // The simulated actors run in this process; the operators are the real ones.
+        self.sims.names().contains(&actor)
+    }
+
+    fn components(&self) -> BTreeMap<String, String> {
+        self.components.clone()
+    }
+
+    fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
+        let mut result = match begin(self, suite, row) {
+            Ok(r) => r,
+            Err(skipped) => return *skipped,
+        };
+        let wall = std::time::Instant::now();
+        let (outcome, record) = self.runtime.block_on(async {
+            if let Err(down) = self.check() {
+                return (Err(RowFailure::plain(format!("the control plane is down: {down}"))), None);
+            }
+            run_in_own_namespace(&self.client, suite, row, opts, self.sims.clone(), true).await
+        });
+        result.wall_ms = wall.elapsed().as_millis() as u64;
+        result.backend_ms = result.wall_ms;
+        finish(suite, result, outcome, || record.unwrap_or_default(), opts)
+    }
+}

@@ -1,0 +1,456 @@
+//! A real control plane on this machine: etcd, kube-apiserver, kube-controller-manager and
+//! kube-scheduler built from their Go modules, then Kueue and the KubeRay operator, each a local
+//! process on loopback, started in the order and with the flags `upstream/README.md` verified.
+//! Nodes, pods and the Ray head are simulated by kproof's actors; everything else is upstream.
+
+use crate::backend::upstream::build::Build;
+use crate::backend::upstream::pki::{self, Pki};
+use crate::backend::upstream::process::{ProcessError, Supervisor};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Why the control plane could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum PlaneError {
+    /// The built components are unusable.
+    #[error(transparent)]
+    Build(#[from] crate::backend::upstream::build::BuildError),
+    /// Certificates could not be made.
+    #[error(transparent)]
+    Pki(#[from] pki::PkiError),
+    /// A process could not start, or died.
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    /// A file of the run directory could not be written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A component did not become ready in time.
+    #[error("{component} was not ready within {}s; the end of its log ({}):\n{tail}", timeout.as_secs(), log.display())]
+    NotReady {
+        /// The component.
+        component: String,
+        /// How long it had.
+        timeout: Duration,
+        /// Its log.
+        log: PathBuf,
+        /// The last lines of its log.
+        tail: String,
+    },
+    /// Talking to kube-apiserver failed.
+    #[error("{what}: {message}")]
+    Api {
+        /// What was being done.
+        what: String,
+        /// The error.
+        message: String,
+    },
+}
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct PlaneOptions {
+    /// The built components.
+    pub build: Build,
+    /// Where etcd's data, the certificates, the logs and the kubeconfig go; a fresh temporary
+    /// directory when `None`. Removed on stop unless `keep_run_dir`.
+    pub run_dir: Option<PathBuf>,
+    /// Keep the run directory on stop (to read the logs).
+    pub keep_run_dir: bool,
+    /// A ray-operator binary to use instead of the built one (e.g. a local build of a version
+    /// the module proxy does not serve), and the version to report for it.
+    pub ray_operator: Option<(PathBuf, String)>,
+    /// Start Kueue.
+    pub kueue: bool,
+    /// Start the KubeRay operator.
+    pub kuberay: bool,
+    /// kube-apiserver, -controller-manager and -scheduler feature gates (`Name=true`).
+    pub feature_gates: Vec<String>,
+    /// `--runtime-config` of kube-apiserver.
+    pub runtime_config: Vec<String>,
+    /// Where the operator's plain-HTTP calls (Ray dashboard, Serve) go: `HTTP_PROXY`.
+    pub http_proxy: Option<SocketAddr>,
+}
+
+impl PlaneOptions {
+    /// The default set: everything, with the gates and APIs DRA and PodGroup rows need.
+    pub fn new(build: Build) -> Self {
+        Self {
+            build,
+            run_dir: None,
+            keep_run_dir: false,
+            ray_operator: None,
+            kueue: true,
+            kuberay: true,
+            feature_gates: vec!["GenericWorkload=true".into(), "DRAWorkloadResourceClaims=true".into()],
+            runtime_config: vec!["scheduling.k8s.io/v1beta1=true".into()],
+            http_proxy: None,
+        }
+    }
+}
+
+/// A running control plane. Dropping it stops every process and removes the run directory.
+pub struct ControlPlane {
+    supervisor: Supervisor,
+    run_dir: PathBuf,
+    keep_run_dir: bool,
+    /// The admin kubeconfig (client certificate in `system:masters`).
+    pub kubeconfig: PathBuf,
+    /// What runs, by component, with the version of each.
+    pub components: BTreeMap<String, String>,
+    /// From the first process started to everything ready.
+    pub started_in: Duration,
+    /// Whether the KubeRay operator runs.
+    pub kuberay: bool,
+    /// Whether Kueue runs.
+    pub kueue: bool,
+}
+
+impl std::fmt::Debug for ControlPlane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControlPlane").field("run_dir", &self.run_dir).field("components", &self.components).finish()
+    }
+}
+
+/// A free loopback port (bound and released: another process could take it in between, which a
+/// start then reports as that component failing).
+fn free_port() -> Result<u16, PlaneError> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(|source| PlaneError::Io { path: "127.0.0.1:0".into(), source })?;
+    l.local_addr().map(|a| a.port()).map_err(|source| PlaneError::Io { path: "127.0.0.1:0".into(), source })
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PlaneError + '_ {
+    move |source| PlaneError::Io { path: path.to_path_buf(), source }
+}
+
+/// `GET http://127.0.0.1:<port><path>` with HTTP/1.0: whether it answered 200.
+fn http_ok(port: u16, path: &str) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_secs(1)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes()).is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.") && &head[9..12] == b"200"
+}
+
+/// Whether something listens on the loopback port (components serving HTTPS with their own
+/// self-signed certificates: a listening health port means they finished starting).
+fn listening(port: u16) -> bool {
+    TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_millis(500)).is_ok()
+}
+
+/// A kubeconfig for the admin identity, with file paths to the PKI.
+fn kubeconfig_text(server: &str, pki: &Pki) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kproof-upstream\n  cluster:\n    server: {server}\n    certificate-authority: {}\nusers:\n- name: kproof-admin\n  user:\n    client-certificate: {}\n    client-key: {}\ncontexts:\n- name: kproof-upstream\n  context: {{cluster: kproof-upstream, user: kproof-admin, namespace: default}}\ncurrent-context: kproof-upstream\n",
+        pki.ca_cert.display(),
+        pki.admin_cert.display(),
+        pki.admin_key.display()
+    )
+}
+
+impl ControlPlane {
+    /// Starts everything and waits until it is ready; on any failure, stops what started and
+    /// removes the run directory before returning the error.
+    pub async fn start(opts: PlaneOptions) -> Result<Self, PlaneError> {
+        let started = Instant::now();
+        let build = &opts.build;
+        build.require(crate::backend::upstream::build::REQUIRED)?;
+        let run_dir = match &opts.run_dir {
+            Some(d) => d.clone(),
+            None => std::env::temp_dir().join(format!("kproof-upstream-{}-{}", std::process::id(), free_port()?)),
+        };
+        std::fs::create_dir_all(run_dir.join("logs")).map_err(io(&run_dir))?;
+        let mut plane = ControlPlane {
+            supervisor: Supervisor::default(),
+            run_dir: run_dir.clone(),
+            keep_run_dir: opts.keep_run_dir,
+            kubeconfig: run_dir.join("admin.kubeconfig"),
+            components: BTreeMap::new(),
+            started_in: Duration::ZERO,
+            kuberay: false,
+            kueue: false,
+        };
+        // On error `plane` drops here: processes stop and the run directory goes.
+        plane.launch(&opts).await?;
+        plane.started_in = started.elapsed();
+        Ok(plane)
+    }
+
+    fn log(&self, name: &str) -> PathBuf {
+        self.run_dir.join("logs").join(format!("{name}.log"))
+    }
+
+    /// Polls `ready` every 100 ms for up to `timeout`, failing early when a process exits.
+    async fn wait(&mut self, component: &str, timeout: Duration, mut ready: impl FnMut() -> bool) -> Result<(), PlaneError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if ready() {
+                return Ok(());
+            }
+            self.supervisor.check()?;
+            if Instant::now() >= deadline {
+                let log = self.log(component);
+                return Err(PlaneError::NotReady {
+                    component: component.into(),
+                    timeout,
+                    tail: crate::backend::upstream::process::log_tail(&log, 30),
+                    log,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn launch(&mut self, opts: &PlaneOptions) -> Result<(), PlaneError> {
+        let build = &opts.build;
+        let dir = self.run_dir.clone();
+        let pki_dir = dir.join("pki");
+        std::fs::create_dir_all(&pki_dir).map_err(io(&pki_dir))?;
+        let pki = pki::create(&pki_dir)?;
+        let p = |path: &Path| path.display().to_string();
+        let gates = opts.feature_gates.join(",");
+
+        let (etcd_port, etcd_peer) = (free_port()?, free_port()?);
+        let etcd = [
+            "--name=kproof".to_string(),
+            format!("--data-dir={}", p(&dir.join("etcd"))),
+            format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
+            format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
+            format!("--listen-peer-urls=http://127.0.0.1:{etcd_peer}"),
+            format!("--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}"),
+            format!("--initial-cluster=kproof=http://127.0.0.1:{etcd_peer}"),
+            "--unsafe-no-fsync".into(),
+            "--log-level=warn".into(),
+        ];
+        self.supervisor.spawn("etcd", &build.bin("etcd"), &etcd, &[], &self.log("etcd"))?;
+        self.wait("etcd", Duration::from_secs(30), || http_ok(etcd_port, "/health")).await?;
+
+        let api_port = free_port()?;
+        let apiserver = [
+            format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            format!("--secure-port={api_port}"),
+            format!("--cert-dir={}", p(&dir.join("apiserver"))),
+            format!("--tls-cert-file={}", p(&pki.serving_cert)),
+            format!("--tls-private-key-file={}", p(&pki.serving_key)),
+            format!("--client-ca-file={}", p(&pki.ca_cert)),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+            format!("--service-account-key-file={}", p(&pki.service_account_public_key)),
+            format!("--service-account-signing-key-file={}", p(&pki.service_account_key)),
+            "--service-cluster-ip-range=10.96.0.0/16".into(),
+            "--authorization-mode=RBAC".into(),
+            "--allow-privileged=true".into(),
+            "--endpoint-reconciler-type=none".into(),
+            format!("--requestheader-client-ca-file={}", p(&pki.front_proxy_ca)),
+            "--requestheader-allowed-names=front-proxy-client".into(),
+            "--requestheader-username-headers=X-Remote-User".into(),
+            "--requestheader-group-headers=X-Remote-Group".into(),
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
+            format!("--proxy-client-cert-file={}", p(&pki.front_proxy_cert)),
+            format!("--proxy-client-key-file={}", p(&pki.front_proxy_key)),
+            format!("--feature-gates={gates}"),
+            format!("--runtime-config={}", opts.runtime_config.join(",")),
+        ];
+        self.supervisor.spawn("kube-apiserver", &build.bin("kube-apiserver"), &apiserver, &[], &self.log("kube-apiserver"))?;
+        let server = format!("https://127.0.0.1:{api_port}");
+        std::fs::write(&self.kubeconfig, kubeconfig_text(&server, &pki)).map_err(io(&self.kubeconfig))?;
+        let client = crate::backend::upstream::client_from(&self.kubeconfig).await.map_err(|message| PlaneError::Api {
+            what: "building a client for kube-apiserver".into(),
+            message,
+        })?;
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            if readyz(&client).await {
+                break;
+            }
+            self.supervisor.check()?;
+            if Instant::now() >= deadline {
+                let log = self.log("kube-apiserver");
+                return Err(PlaneError::NotReady {
+                    component: "kube-apiserver".into(),
+                    timeout: Duration::from_secs(90),
+                    tail: crate::backend::upstream::process::log_tail(&log, 30),
+                    log,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
+        let kubeconfig = p(&self.kubeconfig);
+        let (kcm_port, sched_port) = (free_port()?, free_port()?);
+        let kcm = [
+            format!("--kubeconfig={kubeconfig}"),
+            format!("--authentication-kubeconfig={kubeconfig}"),
+            format!("--authorization-kubeconfig={kubeconfig}"),
+            "--leader-elect=false".into(),
+            "--bind-address=127.0.0.1".into(),
+            format!("--secure-port={kcm_port}"),
+            format!("--cert-dir={}", p(&dir.join("kcm"))),
+            "--controllers=*".into(),
+            format!("--feature-gates={gates}"),
+            format!("--service-account-private-key-file={}", p(&pki.service_account_key)),
+            format!("--root-ca-file={}", p(&pki.ca_cert)),
+            format!("--cluster-signing-cert-file={}", p(&pki.ca_cert)),
+            format!("--cluster-signing-key-file={}", p(&pki.ca_key)),
+            "--kube-api-qps=200".into(),
+            "--kube-api-burst=400".into(),
+        ];
+        self.supervisor.spawn(
+            "kube-controller-manager",
+            &build.bin("kube-controller-manager"),
+            &kcm,
+            &[],
+            &self.log("kube-controller-manager"),
+        )?;
+        let scheduler = [
+            format!("--kubeconfig={kubeconfig}"),
+            format!("--authentication-kubeconfig={kubeconfig}"),
+            format!("--authorization-kubeconfig={kubeconfig}"),
+            "--leader-elect=false".into(),
+            "--bind-address=127.0.0.1".into(),
+            format!("--secure-port={sched_port}"),
+            format!("--cert-dir={}", p(&dir.join("scheduler"))),
+            format!("--feature-gates={gates}"),
+        ];
+        self.supervisor.spawn("kube-scheduler", &build.bin("kube-scheduler"), &scheduler, &[], &self.log("kube-scheduler"))?;
+
+        // Install the custom resources while kcm and the scheduler start.
+        let manifests = build.manifests();
+        let kueue_webhook_port = free_port()?;
+        if opts.kueue {
+            build.require(&["kueue"])?;
+            let objects = crate::backend::upstream::kueue::objects(&manifests.join("kueue/default.yaml"), kueue_webhook_port)
+                .map_err(|message| PlaneError::Api { what: "reading Kueue's manifests".into(), message })?;
+            crate::backend::upstream::install::create_all(&client, &objects)
+                .await
+                .map_err(|message| PlaneError::Api { what: "installing Kueue's objects".into(), message })?;
+        }
+        for dir in [manifests.join("kuberay/crd"), manifests.join("gateway-api/standard")] {
+            let objects = crate::backend::upstream::install::read_dir(&dir)
+                .map_err(|message| PlaneError::Api { what: format!("reading {}", dir.display()), message })?;
+            crate::backend::upstream::install::create_all(&client, &objects)
+                .await
+                .map_err(|message| PlaneError::Api { what: format!("installing {}", dir.display()), message })?;
+        }
+        crate::backend::upstream::install::wait_established(&client, Duration::from_secs(60))
+            .await
+            .map_err(|message| PlaneError::Api { what: "waiting for the CRDs".into(), message })?;
+        self.wait("kube-controller-manager", Duration::from_secs(60), || listening(kcm_port)).await?;
+        self.wait("kube-scheduler", Duration::from_secs(60), || listening(sched_port)).await?;
+
+        let version = |c: &str| build.version(c).unwrap_or("?").to_string();
+        let server_version = client
+            .apiserver_version()
+            .await
+            .map(|v| v.git_version)
+            .unwrap_or_else(|_| version("kube-apiserver"));
+        self.components.insert("etcd".into(), version("etcd"));
+        self.components.insert("kube-apiserver".into(), server_version);
+        self.components.insert("kube-controller-manager".into(), version("kube-controller-manager"));
+        self.components.insert("kube-scheduler".into(), version("kube-scheduler"));
+
+        if opts.kueue {
+            let health = free_port()?;
+            let kueue_dir = dir.join("kueue");
+            let cert_dir = kueue_dir.join("certs");
+            std::fs::create_dir_all(&cert_dir).map_err(io(&cert_dir))?;
+            let config = kueue_dir.join("config.yaml");
+            std::fs::write(&config, crate::backend::upstream::kueue::config(health, kueue_webhook_port, &cert_dir))
+                .map_err(io(&config))?;
+            self.supervisor.spawn(
+                "kueue",
+                &build.bin("kueue"),
+                &[format!("--config={}", p(&config)), format!("--kubeconfig={kubeconfig}")],
+                &[],
+                &self.log("kueue"),
+            )?;
+            let copier = tokio::spawn(crate::backend::upstream::kueue::copy_webhook_certs(client.clone(), cert_dir));
+            let ready = self.wait("kueue", Duration::from_secs(120), || http_ok(health, "/readyz")).await;
+            copier.abort();
+            ready?;
+            self.components.insert("kueue".into(), version("kueue"));
+            self.kueue = true;
+        }
+
+        if opts.kuberay {
+            let (binary, ray_version) = match &opts.ray_operator {
+                Some((path, v)) => (path.clone(), v.clone()),
+                None => {
+                    build.require(&["ray-operator"])?;
+                    (build.bin("ray-operator"), version("ray-operator"))
+                }
+            };
+            let probe = free_port()?;
+            let env: Vec<(String, String)> = opts
+                .http_proxy
+                .map(|a| vec![("HTTP_PROXY".to_string(), format!("http://{a}")), ("NO_PROXY".into(), "127.0.0.1,localhost".into())])
+                .unwrap_or_default();
+            let args = [
+                format!("--kubeconfig={kubeconfig}"),
+                "--enable-leader-election=false".into(),
+                "--metrics-addr=0".into(),
+                format!("--health-probe-bind-address=127.0.0.1:{probe}"),
+                "--log-stdout-encoder=console".into(),
+            ];
+            self.supervisor.spawn("ray-operator", &binary, &args, &env, &self.log("ray-operator"))?;
+            self.wait("ray-operator", Duration::from_secs(60), || http_ok(probe, "/readyz")).await?;
+            self.components.insert("kuberay-operator".into(), ray_version);
+            self.kuberay = true;
+        }
+        Ok(())
+    }
+
+    /// The run directory (logs under `logs/`).
+    pub fn run_dir(&self) -> &Path {
+        &self.run_dir
+    }
+
+    /// Stops every process (newest first) and removes the run directory unless kept.
+    pub fn stop(mut self) -> Vec<String> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Vec<String> {
+        let killed = self.supervisor.stop_all();
+        if !self.keep_run_dir {
+            let _ = std::fs::remove_dir_all(&self.run_dir);
+        }
+        killed
+    }
+
+    /// Whether every process still runs (`Err` names the first that exited, with its log).
+    pub fn check(&mut self) -> Result<(), ProcessError> {
+        self.supervisor.check()
+    }
+
+    /// The components as a JSON object (for reports).
+    pub fn components_json(&self) -> Value {
+        json!(self.components)
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Whether kube-apiserver's `/readyz` answers `ok`.
+async fn readyz(client: &kube::Client) -> bool {
+    let Ok(request) = http::Request::get("/readyz").body(Vec::new()) else { return false };
+    matches!(tokio::time::timeout(Duration::from_secs(2), client.request_text(request)).await, Ok(Ok(text)) if text.trim() == "ok")
+}
