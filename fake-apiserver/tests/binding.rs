@@ -49,7 +49,7 @@ async fn binding_sets_node_name_and_pod_scheduled_and_answers_201_success() {
     assert!(cond["lastTransitionTime"].is_string(), "{cond}");
     assert!(cond.get("reason").is_none(), "{cond}");
     let last = server.timeline().pop().expect("timeline entry");
-    assert_eq!((last.verb.as_str(), last.subresource.as_deref()), ("create", Some("binding")));
+    assert_eq!((last.verb.as_str(), last.subresource.map(|s| s.as_str())), ("create", Some("binding")));
 }
 
 #[tokio::test]

@@ -49,7 +49,7 @@ async fn release(api: &Api<ConfigMap>, name: &str) {
 
 /// The collector's writes after `rv`, as `(verb, name)`.
 fn gc_writes(server: &ApiServer, rv: u64) -> Vec<(String, String)> {
-    server.timeline_since(rv).into_iter().filter(|e| e.user_agent == GC_USER_AGENT).map(|e| (e.verb, e.name)).collect()
+    server.timeline_since(rv).into_iter().filter(|e| e.user_agent == GC_USER_AGENT).map(|e| (e.verb.to_string(), e.name)).collect()
 }
 
 #[tokio::test]

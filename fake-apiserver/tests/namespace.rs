@@ -110,7 +110,7 @@ async fn deleting_a_namespace_waits_for_content_finalizers_and_reports_condition
         .filter(|e| e.kind == "Namespace")
         .map(|e| {
             assert_eq!(e.user_agent, "kube-controller-manager/namespace-controller");
-            (e.verb, e.subresource)
+            (e.verb.to_string(), e.subresource.map(|s| s.to_string()))
         })
         .collect();
     assert_eq!(
@@ -122,7 +122,7 @@ async fn deleting_a_namespace_waits_for_content_finalizers_and_reports_condition
         ]
     );
     let status_write =
-        server.timeline_since(rv).into_iter().find(|e| e.subresource.as_deref() == Some("status")).unwrap();
+        server.timeline_since(rv).into_iter().find(|e| e.subresource.map(|s| s.as_str()) == Some("status")).unwrap();
     let ns = status_write.object();
     assert_eq!(condition(&ns, "NamespaceContentRemaining")["reason"], "ContentRemoved");
     assert_eq!(condition(&ns, "NamespaceFinalizersRemaining")["message"], "All content-preserving finalizers finished");
@@ -150,7 +150,7 @@ async fn an_extra_spec_finalizer_is_cleared_through_finalize() {
     assert_eq!(done.spec.unwrap().finalizers, Some(vec![]));
     assert_eq!(get(&server, "/api/v1/namespaces/kept").await.0, StatusCode::NOT_FOUND);
     let t = server.timeline_since(rv);
-    assert_eq!(t[0].subresource.as_deref(), Some("finalize"));
+    assert_eq!(t[0].subresource.map(|s| s.as_str()), Some("finalize"));
     assert_eq!(t[0].user_agent, "kproof-in-process");
 }
 

@@ -44,7 +44,7 @@ async fn kube_rs_over_tcp_with_the_generated_kubeconfig() {
     let local: Api<ConfigMap> = Api::default_namespaced(server.client());
     assert!(local.get_opt("over-tcp").await.unwrap().is_some());
     let entry = server.timeline().into_iter().find(|e| e.name == "over-tcp").unwrap();
-    assert_eq!(entry.verb, "create");
+    assert_eq!(entry.verb.as_str(), "create");
     // An open watch does not block shutdown.
     tokio::time::timeout(Duration::from_secs(10), tcp.shutdown()).await.expect("graceful shutdown").unwrap();
 }
