@@ -217,7 +217,7 @@ impl Compiler {
 mod tests {
     use crate::apiextensions::test_schemas::*;
     use crate::apiextensions::*;
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     // ----- compile -------------------------------------------------------
 

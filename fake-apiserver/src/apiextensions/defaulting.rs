@@ -82,8 +82,8 @@ pub(super) fn default_value(n: &Node, x: &mut Value, depth: usize) {
 #[cfg(test)]
 mod tests {
     use crate::apiextensions::test_schemas::*;
-    use crate::apiextensions::*;
-    use serde_json::{Value, json};
+    
+    use serde_json::json;
 
     // ----- defaulting ---------------------------------------------------------
 

@@ -333,7 +333,7 @@ fn is_credit_card(s: &str) -> bool {
 mod tests {
     use crate::apiextensions::test_schemas::*;
     use crate::apiextensions::*;
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     // ----- formats --------------------------------------------------------
 

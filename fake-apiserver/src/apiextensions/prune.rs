@@ -151,8 +151,8 @@ fn coerce_embedded_metadata(v: &mut Value, path: &str, out: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use crate::apiextensions::test_schemas::*;
-    use crate::apiextensions::*;
-    use serde_json::{Value, json};
+    
+    use serde_json::json;
 
     // ----- pruning ------------------------------------------------------------
 

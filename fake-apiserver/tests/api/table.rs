@@ -1,10 +1,9 @@
 //! Table and PartialObjectMetadata answers for get, list and watch: negotiation, includeObject,
 //! built-in printer columns and CRD additionalPrinterColumns.
 
-mod common;
 
 use axum::body::Body;
-use common::{post, raw_full};
+use crate::common::{post, raw_full};
 use fake_apiserver::ApiServer;
 use futures::StreamExt;
 use http::{Method, Request, StatusCode};

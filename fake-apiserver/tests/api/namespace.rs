@@ -1,9 +1,8 @@
 //! The namespace lifecycle: Terminating, content removal that waits for finalizers, the
 //! namespace controller's conditions, 403 on create, and `/finalize`.
 
-mod common;
 
-use common::{get, post, raw};
+use crate::common::{get, post, raw};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};

@@ -1,9 +1,8 @@
 //! Events: core/v1 and events.k8s.io/v1 share one storage, both APIs' field selectors work,
 //! and kube-runtime's Recorder publishes events that can be found again.
 
-mod common;
 
-use common::{get, post};
+use crate::common::{get, post};
 use fake_apiserver::ApiServer;
 use http::StatusCode;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent};

@@ -1,7 +1,6 @@
 //! The TCP transport: kubeconfig, bearer-token authentication, kube-rs over loopback, and the
 //! `fake-apiserver` binary with graceful shutdown.
 
-mod common;
 
 use fake_apiserver::ApiServer;
 use futures::StreamExt;
@@ -57,7 +56,7 @@ async fn eight_writers_over_tcp_lose_no_increment() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kubeconfig");
     tcp.write_kubeconfig(&path).unwrap();
-    common::eight_writers_lose_no_increment(client_from(&path).await).await;
+    crate::common::eight_writers_lose_no_increment(client_from(&path).await).await;
     tcp.shutdown().await.unwrap();
 }
 

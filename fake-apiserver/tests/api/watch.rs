@@ -1,9 +1,8 @@
 //! WATCH semantics: resume, history window and 410, bookmarks, timeouts, selector transitions,
 //! streaming lists, and kube-runtime's watcher and reflector on top.
 
-mod common;
 
-use common::{raw_full, raw_with};
+use crate::common::{raw_full, raw_with};
 use fake_apiserver::{ApiServer, Config, INITIAL_EVENTS_END};
 use futures::{StreamExt, TryStreamExt};
 use http::{Method, StatusCode};
@@ -220,7 +219,7 @@ async fn kube_runtime_streaming_list_works() {
 #[tokio::test]
 async fn reflector_survives_a_forced_410_and_ends_equal_to_a_fresh_list() {
     let server = ApiServer::default();
-    common::reflector_survives_forced_410(&server, server.client()).await;
+    crate::common::reflector_survives_forced_410(&server, server.client()).await;
 }
 
 /// Many watchers each LIST then WATCH from the list's version while a writer creates,

@@ -1,9 +1,8 @@
 //! `kubectl auth can-i` support: SelfSubjectAccessReview and SelfSubjectRulesReview answer
 //! "allowed" (there is no RBAC), are in discovery, and store nothing.
 
-mod common;
 
-use common::{get, post, store_fingerprint};
+use crate::common::{get, post, store_fingerprint};
 use fake_apiserver::ApiServer;
 use http::StatusCode;
 use k8s_openapi::api::authorization::v1::{SelfSubjectAccessReview, SelfSubjectRulesReview};

@@ -3,14 +3,13 @@
 //! (a strategic merge patch) and `patch --type strategic`. Skipped, with the reason printed,
 //! where kubectl 1.33 is absent.
 
-mod process;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// kubectl 1.33: `kubectl.1.33` beside the `kubectl` on PATH, or `kubectl` itself if it is 1.33.
 fn kubectl_133() -> Result<PathBuf, String> {
-    let real = process::kubectl_on_path()?;
+    let real = crate::process::kubectl_on_path()?;
     let beside = real.parent().map(|d| d.join("kubectl.1.33"));
     if let Some(b) = beside.filter(|b| b.exists()) {
         return Ok(b);
@@ -24,12 +23,12 @@ fn kubectl_133() -> Result<PathBuf, String> {
 }
 
 struct Server {
-    process: process::ServerProcess,
+    process: crate::process::ServerProcess,
     _dir: tempfile::TempDir,
 }
 
 impl std::ops::Deref for Server {
-    type Target = process::ServerProcess;
+    type Target = crate::process::ServerProcess;
     fn deref(&self) -> &Self::Target {
         &self.process
     }
@@ -37,7 +36,7 @@ impl std::ops::Deref for Server {
 
 fn start_server() -> Server {
     let dir = tempfile::tempdir().unwrap();
-    Server { process: process::start_server(dir.path()).expect("the server starts"), _dir: dir }
+    Server { process: crate::process::start_server(dir.path()).expect("the server starts"), _dir: dir }
 }
 
 fn run(kubectl: &Path, server: &Server, cache: &Path, args: &[&str]) -> (bool, String) {

@@ -1,9 +1,8 @@
 //! Strategic merge patch on built-in types, and its refusal on custom resources.
 
-mod common;
 
 use axum::body::Body;
-use common::{get, post, raw, store_fingerprint};
+use crate::common::{get, post, raw, store_fingerprint};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};
 use k8s_openapi::api::apps::v1::Deployment;

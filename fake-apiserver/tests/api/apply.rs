@@ -1,8 +1,7 @@
 //! Server-side apply and managedFields, through kube-rs and raw requests.
 
-mod common;
 
-use common::{get, post, raw, store_fingerprint};
+use crate::common::{get, post, raw, store_fingerprint};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -163,7 +162,7 @@ async fn non_apply_writes_record_update_entries_and_take_fields() {
     assert_eq!(status.message, "Apply failed with 1 conflict: conflict with \"scaler\" using apps/v1: .spec.replicas");
 
     // Without fieldManager the manager comes from the user agent's first word.
-    let (code, v) = common::raw_with(
+    let (code, v) = crate::common::raw_with(
         &server,
         Method::PATCH,
         &format!("{DEPLOYS}/web"),

@@ -1,9 +1,8 @@
 //! OpenAPI v3: the index, group/version documents for built-ins and CRDs, GVK tags, PATCH
 //! operations with `fieldValidation`, descriptions, and kube-apiserver's caching headers.
 
-mod common;
 
-use common::{get, post, raw_full};
+use crate::common::{get, post, raw_full};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};

@@ -1,9 +1,8 @@
 //! Discovery: /version and health, legacy lists, aggregated v2 and v2beta1 by Accept header,
 //! and kube-rs discovery on top.
 
-mod common;
 
-use common::{get, raw_full, raw_with};
+use crate::common::{get, raw_full, raw_with};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};
 use kube::discovery::{Discovery, Scope, verbs};

@@ -1,8 +1,7 @@
 //! `fieldValidation` Ignore / Warn / Strict on create, update, patch and apply.
 
-mod common;
 
-use common::{get, post, raw, raw_full, store_fingerprint};
+use crate::common::{get, post, raw, raw_full, store_fingerprint};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -3,7 +3,6 @@
 //! merge patch on a custom object (cases in `tests/python/client_cases.py`). Skipped, with the
 //! reason printed, where `python3` or `import kubernetes` is unavailable (`.ci/run` installs it).
 
-mod process;
 
 use std::path::Path;
 use std::process::Command;
@@ -28,7 +27,7 @@ fn python_client_cases() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = process::start_server(dir.path()).expect("the server starts");
+    let server = crate::process::start_server(dir.path()).expect("the server starts");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/client_cases.py");
     let out = Command::new("python3")
         .arg(&script)

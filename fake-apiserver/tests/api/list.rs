@@ -1,9 +1,8 @@
 //! LIST: label and field selectors, pagination with consistent snapshots and token expiry,
 //! resourceVersion and resourceVersionMatch semantics.
 
-mod common;
 
-use common::get;
+use crate::common::get;
 use fake_apiserver::{ApiServer, Config};
 use http::StatusCode;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};

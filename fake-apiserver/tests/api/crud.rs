@@ -1,9 +1,8 @@
 //! Create, get, update, patch, delete, subresources and the metadata rules kube-apiserver
 //! applies, driven through kube-rs in-process.
 
-mod common;
 
-use common::{get, post, raw};
+use crate::common::{get, post, raw};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -114,13 +113,13 @@ async fn an_update_that_changes_nothing_writes_nothing() {
 #[tokio::test]
 async fn eight_writers_doing_optimistic_increments_lose_nothing() {
     let server = ApiServer::default();
-    common::eight_writers_lose_no_increment(server.client()).await;
+    crate::common::eight_writers_lose_no_increment(server.client()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_writers_on_a_multi_thread_runtime_lose_nothing() {
     let server = ApiServer::default();
-    common::eight_writers_lose_no_increment(server.client()).await;
+    crate::common::eight_writers_lose_no_increment(server.client()).await;
 }
 
 #[tokio::test]

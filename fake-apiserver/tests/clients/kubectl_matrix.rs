@@ -7,7 +7,6 @@
 //! not serve: their applies run with `--validate=false` (the rows say so), and their `explain`
 //! is a documented skip.
 
-mod process;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -15,13 +14,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use process::{ServerProcess as Server, start_server, wait_until};
+use crate::process::{ServerProcess as Server, start_server, wait_until};
 
 const MINORS: &[u32] = &[27, 28, 29, 30, 31, 32, 33];
 
 /// The directory holding `kubectl.1.NN`: beside the real `kubectl` on PATH.
 fn kubectl_dir() -> Result<PathBuf, String> {
-    let real = process::kubectl_on_path()?;
+    let real = crate::process::kubectl_on_path()?;
     real.parent().map(Path::to_path_buf).ok_or_else(|| "kubectl has no parent directory".into())
 }
 

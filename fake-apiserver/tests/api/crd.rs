@@ -1,9 +1,8 @@
 //! CustomResourceDefinitions at run time: establishment, discovery, structural-schema
 //! validation, pruning and defaulting, versions, subresources, selectable fields, deletion.
 
-mod common;
 
-use common::{get, post, raw};
+use crate::common::{get, post, raw};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

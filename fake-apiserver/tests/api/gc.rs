@@ -1,9 +1,8 @@
 //! Garbage collection by ownerReferences: Background, Foreground and Orphan propagation, the
 //! kinds' default policies, several owners, and references the collector cannot follow.
 
-mod common;
 
-use common::{get, raw};
+use crate::common::{get, raw};
 use fake_apiserver::ApiServer;
 use fake_apiserver::gc::GC_USER_AGENT;
 use http::{Method, StatusCode};
@@ -304,7 +303,7 @@ async fn references_the_collector_cannot_resolve_leave_the_dependent_alone() {
 
     // A cluster-scoped dependent cannot have a namespaced owner.
     let o = owner(&cms, "owner").await;
-    let (code, body) = common::post(
+    let (code, body) = crate::common::post(
         &server,
         "/apis/scheduling.k8s.io/v1/priorityclasses",
         &json!({"metadata": {"name": "pc", "ownerReferences": [owner_ref("v1", "ConfigMap", &o, false)]}, "value": 5}),
@@ -320,7 +319,7 @@ async fn an_invalid_propagation_policy_is_rejected_and_changes_nothing() {
     let server = ApiServer::default();
     let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
     owner(&cms, "owner").await;
-    let before = common::store_fingerprint(&server).await;
+    let before = crate::common::store_fingerprint(&server).await;
     for (uri, body) in [
         ("/api/v1/namespaces/default/configmaps/owner", json!({"propagationPolicy": "Sideways"}).to_string()),
         ("/api/v1/namespaces/default/configmaps/owner?propagationPolicy=Sideways", String::new()),
@@ -334,6 +333,6 @@ async fn an_invalid_propagation_policy_is_rejected_and_changes_nothing() {
         );
         assert_eq!(status["details"]["causes"][0]["field"], "propagationPolicy");
     }
-    assert_eq!(common::store_fingerprint(&server).await, before);
+    assert_eq!(crate::common::store_fingerprint(&server).await, before);
     assert!(cms.get_opt("owner").await.unwrap().is_some());
 }

@@ -2,9 +2,8 @@
 //! looks like the real one, and nothing is stored, versioned or sent to watches. DELETE
 //! preconditions.
 
-mod common;
 
-use common::{get, raw, store_fingerprint};
+use crate::common::{get, raw, store_fingerprint};
 use fake_apiserver::ApiServer;
 use futures::StreamExt;
 use http::{Method, StatusCode};

@@ -1,4 +1,3 @@
-mod common;
 use fake_apiserver::ApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ListParams, PostParams};

@@ -5,10 +5,9 @@
 //! code, message, details), then checks the fingerprint did not move and, where an object is
 //! involved, that a GET still shows it as it was.
 
-mod common;
 
 use axum::body::Body;
-use common::{get, post, raw, raw_full, raw_with, store_fingerprint};
+use crate::common::{get, post, raw, raw_full, raw_with, store_fingerprint};
 use fake_apiserver::{ApiServer, Config};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};

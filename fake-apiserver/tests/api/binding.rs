@@ -1,9 +1,8 @@
 //! The `pods/{name}/binding` subresource (kube-apiserver's BindingREST) and the
 //! `PodScheduled=False/SchedulingGated` condition a gated pod is created with.
 
-mod common;
 
-use common::{get, post, raw};
+use crate::common::{get, post, raw};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};
 use k8s_openapi::api::core::v1::Pod;
