@@ -432,9 +432,6 @@ mod tests {
         let d: std::time::Duration = "1.5s".parse::<GoDuration>().unwrap().try_into().unwrap();
         assert_eq!(d, std::time::Duration::from_millis(1500));
         let negative = GoDuration::from_nanos(-S);
-        assert_eq!(
-            std::time::Duration::try_from(negative).unwrap_err().to_string(),
-            "negative duration -1s"
-        );
+        assert_eq!(std::time::Duration::try_from(negative).unwrap_err().to_string(), "negative duration -1s");
     }
 }

@@ -104,7 +104,6 @@ pub(crate) fn json_quote(s: &str) -> String {
     out
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -152,9 +152,7 @@ fn is_label(s: &str, first_alpha: bool) -> bool {
     let inner = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-';
     let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     match (b.first(), b.last()) {
-        (Some(f), Some(l)) => {
-            edge(f) && edge(l) && b.iter().all(inner) && (!first_alpha || f.is_ascii_lowercase())
-        }
+        (Some(f), Some(l)) => edge(f) && edge(l) && b.iter().all(inner) && (!first_alpha || f.is_ascii_lowercase()),
         _ => false,
     }
 }
@@ -198,7 +196,6 @@ pub fn dns1035_label_errors(value: &str) -> Vec<String> {
     }
     errs
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -250,10 +247,7 @@ mod tests {
     fn label_key_messages_name_the_part() {
         assert_eq!(label_key_errors("/a"), ["prefix part must be non-empty"]);
         assert_eq!(label_key_errors(&format!("{}/a", "a".repeat(254))), ["prefix part must be no more than 253 bytes"]);
-        assert_eq!(
-            label_key_errors(&"a".repeat(64)),
-            ["name part must be no more than 63 bytes"]
-        );
+        assert_eq!(label_key_errors(&"a".repeat(64)), ["name part must be no more than 63 bytes"]);
     }
 
     #[rstest]

@@ -270,9 +270,7 @@ fn invalid_label_values() {
     let long = "v".repeat(64);
     assert_eq!(
         label_err(&format!("x={long}")),
-        format!(
-            "unable to parse requirement: values[0][x]: Invalid value: \"{long}\": must be no more than 63 bytes"
-        )
+        format!("unable to parse requirement: values[0][x]: Invalid value: \"{long}\": must be no more than 63 bytes")
     );
     sel(&format!("x={}", "v".repeat(63)));
     assert_eq!(
@@ -361,10 +359,7 @@ fn from_parts_errors() {
         err(&none, &[expr("-a", "DoesNotExist", &[])]),
         format!("key: Invalid value: \"-a\": name part {NAME_RE_MSG}")
     );
-    assert_eq!(
-        err(&labels(&[("app", "a b")]), &[]),
-        format!("values[0][app]: Invalid value: \"a b\": {VALUE_RE_MSG}")
-    );
+    assert_eq!(err(&labels(&[("app", "a b")]), &[]), format!("values[0][app]: Invalid value: \"a b\": {VALUE_RE_MSG}"));
     assert_eq!(
         LabelSelector::from_parts(&none, &[expr("a", "NotIn", &[])]),
         Err(SelectorError::InvalidRequirement {
@@ -508,8 +503,8 @@ impl XorShift {
 }
 
 const PIECES: &[&str] = &[
-    "a", "b", "x", "k8s.io/", "/", "in", "notin", "(", ")", ",", "=", "==", "!=", "!", ">", "<", " ", "\t", "1",
-    "-1", "+2", "-", "_", ".", "\0", "\\", "\\,", "\\=", "é", "\u{2028}", "Z9",
+    "a", "b", "x", "k8s.io/", "/", "in", "notin", "(", ")", ",", "=", "==", "!=", "!", ">", "<", " ", "\t", "1", "-1",
+    "+2", "-", "_", ".", "\0", "\\", "\\,", "\\=", "é", "\u{2028}", "Z9",
 ];
 
 fn random_input(rng: &mut XorShift) -> String {
@@ -538,8 +533,7 @@ fn fuzz_never_panics_and_round_trips() {
                     let _ = ls.matches(p);
                 }
                 let text = ls.to_string();
-                let again =
-                    LabelSelector::parse(&text).unwrap_or_else(|e| panic!("{input:?} -> {text:?} fails: {e}"));
+                let again = LabelSelector::parse(&text).unwrap_or_else(|e| panic!("{input:?} -> {text:?} fails: {e}"));
                 assert_eq!(again, ls, "{input:?} -> {text:?}");
             }
             Err(e) => assert!(!e.to_string().is_empty()),
@@ -549,8 +543,7 @@ fn fuzz_never_panics_and_round_trips() {
                 field_ok += 1;
                 let _ = fs.matches(|f| (f.len() % 2 == 0).then(|| f.to_string()));
                 let text = fs.to_string();
-                let again =
-                    FieldSelector::parse(&text).unwrap_or_else(|e| panic!("{input:?} -> {text:?} fails: {e}"));
+                let again = FieldSelector::parse(&text).unwrap_or_else(|e| panic!("{input:?} -> {text:?} fails: {e}"));
                 let key = |r: &FieldRequirement| (r.field.clone(), r.op == FieldOp::Equals, r.value.clone());
                 let mut a: Vec<_> = again.requirements.iter().map(key).collect();
                 let mut b: Vec<_> = fs.requirements.iter().map(key).collect();
@@ -565,4 +558,3 @@ fn fuzz_never_panics_and_round_trips() {
     assert!(label_ok > 1_000, "only {label_ok} label selectors parsed");
     assert!(field_ok > 1_000, "only {field_ok} field selectors parsed");
 }
-

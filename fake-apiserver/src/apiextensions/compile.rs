@@ -6,6 +6,7 @@ use regex::Regex;
 use serde_json::Value;
 use std::collections::HashMap;
 
+/// Compiles schema nodes, remembering the patterns it has compiled.
 pub(super) struct Compiler {
     /// Real CRDs repeat the same patterns hundreds of times: compile each once.
     pub(super) regexes: HashMap<String, Option<Regex>>,
@@ -48,6 +49,7 @@ impl Compiler {
         a.iter().enumerate().map(|(i, s)| Ok(*self.node(s, &format!("{path}[{i}]"), depth + 1)?)).collect()
     }
 
+    /// The node of the schema `v` found at schema path `path`, `depth` levels down.
     pub(super) fn node(&mut self, v: &Value, path: &str, depth: usize) -> Result<Box<Node>, SchemaError> {
         if depth > MAX_SCHEMA_DEPTH {
             return Err(schema_err(path, format!("schema nests more than {MAX_SCHEMA_DEPTH} levels")));
@@ -212,7 +214,6 @@ impl Compiler {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use crate::apiextensions::test_schemas::*;
@@ -309,5 +310,4 @@ mod tests {
         let s = field(json!({"type": "string", "pattern": "^(?!kube-).*$"}));
         assert!(check(&s, json!("kube-system")).is_empty());
     }
-
 }

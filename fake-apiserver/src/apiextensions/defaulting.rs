@@ -78,11 +78,10 @@ pub(super) fn default_value(n: &Node, x: &mut Value, depth: usize) {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use crate::apiextensions::test_schemas::*;
-    
+
     use serde_json::json;
 
     // ----- defaulting ---------------------------------------------------------

@@ -9,6 +9,7 @@ fn regex_matches(cell: &'static OnceLock<Option<Regex>>, pattern: &str, s: &str)
     cell.get_or_init(|| Regex::new(pattern).ok()).as_ref().is_none_or(|re| re.is_match(s))
 }
 
+/// Whether `s` is valid in the string format `format` (formats not validated pass).
 pub(super) fn format_ok(format: &str, s: &str) -> bool {
     static UUID: OnceLock<Option<Regex>> = OnceLock::new();
     static UUID3: OnceLock<Option<Regex>> = OnceLock::new();
@@ -327,7 +328,6 @@ fn is_credit_card(s: &str) -> bool {
     }
     sum.is_multiple_of(10)
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -11,6 +11,7 @@ pub(super) enum Num {
     F(f64),
 }
 
+/// How Go decodes a JSON number: int64 when it fits, else float64.
 pub(super) fn num_of(n: &Number) -> Num {
     match n.as_i64() {
         Some(i) => Num::I(i),
@@ -84,13 +85,12 @@ pub(super) fn go_body_value(v: &Value) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::apiextensions::test_schemas::*;
     use crate::apiextensions::*;
     use serde_json::{Value, json};
-    use super::*;
 
     #[test]
     fn go_printing() {

@@ -77,7 +77,6 @@ use std::fmt;
 use std::sync::Arc;
 use validation::{Mode, Validator};
 
-
 /// How deep an object is followed by validation, pruning and defaulting.
 /// Deeper values are reported as "too deeply nested" by [`StructuralSchema::validate`]
 /// and left alone by pruning and defaulting.
@@ -105,6 +104,7 @@ pub enum SchemaError {
     },
 }
 
+/// A compile error at schema path `path`.
 pub(super) fn schema_err(path: &str, message: impl Into<String>) -> SchemaError {
     SchemaError::Invalid { path: path.to_string(), message: message.into() }
 }
@@ -136,6 +136,7 @@ impl FieldCause {
     /// A list or object has more than `maxItems`/`maxProperties` entries.
     pub const TOO_MANY: &'static str = "FieldValueTooMany";
 
+    /// A cause with `reason` on `field`.
     pub(super) fn new(reason: &'static str, field: &str, message: String) -> Self {
         FieldCause { reason, field: field.to_string(), message }
     }
@@ -154,7 +155,6 @@ impl fmt::Display for FieldCause {
 pub struct StructuralSchema {
     root: Arc<Node>,
 }
-
 
 impl StructuralSchema {
     /// Compile a CRD version's `openAPIV3Schema`. Rejects malformed schemas (a

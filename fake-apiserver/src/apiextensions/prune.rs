@@ -30,7 +30,14 @@ fn record(out: &mut Vec<String>, path: &str, key: &str) {
 }
 
 /// apiserver's `prune`: `node == None` means "no schema here", which empties objects.
-pub(super) fn prune_value(node: Option<&Node>, x: &mut Value, path: &mut String, out: &mut Vec<String>, depth: usize, root: bool) {
+pub(super) fn prune_value(
+    node: Option<&Node>,
+    x: &mut Value,
+    path: &mut String,
+    out: &mut Vec<String>,
+    depth: usize,
+    root: bool,
+) {
     if depth > MAX_DEPTH {
         return;
     }
@@ -147,11 +154,10 @@ fn coerce_embedded_metadata(v: &mut Value, path: &str, out: &mut Vec<String>) {
     });
 }
 
-
 #[cfg(test)]
 mod tests {
     use crate::apiextensions::test_schemas::*;
-    
+
     use serde_json::json;
 
     // ----- pruning ------------------------------------------------------------

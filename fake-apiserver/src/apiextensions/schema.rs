@@ -55,6 +55,7 @@ impl<'a> SchemaCursor<'a> {
     }
 }
 
+/// The `type` of a schema node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Type {
     Object,
@@ -65,6 +66,7 @@ pub(super) enum Type {
     Boolean,
 }
 
+/// `x-kubernetes-list-type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ListType {
     Atomic,
@@ -72,6 +74,7 @@ pub(super) enum ListType {
     Map,
 }
 
+/// A `pattern`, as written and compiled.
 #[derive(Debug, Clone)]
 pub(super) struct Pattern {
     pub(super) source: String,
@@ -79,6 +82,7 @@ pub(super) struct Pattern {
     pub(super) re: Option<Regex>,
 }
 
+/// `additionalProperties`.
 #[derive(Debug, Clone)]
 pub(super) enum Additional {
     /// `additionalProperties: true` (`false` is refused, as by apiserver)
@@ -87,6 +91,7 @@ pub(super) enum Additional {
     Schema(Box<Node>),
 }
 
+/// One compiled schema node: the keywords that prune, default and validate.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Node {
     pub(super) ty: Option<Type>,
@@ -127,6 +132,7 @@ pub(super) struct Node {
 }
 
 impl Node {
+    /// The schema of the declared property `name`.
     pub(super) fn prop(&self, name: &str) -> Option<&Node> {
         self.properties
             .binary_search_by(|(k, _)| k.as_str().cmp(name))
@@ -207,6 +213,7 @@ pub(super) const OBJECT_META_FIELDS: &[&str] = &[
     "managedFields",
 ];
 
+/// Whether `k` is one of the fields the server handles at the root (and in embedded resources).
 pub(super) fn is_meta_field(k: &str) -> bool {
     matches!(k, "apiVersion" | "kind" | "metadata")
 }

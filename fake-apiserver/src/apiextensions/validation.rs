@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+/// Where in the object a node is validated.
 #[derive(Clone, Copy)]
 pub(super) struct Mode {
     /// The resource root: apiVersion/kind/metadata are the server's business.
@@ -19,6 +20,7 @@ pub(super) struct Mode {
     pub(super) junctor: bool,
 }
 
+/// One validation, with what is left of its work budget.
 pub(super) struct Validator {
     pub(super) budget: u64,
     pub(super) exhausted: bool,
@@ -65,15 +67,20 @@ fn cause_invalid(path: &str, value: &str, detail: &str) -> FieldCause {
 }
 
 fn cause_type(path: &str, label: &str, detail: &str) -> FieldCause {
-    FieldCause::new(
-        FieldCause::TYPE_INVALID,
-        path,
-        format!("Invalid value: {}: {detail}", quote(label)),
-    )
+    FieldCause::new(FieldCause::TYPE_INVALID, path, format!("Invalid value: {}: {detail}", quote(label)))
 }
 
 impl Validator {
-    pub(super) fn node(&mut self, n: &Node, v: &Value, path: &str, depth: usize, mode: Mode, out: &mut Vec<FieldCause>) {
+    /// Validates `v` against `n` at `path`, pushing every cause into `out`.
+    pub(super) fn node(
+        &mut self,
+        n: &Node,
+        v: &Value,
+        path: &str,
+        depth: usize,
+        mode: Mode,
+        out: &mut Vec<FieldCause>,
+    ) {
         if self.budget == 0 {
             self.exhausted = true;
             return;
@@ -125,11 +132,7 @@ impl Validator {
         let int_float = sch == "integer" && has("number");
         let string_or_array = v.is_string() || v.is_array();
         if !(string_or_array || format.is_empty() || has(sch) || vfmt == format || float_int || int_float) {
-            out.push(cause_type(
-                path,
-                vfmt,
-                &format!("{path} in body must be of type {format}: {}", quote(vfmt)),
-            ));
+            out.push(cause_type(path, vfmt, &format!("{path} in body must be of type {format}: {}", quote(vfmt))));
             return;
         }
         // kube-openapi: a formatted non-numeric schema skips the type check of strings and arrays.
@@ -356,19 +359,11 @@ fn check_string(n: &Node, s: &str, path: &str, out: &mut Vec<FieldCause>) {
     } else if let Some(min) = n.min_length
         && chars() < min
     {
-        out.push(cause_invalid(
-            path,
-            &quote(s),
-            &format!("{path} in body should be at least {min} chars long"),
-        ));
+        out.push(cause_invalid(path, &quote(s), &format!("{path} in body should be at least {min} chars long")));
     } else if let Some(Pattern { source, re: Some(re) }) = &n.pattern
         && !re.is_match(s)
     {
-        out.push(cause_invalid(
-            path,
-            &quote(s),
-            &format!("{path} in body should match '{source}'"),
-        ));
+        out.push(cause_invalid(path, &quote(s), &format!("{path} in body should match '{source}'")));
     }
     if let Some(f) = &n.format
         && !format_ok(f, s)
@@ -530,11 +525,9 @@ fn check_embedded(m: &Map<String, Value>, path: &str, out: &mut Vec<FieldCause>)
             "apiVersion" => match v.as_str() {
                 None => out.push(cause_invalid(&p, &go_body_value(v), "must be a string")),
                 Some("") => out.push(cause_invalid(&p, "\"\"", "must not be empty")),
-                Some(s) if s != "/" && s.matches('/').count() > 1 => out.push(cause_invalid(
-                    &p,
-                    &quote(s),
-                    &format!("unexpected GroupVersion string: {s}"),
-                )),
+                Some(s) if s != "/" && s.matches('/').count() > 1 => {
+                    out.push(cause_invalid(&p, &quote(s), &format!("unexpected GroupVersion string: {s}")))
+                }
                 Some(_) => {}
             },
             "kind" => match v.as_str() {
@@ -555,7 +548,6 @@ fn check_embedded(m: &Map<String, Value>, path: &str, out: &mut Vec<FieldCause>)
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -18,7 +18,12 @@ const SYSTEM_CRD: &str = "kube-apiserver/apiextensions-controllers";
 /// The naming and establishing controllers' answer to a created CRD: accepted names, stored
 /// versions, NamesAccepted and Established. They run as part of the create, so the create's
 /// answer already says whether the CRD is served.
-pub(crate) fn establish(st: &mut State, rt: &ResourceType, crd: Arc<StoredObject>, now: Timestamp) -> Arc<StoredObject> {
+pub(crate) fn establish(
+    st: &mut State,
+    rt: &ResourceType,
+    crd: Arc<StoredObject>,
+    now: Timestamp,
+) -> Arc<StoredObject> {
     let mut v = crd.value();
     let t = format_time(now);
     let names = v["spec"]["names"].clone();

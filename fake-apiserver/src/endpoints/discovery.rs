@@ -172,8 +172,7 @@ fn group_entry(group: &str, versions: &[String]) -> Value {
 
 /// `GET /apis`.
 pub(super) fn groups(ctx: &Context, headers: &HeaderMap) -> ApiResult<Response> {
-    let groups: Vec<(String, Vec<String>)> =
-        groups_snapshot(ctx).into_iter().filter(|(g, _)| !g.is_empty()).collect();
+    let groups: Vec<(String, Vec<String>)> = groups_snapshot(ctx).into_iter().filter(|(g, _)| !g.is_empty()).collect();
     match negotiate(headers)? {
         DiscoveryFormat::Legacy => Ok(json_response(
             StatusCode::OK,

@@ -107,7 +107,9 @@ pub(crate) fn router(ctx: Arc<Context>) -> Router {
         .route("/readyz", get(discovery::healthy))
         .route(
             "/openapi/v3",
-            get(|AxState(ctx): AxState<Arc<Context>>, headers: HeaderMap| async move { openapi::index(&ctx, &headers) }),
+            get(
+                |AxState(ctx): AxState<Arc<Context>>, headers: HeaderMap| async move { openapi::index(&ctx, &headers) },
+            ),
         )
         .route("/openapi/v3/{*gv}", get(openapi_document))
         .fallback(dispatch)

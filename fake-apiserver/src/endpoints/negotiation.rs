@@ -70,6 +70,7 @@ pub(super) enum BodyFormat {
     ApplyPatch,
 }
 
+/// The media types of POST and PUT bodies.
 pub(super) const WRITE_MEDIA_TYPES: &[&str] = &["application/json", "application/yaml"];
 /// The patch media types of built-in resources, in kube-apiserver's order.
 const PATCH_MEDIA_TYPES: &[&str] = &[
@@ -155,4 +156,3 @@ pub(super) fn accept_json(headers: &HeaderMap) -> ApiResult<()> {
     });
     if ok { Ok(()) } else { Err(ApiError::not_acceptable(accept)) }
 }
-

@@ -120,4 +120,3 @@ impl Query {
 pub(super) fn matches(obj: &StoredObject, labels: &LabelSelector, fields: &FieldSelector) -> bool {
     labels.matches(&obj.labels) && fields.matches(|f| obj.field(f))
 }
-

@@ -5,9 +5,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::{ApiError, StatusCause};
 use super::managed::{self, Entry, FieldSet};
 use super::patch_meta::{ListType, Shape};
+use crate::error::{ApiError, StatusCause};
 use crate::registry::ResourceType;
 use crate::storage::Subresource;
 

@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-use crate::error::{ApiError, ApiResult};
 use super::patch_meta::Shape;
+use crate::error::{ApiError, ApiResult};
 use crate::registry::ResourceType;
 
 /// What to do with unknown fields.

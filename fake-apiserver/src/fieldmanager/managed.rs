@@ -68,6 +68,7 @@ impl FieldSet {
         Value::Object(m)
     }
 
+    /// Whether the set has no member.
     pub(crate) fn is_empty(&self) -> bool {
         !self.member && self.children.is_empty()
     }
@@ -348,6 +349,7 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
+    /// Whether the entry is the one of this manager, operation and subresource.
     pub(crate) fn same_owner(&self, manager: &str, operation: &str, subresource: Option<&str>) -> bool {
         self.manager == manager && self.operation == operation && self.subresource.as_deref() == subresource
     }

@@ -202,7 +202,6 @@ pub(super) fn types() -> Vec<ResourceType> {
             generation: true,
             fields: &["status.replicas"],
             strategy: Some(&ReplicaSetStrategy),
-            ..Default::default()
         }),
         builtin::<apps::DaemonSet>(Extra {
             short: &["ds"],

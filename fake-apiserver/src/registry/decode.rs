@@ -23,7 +23,6 @@ pub(crate) fn parse_object(body: &[u8], yaml: bool) -> ApiResult<Value> {
     Ok(v)
 }
 
-
 /// Go's name for the JSON type of a value, as `encoding/json` words its unmarshal errors.
 pub(crate) fn go_json_type(v: &Value) -> &'static str {
     match v {
@@ -111,7 +110,12 @@ pub(crate) fn decode_object(rt: &ResourceType, obj: &mut Value) -> ApiResult<()>
 /// failure with 422 Invalid: `NewInvalid(GroupKind{}, "", [field.Invalid("patch",
 /// string(patchedJS), err)])`. `api_version` and `kind` fill in type meta the patch left
 /// empty (the decoder defaults them from the target type).
-pub(crate) fn check_patched(patched: &Value, api_version: &str, kind: &str, check: Option<DecodeCheck>) -> ApiResult<()> {
+pub(crate) fn check_patched(
+    patched: &Value,
+    api_version: &str,
+    kind: &str,
+    check: Option<DecodeCheck>,
+) -> ApiResult<()> {
     let result = check_type_meta_types(patched).and_then(|()| {
         let Some(check) = check else { return Ok(()) };
         // Absent type meta decodes fine; null or empty is the target type's.
@@ -132,11 +136,7 @@ pub(crate) fn check_patched(patched: &Value, api_version: &str, kind: &str, chec
             "",
             "",
             "",
-            vec![StatusCause::field(
-                "FieldValueInvalid",
-                "patch",
-                format!("Invalid value: {}: {e}", quote(&json)),
-            )],
+            vec![StatusCause::field("FieldValueInvalid", "patch", format!("Invalid value: {}: {e}", quote(&json)))],
         )
     })
 }
@@ -146,7 +146,6 @@ pub(crate) fn decode_scale(v: &Value) -> Result<(), String> {
     use serde::Deserialize;
     k8s_openapi::api::autoscaling::v1::Scale::deserialize(v).map(|_| ()).map_err(|e| e.to_string())
 }
-
 
 /// Checks the shapes of ObjectMeta fields the store relies on (a decode error in the apiserver).
 fn check_meta_shape(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
@@ -179,4 +178,3 @@ fn check_meta_shape(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
     }
     Ok(())
 }
-

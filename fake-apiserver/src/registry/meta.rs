@@ -7,6 +7,7 @@ use apimachinery::unstructured::{nested_field_at, set_nested_field};
 use apimachinery::validation::{label_key_errors, label_value_errors};
 use serde_json::{Map, Value, json};
 
+/// `metadata` of a body, made an object when absent or null (400 when it is something else).
 pub(crate) fn meta_mut(obj: &mut Value) -> ApiResult<&mut Map<String, Value>> {
     let o =
         obj.as_object_mut().ok_or_else(|| ApiError::bad_request("the body of the request must be a JSON object"))?;
@@ -17,16 +18,17 @@ pub(crate) fn meta_mut(obj: &mut Value) -> ApiResult<&mut Map<String, Value>> {
     m.as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))
 }
 
+/// The string at a dotted path, empty when absent.
 pub(crate) fn str_field<'a>(obj: &'a Value, path: &str) -> &'a str {
     nested_field_at(obj, path).and_then(Value::as_str).unwrap_or_default()
 }
 
+/// The strings of a JSON list (other entries skipped); empty when it is not a list.
 pub(crate) fn string_list(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
         .unwrap_or_default()
 }
-
 
 /// `ValidateLabels` (part of `ValidateObjectMeta`): every key a qualified name, every value a
 /// label value, each failure a `FieldValueInvalid` cause on `metadata.labels`.
@@ -34,11 +36,7 @@ pub(crate) fn label_causes(labels: Option<&Value>) -> Vec<StatusCause> {
     let Some(Value::Object(labels)) = labels else { return Vec::new() };
     let mut causes = Vec::new();
     let invalid = |value: &str, msg: String| {
-        StatusCause::field(
-            "FieldValueInvalid",
-            "metadata.labels",
-            format!("Invalid value: {}: {msg}", quote(value)),
-        )
+        StatusCause::field("FieldValueInvalid", "metadata.labels", format!("Invalid value: {}: {msg}", quote(value)))
     };
     for (key, value) in labels {
         causes.extend(label_key_errors(key).into_iter().map(|m| invalid(key, m)));
@@ -48,7 +46,7 @@ pub(crate) fn label_causes(labels: Option<&Value>) -> Vec<StatusCause> {
     causes
 }
 
-
+/// Adds finalizer `f` unless it is there.
 pub(crate) fn add_finalizer(obj: &mut Value, f: &str) {
     let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else { return };
     let list = meta.entry("finalizers").or_insert(Value::Null);
@@ -87,7 +85,8 @@ pub(crate) fn new_uid() -> String {
     out.iter().map(|&c| char::from(c)).collect()
 }
 
-
+/// Sets condition `type_` in `status.conditions` as controllers do: a change of status
+/// replaces it (new transition time), the same status only updates reason and message.
 pub(crate) fn set_condition(obj: &mut Value, type_: &str, status: &str, reason: &str, message: &str, now: &str) {
     if !nested_field_at(obj, "status.conditions").is_some_and(Value::is_array) {
         set_nested_field(obj, &["status", "conditions"], json!([]));
@@ -106,7 +105,6 @@ pub(crate) fn set_condition(obj: &mut Value, type_: &str, status: &str, reason: 
         None => list.push(cond),
     }
 }
-
 
 /// Finalizer that makes the garbage collector strip the owner's references from its
 /// dependents before the owner goes (propagation policy `Orphan`).

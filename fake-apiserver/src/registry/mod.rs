@@ -86,7 +86,6 @@ pub(crate) struct ScaleSpec {
 /// Decodes a built-in body into its k8s-openapi type; `Err` carries the decoder's message.
 pub(crate) type DecodeCheck = fn(&Value) -> Result<(), String>;
 
-
 /// Where a served resource's OpenAPI schema comes from.
 #[derive(Clone)]
 pub(crate) enum SchemaSource {
@@ -201,9 +200,18 @@ impl ResourceType {
         if self.strategy.create_only() {
             return vec![Verb::Create.as_str()];
         }
-        [Verb::Create, Verb::Delete, Verb::DeleteCollection, Verb::Get, Verb::List, Verb::Patch, Verb::Update, Verb::Watch]
-            .map(Verb::as_str)
-            .to_vec()
+        [
+            Verb::Create,
+            Verb::Delete,
+            Verb::DeleteCollection,
+            Verb::Get,
+            Verb::List,
+            Verb::Patch,
+            Verb::Update,
+            Verb::Watch,
+        ]
+        .map(Verb::as_str)
+        .to_vec()
     }
 
     /// Whether the resource has `subresource` (status and scale as declared, the others as
@@ -223,7 +231,6 @@ impl ResourceType {
             || self.selectable_fields.iter().any(|f| f == field)
     }
 }
-
 
 impl StoredResource for ResourceType {
     fn storage_key(&self) -> &StorageKey {
@@ -476,4 +483,3 @@ mod tests {
         assert_eq!(r.groups()[0].0, "");
     }
 }
-

@@ -9,17 +9,23 @@ pub(crate) fn col(name: &str, typ: &str, format: &str, priority: i64, descriptio
     json!({"name": name, "type": typ, "format": format, "description": description, "priority": priority})
 }
 
-pub(crate) const NAME_DESC: &str = "Name of the object, unique within its namespace (or the cluster for cluster-scoped kinds).";
+/// The description of a Name column.
+pub(crate) const NAME_DESC: &str =
+    "Name of the object, unique within its namespace (or the cluster for cluster-scoped kinds).";
+/// The description of an Age column.
 pub(crate) const AGE_DESC: &str = "Time since the object was created (metadata.creationTimestamp).";
 
+/// The Name column.
 pub(crate) fn name_col() -> Value {
     col("Name", "string", "name", 0, NAME_DESC)
 }
 
+/// The Age column.
 pub(crate) fn age_col() -> Value {
     col("Age", "string", "", 0, AGE_DESC)
 }
 
+/// The wide columns of workloads: containers, images, selector.
 pub(crate) fn workload_cols() -> [Value; 3] {
     [
         col("Containers", "string", "", 1, "Names of the containers in the pod template."),
@@ -27,7 +33,6 @@ pub(crate) fn workload_cols() -> [Value; 3] {
         col("Selector", "string", "", 1, "Label selector of the pods."),
     ]
 }
-
 
 /// Go's `duration.HumanDuration`: the age text kubectl shows.
 pub(crate) fn human_duration(seconds: i64) -> String {
@@ -78,10 +83,12 @@ pub(crate) fn since(v: &Value, now: Timestamp) -> String {
     }
 }
 
+/// The string, or `<none>` when absent or empty.
 pub(crate) fn or_none(s: Option<&str>) -> String {
     s.filter(|s| !s.is_empty()).unwrap_or("<none>").to_string()
 }
 
+/// An integer cell, 0 when absent.
 pub(crate) fn int(v: &Value) -> i64 {
     v.as_i64().unwrap_or(0)
 }
@@ -116,6 +123,7 @@ pub(crate) fn format_label_selector(sel: &Value) -> String {
     if parts.is_empty() { "<none>".into() } else { parts.join(",") }
 }
 
+/// The container names and images of a pod template, comma-separated.
 pub(crate) fn containers_and_images(template_spec: &Value) -> (String, String) {
     let cs = template_spec["containers"].as_array().cloned().unwrap_or_default();
     let names: Vec<&str> = cs.iter().filter_map(|c| c["name"].as_str()).collect();
@@ -123,11 +131,11 @@ pub(crate) fn containers_and_images(template_spec: &Value) -> (String, String) {
     (names.join(","), images.join(","))
 }
 
+/// The cells of [`workload_cols`].
 pub(crate) fn workload_tail(o: &Value) -> [Value; 3] {
     let (names, images) = containers_and_images(&o["spec"]["template"]["spec"]);
     [json!(names), json!(images), json!(format_label_selector(&o["spec"]["selector"]))]
 }
-
 
 /// The Name and Age columns every kind without a printer of its own gets.
 pub(crate) fn default_columns() -> Vec<Value> {

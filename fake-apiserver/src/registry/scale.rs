@@ -1,13 +1,12 @@
 //! The `/scale` subresource: an `autoscaling/v1` Scale read from and written back to the
 //! object at the paths its resource type names.
 
-use super::meta::{str_field, string_list};
 use super::ResourceType;
+use super::meta::{str_field, string_list};
 use crate::error::{ApiError, ApiResult, StatusCause};
 use apimachinery::LabelSelector;
 use apimachinery::unstructured::{nested_field_at, set_nested_field, set_nested_field_at};
 use serde_json::{Value, json};
-
 
 /// Builds the `autoscaling/v1` Scale of an object.
 pub(crate) fn scale_of(rt: &ResourceType, obj: &Value) -> ApiResult<Value> {
@@ -86,4 +85,3 @@ fn label_selector_string(sel: &Value) -> String {
         .unwrap_or_default();
     LabelSelector::from_parts(&match_labels, &exprs).map(|s| s.to_string()).unwrap_or_default()
 }
-

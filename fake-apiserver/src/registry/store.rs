@@ -66,13 +66,7 @@ impl Write<'_> {
     }
 
     /// Stores `value` (or, for a dry run, shows what would be stored).
-    pub fn persist(
-        &self,
-        st: &mut State,
-        rt: &ResourceType,
-        kind: ChangeKind,
-        value: Value,
-    ) -> Arc<StoredObject> {
+    pub fn persist(&self, st: &mut State, rt: &ResourceType, kind: ChangeKind, value: Value) -> Arc<StoredObject> {
         if self.dry_run {
             return Arc::new(preview(rt, &value));
         }
@@ -100,7 +94,6 @@ pub(crate) fn served_as_stored(rt: &ResourceType, obj: &StoredObject) -> bool {
     obj.api_version == rt.api_version() && obj.schema_epoch == rt.schema_epoch
 }
 
-
 /// Runs the kind's strategy: canonicalization (custom resources: prune and default by the
 /// schema), then validation. (The built-in decoder runs earlier, in [`decode_object`].)
 fn validate_content(rt: &ResourceType, obj: &mut Value, name: &str) -> ApiResult<()> {
@@ -120,10 +113,15 @@ fn namespace_check(st: &State, rt: &ResourceType, ns: &str, name: &str) -> ApiRe
     }
 }
 
-
 /// Create: decoding, name and generateName, namespace checks, server-set metadata, validation,
 /// store. [`prepare_create`] then [`create_prepared`], all under the caller's lock.
-pub(crate) fn create(st: &mut State, rt: &ResourceType, ns: &str, obj: Value, w: &Write) -> ApiResult<Arc<StoredObject>> {
+pub(crate) fn create(
+    st: &mut State,
+    rt: &ResourceType,
+    ns: &str,
+    obj: Value,
+    w: &Write,
+) -> ApiResult<Arc<StoredObject>> {
     let prepared = prepare_create(rt, ns, obj, w)?;
     create_prepared(st, rt, ns, prepared, w)
 }
@@ -241,7 +239,6 @@ pub(crate) fn create_prepared(
     rt.strategy.after_commit(st, &created, ChangeKind::Added);
     Ok(created)
 }
-
 
 /// Which part of an object an update may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -428,7 +425,6 @@ fn grace_elapsed(v: &Value) -> bool {
     v["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0
 }
 
-
 /// Options of a DELETE, from its body and query.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct DeleteOptions {
@@ -533,8 +529,6 @@ pub(crate) fn delete(
     rt.strategy.mark_deleting(&mut v, &w.time());
     Ok(Deleted::Pending(w.persist(st, rt, ChangeKind::Modified, v)))
 }
-
-
 
 /// Deletes every object of `rt` (in `ns` when given) in the background, as the namespace and
 /// CRD controllers do; returns whether anything was deleted and how many objects there were.

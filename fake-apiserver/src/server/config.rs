@@ -145,7 +145,10 @@ impl FeatureGates {
                     "1" | "t" | "T" | "true" | "TRUE" | "True" => true,
                     "0" | "f" | "F" | "false" | "FALSE" | "False" => false,
                     _ => {
-                        return Err(FeatureGateError::InvalidValue { name: name.to_string(), value: value.to_string() });
+                        return Err(FeatureGateError::InvalidValue {
+                            name: name.to_string(),
+                            value: value.to_string(),
+                        });
                     }
                 };
                 gates.set.insert(gate, enabled);

@@ -14,8 +14,8 @@ pub(crate) use object::{
     Collection, Encoded, OwnerRef, StorageKey, StoredObject, StoredResource, field_string, object_key, parse_rv,
     preview, value_rv,
 };
-pub use timeline::{ChangeKind, Subresource, TimelineEntry, Verb};
 pub(crate) use timeline::{Change, TimelineRecord, WriteContext};
+pub use timeline::{ChangeKind, Subresource, TimelineEntry, Verb};
 
 use jiff::Timestamp;
 use serde_json::Value;

@@ -43,7 +43,6 @@ impl Hash for StorageKey {
     }
 }
 
-
 impl StorageKey {
     /// The key of `plural` in `group`.
     pub fn new(group: &str, plural: &str) -> Self {
@@ -426,10 +425,7 @@ mod tests {
         let pods = TestResource::new(&["spec.nodeName", "status.phase"]);
         let odd = TestResource::new(&["metadata.resourceVersion", "data.a"]);
         let cases = [
-            (
-                &cm,
-                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "x"}}),
-            ),
+            (&cm, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "x"}})),
             (
                 &cm,
                 json!({"metadata": {"resourceVersion": "7", "name": "b", "labels": {"k": "v"}}, "data": {"x": "\u{1}"}}),
@@ -493,4 +489,3 @@ mod tests {
         }
     }
 }
-

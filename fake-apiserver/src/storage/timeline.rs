@@ -1,8 +1,8 @@
 //! The timeline: every successful write, with who made it and how, in resourceVersion order.
 //! The harness asserts on it and the flight recorder prints it.
 
-use super::object::StoredObject;
 use super::StorageKey;
+use super::object::StoredObject;
 use bytes::Bytes;
 use jiff::Timestamp;
 use serde_json::Value;

@@ -1,6 +1,5 @@
 //! Server-side apply and managedFields, through kube-rs and raw requests.
 
-
 use crate::common::{get, post, raw, store_fingerprint};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};

@@ -1,7 +1,6 @@
 //! `kubectl auth can-i` support: SelfSubjectAccessReview and SelfSubjectRulesReview answer
 //! "allowed" (there is no RBAC), are in discovery, and store nothing.
 
-
 use crate::common::{get, post, store_fingerprint};
 use fake_apiserver::ApiServer;
 use http::StatusCode;

@@ -1,7 +1,6 @@
 //! The `pods/{name}/binding` subresource (kube-apiserver's BindingREST) and the
 //! `PodScheduled=False/SchedulingGated` condition a gated pod is created with.
 
-
 use crate::common::{get, post, raw};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};

@@ -1,7 +1,6 @@
 //! CustomResourceDefinitions at run time: establishment, discovery, structural-schema
 //! validation, pruning and defaulting, versions, subresources, selectable fields, deletion.
 
-
 use crate::common::{get, post, raw};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};

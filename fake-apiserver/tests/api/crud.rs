@@ -1,7 +1,6 @@
 //! Create, get, update, patch, delete, subresources and the metadata rules kube-apiserver
 //! applies, driven through kube-rs in-process.
 
-
 use crate::common::{get, post, raw};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};

@@ -1,7 +1,6 @@
 //! Discovery: /version and health, legacy lists, aggregated v2 and v2beta1 by Accept header,
 //! and kube-rs discovery on top.
 
-
 use crate::common::{get, raw_full, raw_with};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};

@@ -2,7 +2,6 @@
 //! looks like the real one, and nothing is stored, versioned or sent to watches. DELETE
 //! preconditions.
 
-
 use crate::common::{get, raw, store_fingerprint};
 use fake_apiserver::ApiServer;
 use futures::StreamExt;

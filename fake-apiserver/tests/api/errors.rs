@@ -5,9 +5,8 @@
 //! code, message, details), then checks the fingerprint did not move and, where an object is
 //! involved, that a GET still shows it as it was.
 
-
-use axum::body::Body;
 use crate::common::{get, post, raw, raw_full, raw_with, store_fingerprint};
+use axum::body::Body;
 use fake_apiserver::{ApiServer, Config};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};

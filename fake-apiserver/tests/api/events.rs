@@ -1,7 +1,6 @@
 //! Events: core/v1 and events.k8s.io/v1 share one storage, both APIs' field selectors work,
 //! and kube-runtime's Recorder publishes events that can be found again.
 
-
 use crate::common::{get, post};
 use fake_apiserver::ApiServer;
 use http::StatusCode;

@@ -1,6 +1,5 @@
 //! `fieldValidation` Ignore / Warn / Strict on create, update, patch and apply.
 
-
 use crate::common::{get, post, raw, raw_full, store_fingerprint};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};

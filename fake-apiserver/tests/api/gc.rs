@@ -1,7 +1,6 @@
 //! Garbage collection by ownerReferences: Background, Foreground and Orphan propagation, the
 //! kinds' default policies, several owners, and references the collector cannot follow.
 
-
 use crate::common::{get, raw};
 use fake_apiserver::ApiServer;
 use fake_apiserver::gc::GC_USER_AGENT;
@@ -48,7 +47,12 @@ async fn release(api: &Api<ConfigMap>, name: &str) {
 
 /// The collector's writes after `rv`, as `(verb, name)`.
 fn gc_writes(server: &ApiServer, rv: u64) -> Vec<(String, String)> {
-    server.timeline_since(rv).into_iter().filter(|e| e.user_agent == GC_USER_AGENT).map(|e| (e.verb.to_string(), e.name)).collect()
+    server
+        .timeline_since(rv)
+        .into_iter()
+        .filter(|e| e.user_agent == GC_USER_AGENT)
+        .map(|e| (e.verb.to_string(), e.name))
+        .collect()
 }
 
 #[tokio::test]

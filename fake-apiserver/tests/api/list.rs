@@ -1,7 +1,6 @@
 //! LIST: label and field selectors, pagination with consistent snapshots and token expiry,
 //! resourceVersion and resourceVersionMatch semantics.
 
-
 use crate::common::get;
 use fake_apiserver::{ApiServer, Config};
 use http::StatusCode;

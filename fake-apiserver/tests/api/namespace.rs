@@ -1,7 +1,6 @@
 //! The namespace lifecycle: Terminating, content removal that waits for finalizers, the
 //! namespace controller's conditions, 403 on create, and `/finalize`.
 
-
 use crate::common::{get, post, raw};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};

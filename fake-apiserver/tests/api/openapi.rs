@@ -1,7 +1,6 @@
 //! OpenAPI v3: the index, group/version documents for built-ins and CRDs, GVK tags, PATCH
 //! operations with `fieldValidation`, descriptions, and kube-apiserver's caching headers.
 
-
 use crate::common::{get, post, raw_full};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};

@@ -1,8 +1,7 @@
 //! Strategic merge patch on built-in types, and its refusal on custom resources.
 
-
-use axum::body::Body;
 use crate::common::{get, post, raw, store_fingerprint};
+use axum::body::Body;
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};
 use k8s_openapi::api::apps::v1::Deployment;

@@ -1,9 +1,8 @@
 //! Table and PartialObjectMetadata answers for get, list and watch: negotiation, includeObject,
 //! built-in printer columns and CRD additionalPrinterColumns.
 
-
-use axum::body::Body;
 use crate::common::{post, raw_full};
+use axum::body::Body;
 use fake_apiserver::ApiServer;
 use futures::StreamExt;
 use http::{Method, Request, StatusCode};

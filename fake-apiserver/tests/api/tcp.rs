@@ -1,7 +1,6 @@
 //! The TCP transport: kubeconfig, bearer-token authentication, kube-rs over loopback, and the
 //! `fake-apiserver` binary with graceful shutdown.
 
-
 use fake_apiserver::ApiServer;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -1,7 +1,6 @@
 //! WATCH semantics: resume, history window and 410, bookmarks, timeouts, selector transitions,
 //! streaming lists, and kube-runtime's watcher and reflector on top.
 
-
 use crate::common::{raw_full, raw_with};
 use fake_apiserver::{ApiServer, Config, INITIAL_EVENTS_END};
 use futures::{StreamExt, TryStreamExt};

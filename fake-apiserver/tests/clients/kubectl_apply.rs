@@ -3,7 +3,6 @@
 //! (a strategic merge patch) and `patch --type strategic`. Skipped, with the reason printed,
 //! where kubectl 1.33 is absent.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

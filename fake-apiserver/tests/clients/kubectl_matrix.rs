@@ -7,7 +7,6 @@
 //! not serve: their applies run with `--validate=false` (the rows say so), and their `explain`
 //! is a documented skip.
 
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

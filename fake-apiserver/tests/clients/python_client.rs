@@ -3,7 +3,6 @@
 //! merge patch on a custom object (cases in `tests/python/client_cases.py`). Skipped, with the
 //! reason printed, where `python3` or `import kubernetes` is unavailable (`.ci/run` installs it).
 
-
 use std::path::Path;
 use std::process::Command;
 

@@ -16,7 +16,6 @@ use http::StatusCode;
 use serde_json::json;
 use std::sync::Arc;
 
-
 /// A list page: `metadata.resourceVersion`, optional continue token and remaining count.
 pub(super) fn list_body(
     rt: &ResourceType,
@@ -139,14 +138,16 @@ pub(super) fn handle(call: Call) -> ApiResult<Response> {
         return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
     }
     let (snapshot_rv, snapshot) = match &token {
-        Some(t) => {
-            (t.rv, Some(st.store.snapshot_at(rt.storage_key(), t.rv).ok_or_else(|| ApiError::expired(CONTINUE_EXPIRED))?))
-        }
+        Some(t) => (
+            t.rv,
+            Some(st.store.snapshot_at(rt.storage_key(), t.rv).ok_or_else(|| ApiError::expired(CONTINUE_EXPIRED))?),
+        ),
         None => match list_snapshot(query, st.store.resource_version)? {
             Some(rv) => (
                 rv,
                 Some(
-                    st.store.snapshot_at(rt.storage_key(), rv)
+                    st.store
+                        .snapshot_at(rt.storage_key(), rv)
                         .ok_or_else(|| ApiError::too_old_resource_version(rv, st.store.compacted + 1))?,
                 ),
             ),

@@ -51,11 +51,10 @@ impl Call {
     fn write_context(&self, verb: Verb) -> Arc<WriteContext> {
         let user_agent =
             self.parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-        let field_manager = self
-            .query
-            .field_manager
-            .clone()
-            .or_else(|| Some(user_agent.split('/').next().unwrap_or_default().to_string()).filter(|s| !s.is_empty()));
+        let field_manager =
+            self.query.field_manager.clone().or_else(|| {
+                Some(user_agent.split('/').next().unwrap_or_default().to_string()).filter(|s| !s.is_empty())
+            });
         Arc::new(WriteContext { verb, subresource: self.subresource, user_agent, field_manager })
     }
 

@@ -93,7 +93,6 @@ fn patch_options(query: &Query, kind: PatchKind) -> ApiResult<()> {
     if causes.is_empty() { Ok(()) } else { Err(invalid_options("PatchOptions", causes)) }
 }
 
-
 /// A server-side apply: merge into the live object (or create it), conflicts, ownership.
 /// A server-side apply: merge into the live object (or create it), conflicts, ownership.
 fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) -> ApiResult<Response> {
@@ -156,6 +155,7 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
     Ok(bytes_response(code, render(rt, &obj)))
 }
 
+/// Applies a merge, JSON or strategic merge patch to a copy of `old`.
 pub(super) fn apply_patch(kind: PatchKind, old: &Value, body: &[u8], shape: Shape<'_>) -> ApiResult<Value> {
     let mut doc = old.clone();
     match kind {

@@ -32,7 +32,14 @@ impl Strategy for CrdStrategy {
     }
 
     fn mark_deleting(&self, obj: &mut Value, now: &str) {
-        set_condition(obj, "Terminating", "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress", now);
+        set_condition(
+            obj,
+            "Terminating",
+            "True",
+            "InstanceDeletionInProgress",
+            "CustomResource deletion is in progress",
+            now,
+        );
     }
 
     fn after_commit(&self, st: &mut State, obj: &StoredObject, kind: ChangeKind) {
@@ -197,4 +204,3 @@ pub(crate) fn sync_served(st: &mut State, crd: &StoredObject, kind: ChangeKind) 
         _ => st.registry.unregister_crd(&crd.name),
     }
 }
-

@@ -164,7 +164,6 @@ fn crd_cell(o: &Value, pc: &Value, now: Timestamp) -> Value {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,12 @@ impl Strategy for StatefulSetStrategy {
         let desired = obj["spec"]["replicas"].as_i64().unwrap_or(1);
         let [names, images, _] = workload_tail(obj);
         let ready = json!(format!("{}/{desired}", int(&obj["status"]["readyReplicas"])));
-        vec![json!(obj["metadata"]["name"]), ready, json!(since(&obj["metadata"]["creationTimestamp"], now)), names, images]
+        vec![
+            json!(obj["metadata"]["name"]),
+            ready,
+            json!(since(&obj["metadata"]["creationTimestamp"], now)),
+            names,
+            images,
+        ]
     }
 }

@@ -58,7 +58,8 @@ pub(crate) fn bind(
     if !problems.is_empty() {
         return Err(invalid_binding(problems));
     }
-    let old = st.store.get(rt.storage_key(), ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+    let old =
+        st.store.get(rt.storage_key(), ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     if let Some(uid) = meta["uid"].as_str().filter(|u| !u.is_empty() && *u != old.uid) {
         return Err(ApiError::conflict_because(
             &rt.group,

@@ -1,9 +1,9 @@
 //! ConfigMaps: kubectl's columns.
 
 use crate::registry::printers::{age_col, col, name_col, since};
-use serde_json::Map;
 use crate::registry::{ResourceType, Strategy};
 use jiff::Timestamp;
+use serde_json::Map;
 use serde_json::{Value, json};
 
 /// core/v1 ConfigMap.

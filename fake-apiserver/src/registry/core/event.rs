@@ -2,7 +2,7 @@
 //! kube-apiserver. An event written through either API is served by both, converted field by
 //! field, and both APIs' field selectors match it.
 
-use crate::registry::printers::{col, int, since, NAME_DESC};
+use crate::registry::printers::{NAME_DESC, col, int, since};
 use crate::registry::{ResourceType, Strategy};
 use crate::storage::field_string;
 use apimachinery::unstructured::nested_field_at;
@@ -28,17 +28,17 @@ impl Strategy for EventStrategy {
 
     fn table_columns(&self, _rt: &ResourceType) -> Vec<Value> {
         vec![
-                col("Last Seen", "string", "", 0, "When the event was last observed."),
-                col("Type", "string", "", 0, "Normal or Warning."),
-                col("Reason", "string", "", 0, "Why the event happened, in CamelCase."),
-                col("Object", "string", "", 0, "The object the event is about."),
-                col("Subobject", "string", "", 1, "The part of the object the event is about."),
-                col("Source", "string", "", 1, "The component that reported the event."),
-                col("Message", "string", "", 0, "What happened, for people."),
-                col("First Seen", "string", "", 1, "When the event was first observed."),
-                col("Count", "string", "", 1, "How often the event happened."),
-                col("Name", "string", "name", 1, NAME_DESC),
-            ]
+            col("Last Seen", "string", "", 0, "When the event was last observed."),
+            col("Type", "string", "", 0, "Normal or Warning."),
+            col("Reason", "string", "", 0, "Why the event happened, in CamelCase."),
+            col("Object", "string", "", 0, "The object the event is about."),
+            col("Subobject", "string", "", 1, "The part of the object the event is about."),
+            col("Source", "string", "", 1, "The component that reported the event."),
+            col("Message", "string", "", 0, "What happened, for people."),
+            col("First Seen", "string", "", 1, "When the event was first observed."),
+            col("Count", "string", "", 1, "How often the event happened."),
+            col("Name", "string", "name", 1, NAME_DESC),
+        ]
     }
 
     fn table_cells(&self, rt: &ResourceType, obj: &Value, now: Timestamp) -> Vec<Value> {

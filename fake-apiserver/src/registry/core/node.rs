@@ -16,17 +16,17 @@ impl Strategy for NodeStrategy {
 
     fn table_columns(&self, _rt: &ResourceType) -> Vec<Value> {
         vec![
-                name_col(),
-                col("Status", "string", "", 0, "The status of the node"),
-                col("Roles", "string", "", 0, "The roles of the node"),
-                age_col(),
-                col("Version", "string", "", 0, "Kubelet version."),
-                col("Internal-IP", "string", "", 1, "Internal address."),
-                col("External-IP", "string", "", 1, "External address."),
-                col("OS-Image", "string", "", 1, "Operating system image."),
-                col("Kernel-Version", "string", "", 1, "Kernel version."),
-                col("Container-Runtime", "string", "", 1, "Container runtime version."),
-            ]
+            name_col(),
+            col("Status", "string", "", 0, "The status of the node"),
+            col("Roles", "string", "", 0, "The roles of the node"),
+            age_col(),
+            col("Version", "string", "", 0, "Kubelet version."),
+            col("Internal-IP", "string", "", 1, "Internal address."),
+            col("External-IP", "string", "", 1, "External address."),
+            col("OS-Image", "string", "", 1, "Operating system image."),
+            col("Kernel-Version", "string", "", 1, "Kernel version."),
+            col("Container-Runtime", "string", "", 1, "Container runtime version."),
+        ]
     }
 
     fn table_cells(&self, _rt: &ResourceType, obj: &Value, now: Timestamp) -> Vec<Value> {

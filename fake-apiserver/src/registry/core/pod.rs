@@ -1,7 +1,7 @@
 //! Pods: status on create (phase, QoS class, the scheduling-gate condition), graceful
 //! deletion, the `binding` subresource and kubectl's columns.
 
-use crate::registry::printers::{age_col, col, int, name_col, or_none, since, human_duration};
+use crate::registry::printers::{age_col, col, human_duration, int, name_col, or_none, since};
 use crate::registry::{ResourceType, Strategy};
 use crate::storage::Subresource;
 use apimachinery::unstructured::{nested_field_at, set_nested_field};
@@ -40,16 +40,16 @@ impl Strategy for PodStrategy {
 
     fn table_columns(&self, _rt: &ResourceType) -> Vec<Value> {
         vec![
-                name_col(),
-                col("Ready", "string", "", 0, "Ready containers out of all containers."),
-                col("Status", "string", "", 0, "The aggregate status of the pod's containers."),
-                col("Restarts", "string", "", 0, "Container restarts, and how long ago the last one was."),
-                age_col(),
-                col("IP", "string", "", 1, "The pod's IP address."),
-                col("Node", "string", "", 1, "The node the pod is bound to."),
-                col("Nominated Node", "string", "", 1, "The node the scheduler nominated for preemption."),
-                col("Readiness Gates", "string", "", 1, "Readiness gates that are true out of all."),
-            ]
+            name_col(),
+            col("Ready", "string", "", 0, "Ready containers out of all containers."),
+            col("Status", "string", "", 0, "The aggregate status of the pod's containers."),
+            col("Restarts", "string", "", 0, "Container restarts, and how long ago the last one was."),
+            age_col(),
+            col("IP", "string", "", 1, "The pod's IP address."),
+            col("Node", "string", "", 1, "The node the pod is bound to."),
+            col("Nominated Node", "string", "", 1, "The node the scheduler nominated for preemption."),
+            col("Readiness Gates", "string", "", 1, "Readiness gates that are true out of all."),
+        ]
     }
 
     fn table_cells(&self, _rt: &ResourceType, obj: &Value, now: Timestamp) -> Vec<Value> {

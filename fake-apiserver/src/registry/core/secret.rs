@@ -1,9 +1,9 @@
 //! Secrets: kubectl's columns.
 
 use crate::registry::printers::{age_col, col, name_col, since};
-use serde_json::Map;
 use crate::registry::{ResourceType, Strategy};
 use jiff::Timestamp;
+use serde_json::Map;
 use serde_json::{Value, json};
 
 /// core/v1 Secret.
@@ -13,11 +13,11 @@ pub(crate) struct SecretStrategy;
 impl Strategy for SecretStrategy {
     fn table_columns(&self, _rt: &ResourceType) -> Vec<Value> {
         vec![
-                name_col(),
-                col("Type", "string", "", 0, "The secret's type."),
-                col("Data", "string", "", 0, "Number of keys."),
-                age_col(),
-            ]
+            name_col(),
+            col("Type", "string", "", 0, "The secret's type."),
+            col("Data", "string", "", 0, "Number of keys."),
+            age_col(),
+        ]
     }
 
     fn table_cells(&self, _rt: &ResourceType, obj: &Value, now: Timestamp) -> Vec<Value> {

@@ -17,14 +17,14 @@ impl Strategy for ServiceStrategy {
 
     fn table_columns(&self, _rt: &ResourceType) -> Vec<Value> {
         vec![
-                name_col(),
-                col("Type", "string", "", 0, "How the service is exposed."),
-                col("Cluster-IP", "string", "", 0, "The service's cluster IP."),
-                col("External-IP", "string", "", 0, "External addresses of the service."),
-                col("Port(s)", "string", "", 0, "The service's ports."),
-                age_col(),
-                col("Selector", "string", "", 1, "Label selector of the backing pods."),
-            ]
+            name_col(),
+            col("Type", "string", "", 0, "How the service is exposed."),
+            col("Cluster-IP", "string", "", 0, "The service's cluster IP."),
+            col("External-IP", "string", "", 0, "External addresses of the service."),
+            col("Port(s)", "string", "", 0, "The service's ports."),
+            age_col(),
+            col("Selector", "string", "", 1, "Label selector of the backing pods."),
+        ]
     }
 
     fn table_cells(&self, _rt: &ResourceType, obj: &Value, now: Timestamp) -> Vec<Value> {
