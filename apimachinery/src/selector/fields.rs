@@ -1,6 +1,6 @@
 //! Field selectors: `fields.ParseSelector`.
 
-use super::SelectorError;
+use super::{SelectorError, write_joined};
 use std::fmt;
 
 // ---------------------------------------------------------------------------
@@ -190,13 +190,7 @@ impl fmt::Display for FieldSelector {
     /// apimachinery's `String()`: terms joined with `,`, `==` printed as `=`,
     /// values re-escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, r) in self.requirements.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{r}")?;
-        }
-        Ok(())
+        write_joined(f, &self.requirements)
     }
 }
 

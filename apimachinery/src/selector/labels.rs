@@ -1,6 +1,6 @@
 //! Label selectors: `labels.Parse` and `metav1.LabelSelectorAsSelector`.
 
-use super::{InvalidField, SelectorError};
+use super::{InvalidField, SelectorError, write_joined};
 use crate::go::{json_quote, quote};
 use crate::validation::{label_key_errors, label_value_errors};
 use std::collections::{BTreeMap, BTreeSet};
@@ -635,13 +635,7 @@ impl fmt::Display for LabelSelector {
     /// sorted by key, joined with `,`, set values sorted, e.g.
     /// `app=x,tier in (a,b)`. Parsing it again gives the same selector.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, r) in self.requirements.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{r}")?;
-        }
-        Ok(())
+        write_joined(f, &self.requirements)
     }
 }
 

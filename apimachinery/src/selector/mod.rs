@@ -165,5 +165,16 @@ fn aggregate(errors: &[InvalidField]) -> String {
     }
 }
 
+/// Writes the requirements joined with `,`, as both selectors' `String()` do.
+fn write_joined(f: &mut fmt::Formatter<'_>, requirements: &[impl fmt::Display]) -> fmt::Result {
+    for (i, r) in requirements.iter().enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        write!(f, "{r}")?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;

@@ -218,47 +218,39 @@ impl Compiler {
 mod tests {
     use crate::apiextensions::test_schemas::*;
     use crate::apiextensions::*;
-    use serde_json::json;
+    use rstest::rstest;
+    use serde_json::{Value, json};
 
     // ----- compile -------------------------------------------------------
 
-    #[test]
-    fn compile_rejects_malformed_schemas() {
-        let bad = [
-            json!({"type": "strin"}),
-            json!({"type": 3}),
-            json!({"type": "object", "properties": []}),
-            json!({"type": "object", "properties": {"a": "string"}}),
-            json!({"type": "array", "items": [{"type": "string"}]}),
-            json!({"type": "string", "minLength": -1}),
-            json!({"type": "string", "maxLength": "3"}),
-            json!({"type": "number", "minimum": "0"}),
-            json!({"type": "number", "multipleOf": 0}),
-            json!({"type": "object", "required": "a"}),
-            json!({"type": "object", "required": [1]}),
-            json!({"type": "string", "enum": "a"}),
-            json!({"type": "string", "pattern": 5}),
-            json!({"type": "string", "nullable": "yes"}),
-            json!({"type": "array", "x-kubernetes-list-type": "bag"}),
-            json!({"type": "array", "x-kubernetes-list-type": "map", "items": {"type": "object"}}),
-            json!({"type": "array", "uniqueItems": true}),
-            json!({"$ref": "#/definitions/x"}),
-            json!({"type": "object", "additionalProperties": "yes"}),
-            json!({"type": "object", "additionalProperties": false}),
-            json!({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}}),
-            json!({"anyOf": {"type": "string"}}),
-            json!("object"),
-        ];
-        for s in bad {
-            assert!(StructuralSchema::compile(&s).is_err(), "should reject {s}");
-        }
-        let err = StructuralSchema::compile(&json!({
-            "type": "object", "properties": {"spec": {"type": "objec"}}
-        }))
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
-        assert!(err.starts_with("openAPIV3Schema.properties.spec.type: "), "{err}");
+    #[rstest]
+    #[case(json!({"type": "strin"}), "openAPIV3Schema.type: unsupported type \"strin\": must be one of object, array, string, integer, number, boolean")]
+    #[case(json!({"type": 3}), "openAPIV3Schema.type: must be a string")]
+    #[case(json!({"type": "object", "properties": []}), "openAPIV3Schema.properties: must be an object of schemas")]
+    #[case(json!({"type": "object", "properties": {"a": "string"}}), "openAPIV3Schema.properties.a: must be an object (a schema)")]
+    #[case(json!({"type": "array", "items": [{"type": "string"}]}), "openAPIV3Schema.items: must be a schema object and not an array")]
+    #[case(json!({"type": "string", "minLength": -1}), "openAPIV3Schema.minLength: must be a non-negative integer")]
+    #[case(json!({"type": "string", "maxLength": "3"}), "openAPIV3Schema.maxLength: must be a non-negative integer")]
+    #[case(json!({"type": "number", "minimum": "0"}), "openAPIV3Schema.minimum: must be a number")]
+    #[case(json!({"type": "number", "multipleOf": 0}), "openAPIV3Schema.multipleOf: must be greater than zero")]
+    #[case(json!({"type": "object", "required": "a"}), "openAPIV3Schema.required: must be an array of strings")]
+    #[case(json!({"type": "object", "required": [1]}), "openAPIV3Schema.required: must be an array of strings")]
+    #[case(json!({"type": "string", "enum": "a"}), "openAPIV3Schema.enum: must be an array")]
+    #[case(json!({"type": "string", "pattern": 5}), "openAPIV3Schema.pattern: must be a string")]
+    #[case(json!({"type": "string", "nullable": "yes"}), "openAPIV3Schema.nullable: must be a boolean")]
+    #[case(json!({"type": "array", "x-kubernetes-list-type": "bag"}), "openAPIV3Schema.x-kubernetes-list-type: must be one of \"atomic\", \"set\", \"map\"")]
+    #[case(json!({"type": "array", "x-kubernetes-list-type": "map", "items": {"type": "object"}}), "openAPIV3Schema.x-kubernetes-list-map-keys: must not be empty if x-kubernetes-list-type is map")]
+    #[case(json!({"type": "array", "uniqueItems": true}), "openAPIV3Schema.uniqueItems: uniqueItems cannot be set to true since the runtime complexity becomes quadratic")]
+    #[case(json!({"$ref": "#/definitions/x"}), "openAPIV3Schema.$ref: $ref is not supported in CRD schemas")]
+    #[case(json!({"type": "object", "additionalProperties": "yes"}), "openAPIV3Schema.additionalProperties: must be a boolean or a schema")]
+    #[case(json!({"type": "object", "additionalProperties": false}), "openAPIV3Schema.additionalProperties: additionalProperties cannot be set to false")]
+    #[case(json!({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}}), "openAPIV3Schema.additionalProperties: additionalProperties and properties are mutual exclusive")]
+    #[case(json!({"anyOf": {"type": "string"}}), "openAPIV3Schema.anyOf: must be an array of schemas")]
+    #[case(json!("object"), "openAPIV3Schema: must be an object (a schema)")]
+    #[case(json!({"type": "object", "properties": {"spec": {"type": "objec"}}}), "openAPIV3Schema.properties.spec.type: unsupported type \"objec\": must be one of object, array, string, integer, number, boolean")]
+    fn compile_rejects_malformed_schemas(#[case] schema: Value, #[case] message: &str) {
+        let err = StructuralSchema::compile(&schema).err().map(|e| e.to_string());
+        assert_eq!(err.as_deref(), Some(message), "{schema}");
     }
 
     #[test]
@@ -281,7 +273,9 @@ mod tests {
         for _ in 0..(MAX_SCHEMA_DEPTH + 2) {
             s = json!({"type": "object", "properties": {"a": s}});
         }
-        assert!(StructuralSchema::compile(&s).is_err());
+        let err = StructuralSchema::compile(&s).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.starts_with("openAPIV3Schema.properties.a.properties.a."), "{err}");
+        assert!(err.ends_with(".properties.a: schema nests more than 256 levels"), "{err}");
     }
 
     #[test]

@@ -333,71 +333,45 @@ fn is_credit_card(s: &str) -> bool {
 mod tests {
     use crate::apiextensions::test_schemas::*;
     use crate::apiextensions::*;
+    use rstest::rstest;
     use serde_json::json;
 
     // ----- formats --------------------------------------------------------
 
-    #[test]
-    fn formats() {
-        let cases: &[(&str, &[&str], &[&str])] = &[
-            (
-                "date-time",
-                &["2024-02-29T10:00:00Z", "2024-01-01T23:59:59.123+05:30", "2024-01-01t00:00:00z"],
-                &["2024-01-01", "2023-02-29T10:00:00Z", "2024-01-01T24:00:00Z", "yesterday"],
-            ),
-            ("date", &["2024-02-29", "1999-12-31"], &["2023-02-29", "2024-13-01", "2024-1-01", "x"]),
-            ("byte", &["aGVsbG8=", "aGk=", "YWJj"], &["aGVsbG8", "not base64!", ""]),
-            (
-                "uuid",
-                &["123e4567-e89b-12d3-a456-426614174000", "123E4567E89B12D3A456426614174000"],
-                &["123e4567-e89b-12d3-a456", "zzze4567-e89b-12d3-a456-426614174000"],
-            ),
-            ("uuid4", &["123e4567-e89b-42d3-a456-426614174000"], &["123e4567-e89b-12d3-a456-426614174000"]),
-            ("duration", &["1h30m", "300ms", "-1.5h", "0", "3 days", "1 week"], &["", "1x", "h", "soon"]),
-            ("ipv4", &["10.0.0.1", "::ffff:10.0.0.1"], &["10.0.0", "256.0.0.1", "::1"]),
-            ("ipv6", &["::1", "fe80::1"], &["10.0.0.1", "fe80:::1"]),
-            ("cidr", &["10.0.0.0/8", "fd00::/64"], &["10.0.0.0", "10.0.0.0/33", "x/8"]),
-            // strfmt's hostname regex: a single label may hold one hyphen, after its first character.
-            (
-                "hostname",
-                &["example.com", "localhost", "k-8s", "a.b-c.io"],
-                &["-bad.com", "a_b.com", "a..b", "my-host"],
-            ),
-            (
-                "mac",
-                &["00:00:5e:00:53:01", "00-00-5E-00-53-01", "0000.5e00.5301"],
-                &["00:00:5e:00:53", "zz:00:5e:00:53:01"],
-            ),
-            ("email", &["a@example.com", "Ann <ann@example.com>"], &["example.com", "a@", "@b"]),
-            (
-                "uri",
-                &["https://example.com/a?b=c", "/relative/abs", "urn:isbn:123"],
-                &["relative/path", "", "http://a b/"],
-            ),
-            ("hexcolor", &["#fff", "A0B1C2"], &["#ffff", "red"]),
-            ("rgbcolor", &["rgb(0, 128,255)"], &["rgb(256,0,0)", "#fff"]),
-            ("ssn", &["123-45-6789"], &["123456789", "12-345-6789"]),
-            ("isbn", &["0306406152", "978-0-306-40615-7"], &["0306406153", "978-0-306-40615-8"]),
-            ("creditcard", &["4111 1111 1111 1111"], &["4111 1111 1111 1112"]),
-            ("bsonobjectid", &["507f1f77bcf86cd799439011"], &["507f1f77bcf86cd79943901"]),
-            ("password", &["anything at all"], &[]),
-        ];
-        for (format, good, bad) in cases {
-            let s = field(json!({"type": "string", "format": format}));
-            for g in *good {
-                assert!(check(&s, json!(g)).is_empty(), "{format} should accept {g:?}");
-            }
-            for b in *bad {
-                let c = one(check(&s, json!(b)));
-                assert_eq!(c.reason, FieldCause::TYPE_INVALID, "{format} vs {b:?}");
-                assert_eq!(
-                    c.message,
-                    format!(
-                        "Invalid value: {q}: spec.f in body must be of type {format}: {q}",
-                        q = apimachinery::go::quote(b)
-                    )
-                );
-            }
+    #[rstest]
+    #[case("date-time", &["2024-02-29T10:00:00Z", "2024-01-01T23:59:59.123+05:30", "2024-01-01t00:00:00z"], &["2024-01-01", "2023-02-29T10:00:00Z", "2024-01-01T24:00:00Z", "yesterday"])]
+    #[case("date", &["2024-02-29", "1999-12-31"], &["2023-02-29", "2024-13-01", "2024-1-01", "x"])]
+    #[case("byte", &["aGVsbG8=", "aGk=", "YWJj"], &["aGVsbG8", "not base64!", ""])]
+    #[case("uuid", &["123e4567-e89b-12d3-a456-426614174000", "123E4567E89B12D3A456426614174000"], &["123e4567-e89b-12d3-a456", "zzze4567-e89b-12d3-a456-426614174000"])]
+    #[case("uuid4", &["123e4567-e89b-42d3-a456-426614174000"], &["123e4567-e89b-12d3-a456-426614174000"])]
+    #[case("duration", &["1h30m", "300ms", "-1.5h", "0", "3 days", "1 week"], &["", "1x", "h", "soon"])]
+    #[case("ipv4", &["10.0.0.1", "::ffff:10.0.0.1"], &["10.0.0", "256.0.0.1", "::1"])]
+    #[case("ipv6", &["::1", "fe80::1"], &["10.0.0.1", "fe80:::1"])]
+    #[case("cidr", &["10.0.0.0/8", "fd00::/64"], &["10.0.0.0", "10.0.0.0/33", "x/8"])]
+    // strfmt's hostname regex: a single label may hold one hyphen, after its first character.
+    #[case("hostname", &["example.com", "localhost", "k-8s", "a.b-c.io"], &["-bad.com", "a_b.com", "a..b", "my-host"])]
+    #[case("mac", &["00:00:5e:00:53:01", "00-00-5E-00-53-01", "0000.5e00.5301"], &["00:00:5e:00:53", "zz:00:5e:00:53:01"])]
+    #[case("email", &["a@example.com", "Ann <ann@example.com>"], &["example.com", "a@", "@b"])]
+    #[case("uri", &["https://example.com/a?b=c", "/relative/abs", "urn:isbn:123"], &["relative/path", "", "http://a b/"])]
+    #[case("hexcolor", &["#fff", "A0B1C2"], &["#ffff", "red"])]
+    #[case("rgbcolor", &["rgb(0, 128,255)"], &["rgb(256,0,0)", "#fff"])]
+    #[case("ssn", &["123-45-6789"], &["123456789", "12-345-6789"])]
+    #[case("isbn", &["0306406152", "978-0-306-40615-7"], &["0306406153", "978-0-306-40615-8"])]
+    #[case("creditcard", &["4111 1111 1111 1111"], &["4111 1111 1111 1112"])]
+    #[case("bsonobjectid", &["507f1f77bcf86cd799439011"], &["507f1f77bcf86cd79943901"])]
+    #[case("password", &["anything at all"], &[])]
+    fn formats(#[case] format: &str, #[case] good: &[&str], #[case] bad: &[&str]) {
+        let s = field(json!({"type": "string", "format": format}));
+        for g in good {
+            assert!(check(&s, json!(g)).is_empty(), "{format} should accept {g:?}");
+        }
+        for b in bad {
+            let c = one(check(&s, json!(b)));
+            assert_eq!(c.reason, FieldCause::TYPE_INVALID, "{format} vs {b:?}");
+            assert_eq!(
+                c.message,
+                format!("Invalid value: {q}: spec.f in body must be of type {format}: {q}", q = apimachinery::go::quote(b))
+            );
         }
     }
 

@@ -552,6 +552,7 @@ fn check_embedded(m: &Map<String, Value>, path: &str, out: &mut Vec<FieldCause>)
 #[cfg(test)]
 mod tests {
     use crate::apiextensions::test_schemas::*;
+    use rstest::rstest;
     use crate::apiextensions::*;
     use serde_json::{Value, json};
 
@@ -571,23 +572,24 @@ mod tests {
         );
     }
 
-    #[test]
-    fn each_type_accepts_its_values_and_rejects_others() {
-        let cases = [
-            ("object", json!({}), json!([])),
-            ("array", json!([]), json!({})),
-            ("string", json!(""), json!(1)),
-            ("integer", json!(3), json!(1.5)),
-            ("number", json!(1.5), json!("1.5")),
-            ("boolean", json!(false), json!("false")),
-        ];
-        for (t, good, bad) in cases {
-            let s = field(json!({ "type": t }));
-            assert!(check(&s, good.clone()).is_empty(), "{t} should accept {good}");
-            let c = one(check(&s, bad.clone()));
-            assert_eq!(c.reason, FieldCause::TYPE_INVALID, "{t} vs {bad}");
-            assert!(c.message.contains(&format!("must be of type {t}")), "{}", c.message);
-        }
+    #[rstest]
+    #[case("object", json!({}), json!([]), "array")]
+    #[case("array", json!([]), json!({}), "object")]
+    #[case("string", json!(""), json!(1), "integer")]
+    #[case("integer", json!(3), json!(1.5), "number")]
+    #[case("number", json!(1.5), json!("1.5"), "string")]
+    #[case("boolean", json!(false), json!("false"), "string")]
+    fn each_type_accepts_its_values_and_rejects_others(
+        #[case] t: &str,
+        #[case] good: Value,
+        #[case] bad: Value,
+        #[case] bad_type: &str,
+    ) {
+        let s = field(json!({ "type": t }));
+        assert!(check(&s, good.clone()).is_empty(), "{t} should accept {good}");
+        let c = one(check(&s, bad.clone()));
+        assert_eq!(c.reason, FieldCause::TYPE_INVALID, "{t} vs {bad}");
+        assert_eq!(c.message, format!("Invalid value: \"{bad_type}\": spec.f in body must be of type {t}: \"{bad_type}\""));
     }
 
     #[test]

@@ -197,10 +197,13 @@ mod tests {
             negotiate(&h, Some("includeObject=Object")).unwrap(),
             Rendering::Table { version: "v1", include: IncludeObject::Object }
         );
-        assert!(negotiate(&h, Some("includeObject=All")).is_err());
+        let e = negotiate(&h, Some("includeObject=All")).unwrap_err();
+        assert_eq!(e.message, "Unsupported value: \"All\": supported values: \"Metadata\", \"None\", \"Object\"");
         h.insert(header::ACCEPT, "application/json;as=Table;v=v2;g=meta.k8s.io, application/json".parse().unwrap());
         assert_eq!(negotiate(&h, None).unwrap(), Rendering::Json);
         h.insert(header::ACCEPT, "application/yaml".parse().unwrap());
-        assert!(negotiate(&h, None).is_err());
+        let e = negotiate(&h, None).unwrap_err();
+        assert_eq!((e.code, e.reason), (406, "NotAcceptable"));
+        assert!(e.message.ends_with("(requested: application/yaml)"), "{}", e.message);
     }
 }

@@ -277,7 +277,8 @@ mod tests {
     #[test]
     fn bad_directives_are_errors() {
         let shape = Shape::builtin_root("", "v1", "Pod");
-        assert!(apply(&json!({}), &json!({"$patch": "bogus"}), shape).is_err());
+        let e = apply(&json!({}), &json!({"$patch": "bogus"}), shape).unwrap_err();
+        assert_eq!(e.to_string(), "Unknown patch type: bogus");
         let e = apply(&json!({}), &json!({"spec": {"containers": [{"image": "x"}]}}), shape).unwrap_err();
         assert_eq!(e.to_string(), "map: map[image:x] does not contain declared merge key: name");
     }

@@ -9,6 +9,7 @@ use crate::common::{get, post, raw, raw_full, raw_with, store_fingerprint};
 use axum::body::Body;
 use fake_apiserver::{ApiServer, Config};
 use http::{Method, StatusCode};
+use rstest::rstest;
 use serde_json::{Value, json};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
@@ -339,23 +340,25 @@ async fn unknown_object_is_not_found_with_details() {
 // ---------------------------------------------------------------------------
 
 /// A label selector `labels.Parse` rejects is 400 BadRequest on list, watch and
-/// deletecollection; a deletecollection with a bad selector deletes nothing.
+/// deletecollection, with the parser's message; a deletecollection with a bad selector deletes
+/// nothing.
+#[rstest]
+#[case::unclosed_set("a%20in%20(", "unable to parse requirement: unable to parse requirement: found '', expected: ',', ')' or identifier")]
+#[case::bad_key("-x=y", "unable to parse requirement: unable to parse requirement: <nil>: Invalid value: \"-x\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")]
+#[case::triple_equals("a%3D%3D%3Db", "unable to parse requirement: unable to parse requirement: found '=', expected: identifier")]
+#[case::unfinished_set("x%20notin%20(a,", "unable to parse requirement: unable to parse requirement: found '', expected: ',', or identifier")]
 #[tokio::test]
-async fn invalid_label_selector_is_bad_request() {
+async fn invalid_label_selector_is_bad_request(#[case] selector: &str, #[case] message: &str) {
     let server = ApiServer::default();
     let old = create(&server, CMS, configmap("keep")).await;
     let before = store_fingerprint(&server).await;
-    for selector in ["a%20in%20(", "-x=y", "a%3D%3D%3Db", "x%20notin%20(a,"] {
-        for query in
-            [format!("labelSelector={selector}"), format!("watch=true&timeoutSeconds=1&labelSelector={selector}")]
-        {
-            let (code, v) = get(&server, &format!("{CMS}?{query}")).await;
-            assert_status(code, &v, 400, "BadRequest");
-        }
-        let (code, v) =
-            raw(&server, Method::DELETE, &format!("{CMS}?labelSelector={selector}"), None, Body::empty()).await;
-        assert_status(code, &v, 400, "BadRequest");
+    for query in [format!("labelSelector={selector}"), format!("watch=true&timeoutSeconds=1&labelSelector={selector}")]
+    {
+        let (code, v) = get(&server, &format!("{CMS}?{query}")).await;
+        assert_eq!(assert_status(code, &v, 400, "BadRequest"), message, "{query}");
     }
+    let (code, v) = raw(&server, Method::DELETE, &format!("{CMS}?labelSelector={selector}"), None, Body::empty()).await;
+    assert_eq!(assert_status(code, &v, 400, "BadRequest"), message, "deletecollection");
     assert_unchanged(&server, before, "invalid label selectors").await;
     assert_object(&server, &item(CMS, "keep"), &old).await;
 }
@@ -1002,15 +1005,14 @@ async fn unacceptable_accept_header_is_not_acceptable() {
 // ---------------------------------------------------------------------------
 
 /// `limit` must be an integer: `limit=abc` is 400 BadRequest (a ListOptions decode error).
+#[rstest]
 #[tokio::test]
-async fn non_integer_limit_is_bad_request() {
+async fn non_integer_limit_is_bad_request(#[values("abc", "1.5", "9999999999999999999999")] limit: &str) {
     let server = ApiServer::default();
     let before = store_fingerprint(&server).await;
-    for limit in ["abc", "1.5", "9999999999999999999999"] {
-        let (code, v) = get(&server, &format!("{CMS}?limit={limit}")).await;
-        let message = assert_status(code, &v, 400, "BadRequest");
-        assert!(message.contains(limit), "message should quote the value: {message}");
-    }
+    let (code, v) = get(&server, &format!("{CMS}?limit={limit}")).await;
+    let message = assert_status(code, &v, 400, "BadRequest");
+    assert_eq!(message, format!("invalid value for limit: \"{limit}\" is not an integer"));
     assert_unchanged(&server, before, "bad limits").await;
 }
 
