@@ -370,7 +370,10 @@ mod tests {
             assert_eq!(c.reason, FieldCause::TYPE_INVALID, "{format} vs {b:?}");
             assert_eq!(
                 c.message,
-                format!("Invalid value: {q}: spec.f in body must be of type {format}: {q}", q = apimachinery::go::quote(b))
+                format!(
+                    "Invalid value: {q}: spec.f in body must be of type {format}: {q}",
+                    q = apimachinery::go::quote(b)
+                )
             );
         }
     }

@@ -552,8 +552,8 @@ fn check_embedded(m: &Map<String, Value>, path: &str, out: &mut Vec<FieldCause>)
 #[cfg(test)]
 mod tests {
     use crate::apiextensions::test_schemas::*;
-    use rstest::rstest;
     use crate::apiextensions::*;
+    use rstest::rstest;
     use serde_json::{Value, json};
 
     // ----- type -----------------------------------------------------------
@@ -589,7 +589,10 @@ mod tests {
         assert!(check(&s, good.clone()).is_empty(), "{t} should accept {good}");
         let c = one(check(&s, bad.clone()));
         assert_eq!(c.reason, FieldCause::TYPE_INVALID, "{t} vs {bad}");
-        assert_eq!(c.message, format!("Invalid value: \"{bad_type}\": spec.f in body must be of type {t}: \"{bad_type}\""));
+        assert_eq!(
+            c.message,
+            format!("Invalid value: \"{bad_type}\": spec.f in body must be of type {t}: \"{bad_type}\"")
+        );
     }
 
     #[test]

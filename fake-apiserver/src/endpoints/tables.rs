@@ -1,11 +1,10 @@
 //! Server-side printing: `Table` and `PartialObjectMetadata` answers for get, list and watch.
 //!
 //! kubectl asks `Accept: application/json;as=Table;v=v1;g=meta.k8s.io,…v1beta1…,application/json`
-//! and prints the rows it gets. Columns follow kube-apiserver's printers for the common kinds
-//! (pods, deployments, replicasets, services, nodes, namespaces, events, configmaps, …), CRD
-//! `additionalPrinterColumns` for custom resources, and Name/Age otherwise. Cells of type `date`
-//! carry the timestamp (kubectl turns it into an age); built-in Age cells carry the age text
-//! the apiserver computes.
+//! and prints the rows it gets. The columns and cells are each kind's (its strategy's
+//! `table_columns` and `table_cells`: kube-apiserver's printers for the common kinds, CRD
+//! `additionalPrinterColumns` for custom resources, Name/Age otherwise); this module negotiates
+//! the rendering and builds the Table and PartialObjectMetadata answers around them.
 
 use crate::error::{ApiError, ApiResult};
 use crate::registry::ResourceType;

@@ -164,7 +164,7 @@ impl Derived {
         Derived {
             from: (group.to_string(), version.to_string(), plural.to_string()),
             api_version: if group.is_empty() { version.to_string() } else { format!("{group}/{version}") },
-            // events.k8s.io Events are stored with the core ones (see crate::events).
+            // events.k8s.io Events are stored with the core ones (see `core::event`).
             key: StorageKey::new(if group == core::event::EVENTS_GROUP { "" } else { group }, plural),
             resource: Arc::from(crate::error::qualified(group, plural)),
             kind: Arc::from(kind),

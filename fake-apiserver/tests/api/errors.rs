@@ -343,10 +343,22 @@ async fn unknown_object_is_not_found_with_details() {
 /// deletecollection, with the parser's message; a deletecollection with a bad selector deletes
 /// nothing.
 #[rstest]
-#[case::unclosed_set("a%20in%20(", "unable to parse requirement: unable to parse requirement: found '', expected: ',', ')' or identifier")]
-#[case::bad_key("-x=y", "unable to parse requirement: unable to parse requirement: <nil>: Invalid value: \"-x\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")]
-#[case::triple_equals("a%3D%3D%3Db", "unable to parse requirement: unable to parse requirement: found '=', expected: identifier")]
-#[case::unfinished_set("x%20notin%20(a,", "unable to parse requirement: unable to parse requirement: found '', expected: ',', or identifier")]
+#[case::unclosed_set(
+    "a%20in%20(",
+    "unable to parse requirement: unable to parse requirement: found '', expected: ',', ')' or identifier"
+)]
+#[case::bad_key(
+    "-x=y",
+    "unable to parse requirement: unable to parse requirement: <nil>: Invalid value: \"-x\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)]
+#[case::triple_equals(
+    "a%3D%3D%3Db",
+    "unable to parse requirement: unable to parse requirement: found '=', expected: identifier"
+)]
+#[case::unfinished_set(
+    "x%20notin%20(a,",
+    "unable to parse requirement: unable to parse requirement: found '', expected: ',', or identifier"
+)]
 #[tokio::test]
 async fn invalid_label_selector_is_bad_request(#[case] selector: &str, #[case] message: &str) {
     let server = ApiServer::default();

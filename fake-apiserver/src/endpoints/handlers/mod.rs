@@ -16,9 +16,11 @@ use super::discovery;
 use super::negotiation::read_body;
 use super::query::Query;
 use super::request::{self, ApiPath, Target};
+use crate::controllers;
 use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager::field_validation::{self, FieldValidation};
-use crate::registry::{ResourceType, State};
+use crate::registry::store::{self, PreparedCreate, UpdateMode, Write};
+use crate::registry::{ResourceType, State, crds_key};
 use crate::storage::{StoredObject, Subresource, Verb, WriteContext};
 use axum::body::Body;
 use axum::extract::Request;
@@ -119,8 +121,7 @@ pub(super) async fn handle(ctx: Arc<Context>, req: Request) -> ApiResult<Respons
 
 /// The update mode of a write to the main resource or its `/status` (404 when the resource
 /// has no status subresource).
-fn update_mode(rt: &ResourceType, subresource: Option<Subresource>) -> ApiResult<crate::registry::store::UpdateMode> {
-    use crate::registry::store::UpdateMode;
+fn update_mode(rt: &ResourceType, subresource: Option<Subresource>) -> ApiResult<UpdateMode> {
     match subresource {
         Some(Subresource::Status) if rt.status => Ok(UpdateMode::Status),
         Some(Subresource::Status) => Err(ApiError::path_not_found()),
@@ -151,12 +152,12 @@ fn create_prepared(
     st: &mut State,
     rt: &Arc<ResourceType>,
     namespace: &str,
-    prepared: crate::registry::store::PreparedCreate,
-    w: &crate::registry::store::Write,
+    prepared: PreparedCreate,
+    w: &Write,
 ) -> ApiResult<Arc<StoredObject>> {
-    let created = crate::registry::store::create_prepared(st, rt, namespace, prepared, w)?;
-    if rt.storage_key() == crate::registry::crds_key() && !w.dry_run {
-        return Ok(crate::controllers::crd::establish(st, rt, created, w.now));
+    let created = store::create_prepared(st, rt, namespace, prepared, w)?;
+    if rt.storage_key() == crds_key() && !w.dry_run {
+        return Ok(controllers::crd::establish(st, rt, created, w.now));
     }
     Ok(created)
 }
