@@ -102,6 +102,8 @@ fn validate_content(rt: &ResourceType, obj: &mut Value, name: &str) -> ApiResult
     if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&rt.group, &rt.kind, name, causes)) }
 }
 
+/// NamespaceLifecycle admission: a namespaced object needs a namespace that exists and is not
+/// being deleted.
 fn namespace_check(st: &State, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
     if !rt.namespaced {
         return Ok(());

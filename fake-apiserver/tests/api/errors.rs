@@ -636,13 +636,21 @@ async fn invalid_names_are_invalid() {
     });
     let (code, v) = post(&server, SERVICES, &service).await;
     let message = assert_status(code, &v, 422, "Invalid");
-    assert!(message.contains("DNS-1035"), "{message}");
+    assert_eq!(
+        message,
+        r#"Service "1abc" is invalid: metadata.name: Invalid value: "1abc": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"#
+    );
     assert_details(&v, "1abc", "", "Service");
     assert!(cause_fields(&v).contains(&"metadata.name"), "{v}");
 
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "has.dot"}});
     let (code, v) = post(&server, NAMESPACES, &namespace).await;
-    assert_status(code, &v, 422, "Invalid");
+    let message = assert_status(code, &v, 422, "Invalid");
+    // IsDNS1123Label says why a subdomain is no label.
+    assert_eq!(
+        message,
+        r#"Namespace "has.dot" is invalid: metadata.name: Invalid value: "has.dot": must not contain dots"#
+    );
     assert!(cause_fields(&v).contains(&"metadata.name"), "{v}");
 
     let nameless = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"a": "b"}}});

@@ -9,6 +9,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::Resource;
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::events::{Event as RecorderEvent, EventType, Recorder, Reporter};
+use rstest::rstest;
 use serde_json::json;
 
 fn names(list: &serde_json::Value) -> Vec<&str> {
@@ -74,8 +75,8 @@ async fn recorder_events_are_listed_by_both_apis_with_field_selectors() {
     assert_eq!(kinds.items.len(), 1);
 }
 
-#[tokio::test]
-async fn core_events_are_served_as_events_k8s_io_and_unsupported_fields_are_rejected() {
+/// A server holding one core/v1 Event (a kubelet's `Started`, about pod `p`).
+async fn server_with_a_core_event() -> ApiServer {
     let server = ApiServer::default();
     let (code, body) = post(
         &server,
@@ -94,6 +95,12 @@ async fn core_events_are_served_as_events_k8s_io_and_unsupported_fields_are_reje
     )
     .await;
     assert_eq!(code, StatusCode::CREATED, "{body}");
+    server
+}
+
+#[tokio::test]
+async fn core_events_are_served_as_events_k8s_io() {
+    let server = server_with_a_core_event().await;
     let (code, e) = get(&server, "/apis/events.k8s.io/v1/namespaces/default/events/pod-started").await;
     assert_eq!(code, StatusCode::OK);
     assert_eq!(e["apiVersion"], "events.k8s.io/v1");
@@ -103,29 +110,32 @@ async fn core_events_are_served_as_events_k8s_io_and_unsupported_fields_are_reje
     assert_eq!(e["deprecatedCount"], 3);
     assert_eq!(e["deprecatedLastTimestamp"], "2026-01-01T00:01:00Z");
     assert!(e.get("involvedObject").is_none() && e.get("message").is_none());
+}
 
-    for (uri, want) in [
-        ("/api/v1/namespaces/default/events?fieldSelector=source%3Dkubelet", vec!["pod-started"]),
-        (
-            "/api/v1/namespaces/default/events?fieldSelector=involvedObject.fieldPath%3Dspec.containers%7Bc%7D",
-            vec!["pod-started"],
-        ),
-        ("/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.kind%3DPod", vec!["pod-started"]),
-        ("/apis/events.k8s.io/v1/events?fieldSelector=regarding.kind%3DNode", vec![]),
-        ("/api/v1/events?fieldSelector=type%3DNormal", vec!["pod-started"]),
-    ] {
-        let (code, list) = get(&server, uri).await;
-        assert_eq!(code, StatusCode::OK, "{uri}: {list}");
-        assert_eq!(names(&list), want, "{uri}");
-    }
-    // Each API accepts only its own spellings.
-    for (uri, field) in [
-        ("/apis/events.k8s.io/v1/events?fieldSelector=involvedObject.name%3Dp", "involvedObject.name"),
-        ("/api/v1/events?fieldSelector=regarding.name%3Dp", "regarding.name"),
-        ("/apis/events.k8s.io/v1/events?fieldSelector=source%3Dkubelet", "source"),
-    ] {
-        let (code, status) = get(&server, uri).await;
-        assert_eq!(code, StatusCode::BAD_REQUEST, "{uri}");
-        assert_eq!(status["message"], format!("field label not supported: {field}"));
-    }
+/// Each API's field selectors find the event written through core/v1.
+#[rstest]
+#[case("/api/v1/namespaces/default/events?fieldSelector=source%3Dkubelet", &["pod-started"])]
+#[case("/api/v1/namespaces/default/events?fieldSelector=involvedObject.fieldPath%3Dspec.containers%7Bc%7D", &["pod-started"])]
+#[case("/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.kind%3DPod", &["pod-started"])]
+#[case("/apis/events.k8s.io/v1/events?fieldSelector=regarding.kind%3DNode", &[])]
+#[case("/api/v1/events?fieldSelector=type%3DNormal", &["pod-started"])]
+#[tokio::test]
+async fn field_selectors_of_both_apis_match(#[case] uri: &str, #[case] want: &[&str]) {
+    let server = server_with_a_core_event().await;
+    let (code, list) = get(&server, uri).await;
+    assert_eq!(code, StatusCode::OK, "{uri}: {list}");
+    assert_eq!(names(&list), want, "{uri}");
+}
+
+/// Each API accepts only its own spellings.
+#[rstest]
+#[case("/apis/events.k8s.io/v1/events?fieldSelector=involvedObject.name%3Dp", "involvedObject.name")]
+#[case("/api/v1/events?fieldSelector=regarding.name%3Dp", "regarding.name")]
+#[case("/apis/events.k8s.io/v1/events?fieldSelector=source%3Dkubelet", "source")]
+#[tokio::test]
+async fn the_other_apis_field_names_are_not_supported(#[case] uri: &str, #[case] field: &str) {
+    let server = server_with_a_core_event().await;
+    let (code, status) = get(&server, uri).await;
+    assert_eq!(code, StatusCode::BAD_REQUEST, "{uri}");
+    assert_eq!(status["message"], format!("field label not supported: {field}"));
 }
