@@ -126,10 +126,7 @@ impl ApiServer {
     /// Drops the watch history, as an etcd compaction would: every watch or continue token
     /// from an older resourceVersion gets 410 Expired.
     pub fn compact(&self) {
-        let _ = self.ctx.write(true, |st| {
-            st.store.compact();
-            Ok(())
-        });
+        self.ctx.state.write().store.compact();
     }
 
     /// The server's clock: every timestamp it writes comes from it.
