@@ -216,7 +216,7 @@ async fn graceful_deletion_stops_containers_then_deletes_the_pod() {
     let last = writes.last().unwrap();
     assert_eq!((last.verb.as_str(), format!("{:?}", last.change)), ("delete", "Deleted".to_string()));
     let before = &writes[writes.len() - 2];
-    assert_eq!(before.subresource.as_deref(), Some("status"));
+    assert_eq!(before.subresource.map(|s| s.as_str()), Some("status"));
     let o = before.object();
     assert_eq!(o["status"]["phase"], "Succeeded");
     assert_eq!(o["status"]["containerStatuses"][0]["state"]["terminated"]["reason"], "Completed");

@@ -6,6 +6,18 @@
 //! ([`ApiServer::client`]) or served on loopback TCP with a kubeconfig ([`ApiServer::serve_tcp`]).
 //! Every successful write is recorded on a timeline ([`ApiServer::timeline`]).
 //!
+//! The code is in layers, each using only those below it (kube-apiserver's own split):
+//!
+//! | layer | holds |
+//! |---|---|
+//! | `server` | [`ApiServer`], [`Config`] and its feature gates, TCP, kubeconfig |
+//! | `endpoints` | request info, content negotiation, one handler per verb, discovery, OpenAPI, tables |
+//! | `controllers` | garbage collector, namespace lifecycle, CRD establishing and cleanup |
+//! | `fieldmanager` | managedFields, server-side apply, strategic merge patch, field validation |
+//! | `registry` | resource types, one `Strategy` per kind, the generic store |
+//! | `storage` | objects, the resourceVersion, the event log, the timeline |
+//! | `apiextensions` | structural schemas of CRDs: compile, prune, default, validate |
+//!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
 //! use fake_apiserver::ApiServer;
@@ -16,36 +28,22 @@
 //! assert!(list.items.is_empty());
 //! # Ok(()) }
 //! ```
+#![warn(missing_docs)]
 
-mod apply;
-mod authz;
-mod binding;
-pub mod clock;
-pub mod discovery;
-pub mod error;
-pub mod events;
-mod field_validation;
-pub mod gc;
-mod go_json_patch;
-mod handlers;
-mod managed;
-pub mod names;
-mod namespaces;
-mod objects;
-pub mod openapi;
-mod patch_meta;
-mod protobuf;
-pub mod registry;
-pub mod schema;
-pub mod selector;
+mod apiextensions;
+mod controllers;
+mod endpoints;
+mod error;
+mod fieldmanager;
+mod registry;
 mod server;
-mod smp;
-pub mod store;
-mod table;
-mod watch;
+mod storage;
 
-pub use clock::Clock;
-pub use error::{ApiError, StatusCause};
-pub use server::{ApiServer, Config, TcpServer, shutdown_signal};
-pub use store::{ChangeKind, TimelineEntry};
-pub use watch::INITIAL_EVENTS_END;
+pub use endpoints::INITIAL_EVENTS_END;
+pub use server::{ApiServer, Config, FeatureGate, FeatureGateError, FeatureGates, TcpServer, shutdown_signal};
+pub use storage::{ChangeKind, Subresource, TimelineEntry, Verb};
+
+/// The garbage collector's identity on the timeline.
+pub mod gc {
+    pub use crate::controllers::gc::GC_USER_AGENT;
+}

@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::Parser;
-use fake_apiserver::{ApiServer, Config};
+use fake_apiserver::{ApiServer, Config, FeatureGates};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
@@ -22,6 +22,9 @@ struct Args {
     /// Largest accepted request body, in bytes.
     #[arg(long, default_value_t = 3 * 1024 * 1024)]
     max_body_bytes: usize,
+    /// kube-apiserver feature gates, `Name=true,Other=false` (unknown names are refused).
+    #[arg(long, value_name = "GATES")]
+    feature_gates: Vec<String>,
 }
 
 #[tokio::main]
@@ -31,7 +34,13 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let config = Config { history: args.history, max_request_body_bytes: args.max_body_bytes, ..Config::default() };
+    let feature_gates = FeatureGates::parse(&args.feature_gates).context("invalid --feature-gates")?;
+    let config = Config {
+        history: args.history,
+        max_request_body_bytes: args.max_body_bytes,
+        feature_gates,
+        ..Config::default()
+    };
     let server = ApiServer::new(config);
     let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), args.port);
     let tcp = server.serve_tcp(addr).await.with_context(|| format!("cannot listen on {addr}"))?;

@@ -1,0 +1,36 @@
+//! Generated object names (`metadata.generateName`), as the apiserver's `SimpleNameGenerator`
+//! makes them.
+
+use rand::Rng;
+
+/// Characters suffixes are drawn from: no vowels, so no words, as upstream.
+const SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+/// Length of the random suffix.
+const SUFFIX_LENGTH: usize = 5;
+/// Longest name a generated one may be (a DNS label).
+const MAX_NAME_LENGTH: usize = 63;
+
+/// `prefix` plus a random 5-character suffix; a long prefix is cut so the name fits 63
+/// characters.
+pub fn generate_name(prefix: &str) -> String {
+    let mut rng = rand::rng();
+    let mut name: String = prefix.chars().take(MAX_NAME_LENGTH - SUFFIX_LENGTH).collect();
+    name.extend((0..SUFFIX_LENGTH).map(|_| char::from(SUFFIX_ALPHABET[rng.random_range(0..SUFFIX_ALPHABET.len())])));
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_keep_the_prefix_and_fit_a_label() {
+        let name = generate_name("web-");
+        assert_eq!(name.len(), 9);
+        assert!(name.starts_with("web-"));
+        assert!(name[4..].bytes().all(|b| SUFFIX_ALPHABET.contains(&b)), "{name}");
+        let long = generate_name(&"x".repeat(100));
+        assert_eq!(long.len(), 63);
+        assert!(long.starts_with(&"x".repeat(58)));
+    }
+}

@@ -1,0 +1,242 @@
+//! Just enough of Kubernetes' `resource.Quantity` for the controllers' arithmetic: parse, add,
+//! multiply by a count, compare, and print in the canonical form Go prints (`1500m`, `3Gi`, `2k`).
+
+use std::fmt;
+
+/// How a quantity prints: binary (`Ki`, `Mi`, ...) or decimal SI (`m`, `k`, `M`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    BinarySI,
+    DecimalSI,
+}
+
+/// A resource quantity, held exactly in nano-units. Equality and order are by value.
+#[derive(Debug, Clone, Copy)]
+pub struct Quantity {
+    nanos: i128,
+    format: Format,
+}
+
+const NANO: i128 = 1_000_000_000;
+
+impl Quantity {
+    /// Zero, printed `0`.
+    pub const ZERO: Quantity = Quantity { nanos: 0, format: Format::DecimalSI };
+
+    /// Parses `"500m"`, `"2"`, `"1.5Gi"`, `"1e3"`; `None` if it is not a quantity.
+    pub fn parse(s: &str) -> Option<Quantity> {
+        let s = s.trim();
+        let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-')).unwrap_or(s.len());
+        let (num, suffix) = s.split_at(split);
+        if num.is_empty() || num == "+" || num == "-" {
+            return None;
+        }
+        let (negative, digits) = match num.as_bytes()[0] {
+            b'-' => (true, &num[1..]),
+            b'+' => (false, &num[1..]),
+            _ => (false, num),
+        };
+        let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
+        if int_part.contains(['+', '-']) || frac_part.contains(['+', '-', '.']) {
+            return None;
+        }
+        if int_part.is_empty() && frac_part.is_empty() {
+            return None;
+        }
+        // value = int.frac as nanos, then scaled by the suffix.
+        let mut frac = frac_part.to_string();
+        frac.truncate(9);
+        while frac.len() < 9 {
+            frac.push('0');
+        }
+        let int: i128 = if int_part.is_empty() { 0 } else { int_part.parse().ok()? };
+        let frac: i128 = frac.parse().ok()?;
+        let base = int.checked_mul(NANO)?.checked_add(frac)?;
+        let (scaled, format) = match suffix {
+            "" => (base, Format::DecimalSI),
+            "n" => (base / NANO, Format::DecimalSI),
+            "u" => (base / 1_000_000, Format::DecimalSI),
+            "m" => (base / 1000, Format::DecimalSI),
+            "k" => (base.checked_mul(1000)?, Format::DecimalSI),
+            "M" => (base.checked_mul(1_000_000)?, Format::DecimalSI),
+            "G" => (base.checked_mul(1_000_000_000)?, Format::DecimalSI),
+            "T" => (base.checked_mul(1_000_000_000_000)?, Format::DecimalSI),
+            "P" => (base.checked_mul(10i128.pow(15))?, Format::DecimalSI),
+            "E" => (base.checked_mul(10i128.pow(18))?, Format::DecimalSI),
+            "Ki" => (base.checked_mul(1 << 10)?, Format::BinarySI),
+            "Mi" => (base.checked_mul(1 << 20)?, Format::BinarySI),
+            "Gi" => (base.checked_mul(1 << 30)?, Format::BinarySI),
+            "Ti" => (base.checked_mul(1 << 40)?, Format::BinarySI),
+            "Pi" => (base.checked_mul(1 << 50)?, Format::BinarySI),
+            "Ei" => (base.checked_mul(1 << 60)?, Format::BinarySI),
+            e if e.starts_with(['e', 'E']) => {
+                let exp: i32 = e[1..].parse().ok()?;
+                let scaled = if exp >= 0 {
+                    base.checked_mul(10i128.checked_pow(exp.unsigned_abs())?)?
+                } else {
+                    base / 10i128.checked_pow(exp.unsigned_abs())?
+                };
+                (scaled, Format::DecimalSI)
+            }
+            _ => return None,
+        };
+        Some(Quantity { nanos: if negative { -scaled } else { scaled }, format })
+    }
+
+    /// The sum; keeps the format of `self` unless `self` is zero (Go's `Add` on an empty quantity).
+    pub fn plus(self, other: Quantity) -> Quantity {
+        let format = if self.nanos == 0 { other.format } else { self.format };
+        Quantity { nanos: self.nanos.saturating_add(other.nanos), format }
+    }
+
+    /// `self` times `n`.
+    pub fn times(self, n: i64) -> Quantity {
+        Quantity { nanos: self.nanos.saturating_mul(i128::from(n)), format: self.format }
+    }
+
+    /// The exact value in nano-units (`1` is 1_000_000_000, `1m` is 1_000_000).
+    pub fn as_nanos(&self) -> i128 {
+        self.nanos
+    }
+
+    /// The value in thousandths of a unit, rounded up (Go's `MilliValue`, what the scheduler
+    /// compares).
+    pub fn milli_value(&self) -> i128 {
+        let (q, r) = (self.nanos / 1_000_000, self.nanos % 1_000_000);
+        if r > 0 { q + 1 } else { q }
+    }
+
+    /// Whether it is zero.
+    pub fn is_zero(&self) -> bool {
+        self.nanos == 0
+    }
+}
+
+/// A string that is not a quantity.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid quantity {text:?}")]
+pub struct InvalidQuantity {
+    /// The string as given.
+    pub text: String,
+}
+
+/// Parses a quantity into thousandths of a unit, rounded up.
+pub fn parse_milli(text: &str) -> Result<i128, InvalidQuantity> {
+    Quantity::parse(text).map(|q| q.milli_value()).ok_or_else(|| InvalidQuantity { text: text.to_string() })
+}
+
+impl fmt::Display for Quantity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.nanos;
+        if v == 0 {
+            return f.write_str("0");
+        }
+        // Go prints small or fractional binary quantities in decimal SI.
+        let binary = self.format == Format::BinarySI && v % NANO == 0 && v.abs() >= 1024 * NANO;
+        if binary {
+            let mut units = v / NANO;
+            let mut i = 0;
+            while i < 6 && units % 1024 == 0 {
+                units /= 1024;
+                i += 1;
+            }
+            let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][i];
+            return write!(f, "{units}{suffix}");
+        }
+        // Decimal SI: the largest exponent (a multiple of 3) that keeps the mantissa whole.
+        let mut mantissa = v;
+        let mut exp = -9i32;
+        while exp < 18 && mantissa % 1000 == 0 {
+            mantissa /= 1000;
+            exp += 3;
+        }
+        let suffix = match exp {
+            -9 => "n",
+            -6 => "u",
+            -3 => "m",
+            0 => "",
+            3 => "k",
+            6 => "M",
+            9 => "G",
+            12 => "T",
+            15 => "P",
+            _ => "E",
+        };
+        write!(f, "{mantissa}{suffix}")
+    }
+}
+
+impl PartialEq for Quantity {
+    fn eq(&self, other: &Self) -> bool {
+        self.nanos == other.nanos
+    }
+}
+
+impl Eq for Quantity {}
+
+impl PartialOrd for Quantity {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Quantity {
+    /// By value; the print format does not take part.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.nanos.cmp(&other.nanos)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn q(s: &str) -> Quantity {
+        Quantity::parse(s).unwrap_or_else(|| panic!("{s} parses"))
+    }
+
+    #[rstest]
+    #[case("1", "1")]
+    #[case("500m", "500m")]
+    #[case("0.5", "500m")]
+    #[case("1500m", "1500m")]
+    #[case("2000", "2k")]
+    #[case("1500", "1500")]
+    #[case("1Gi", "1Gi")]
+    #[case("1024Mi", "1Gi")]
+    #[case("1.5Gi", "1536Mi")]
+    #[case("512", "512")]
+    #[case("1G", "1G")]
+    #[case("1e3", "1k")]
+    #[case("0", "0")]
+    fn canonical_forms_match_go(#[case] input: &str, #[case] printed: &str) {
+        assert_eq!(q(input).to_string(), printed);
+    }
+
+    #[test]
+    fn sums_and_products() {
+        assert_eq!(q("1").plus(q("500m")).to_string(), "1500m");
+        assert_eq!(q("2Gi").times(3).plus(q("1Gi")).to_string(), "7Gi");
+        assert_eq!(Quantity::ZERO.plus(q("4Gi")).to_string(), "4Gi");
+        assert_eq!(q("1").times(0).to_string(), "0");
+    }
+
+    #[test]
+    fn milli_values_round_up() {
+        assert_eq!(parse_milli("1"), Ok(1000));
+        assert_eq!(parse_milli("500m"), Ok(500));
+        assert_eq!(parse_milli("0.5"), Ok(500));
+        assert_eq!(parse_milli("2Gi"), Ok(2 * (1 << 30) * 1000));
+        assert_eq!(parse_milli("1k"), Ok(1_000_000));
+        assert_eq!(parse_milli("1e3"), Ok(1_000_000));
+        assert_eq!(parse_milli("1n"), Ok(1));
+        assert_eq!(parse_milli("1Zi").unwrap_err().to_string(), "invalid quantity \"1Zi\"");
+        assert_eq!(parse_milli("abc").unwrap_err(), InvalidQuantity { text: "abc".into() });
+    }
+
+    #[rstest]
+    fn rejects_what_is_not_a_quantity(#[values("", "abc", "1x", "--1", "1.2.3", "Gi")] bad: &str) {
+        assert_eq!(Quantity::parse(bad), None);
+    }
+}

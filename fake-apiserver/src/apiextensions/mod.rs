@@ -1,0 +1,434 @@
+//! Structural schemas of CustomResourceDefinitions: validation, pruning and
+//! defaulting of custom resources, modelled on kube-apiserver
+//! (k8s.io/apiextensions-apiserver `pkg/apiserver/schema`, `.../validation`,
+//! `.../schema/pruning`, `.../schema/defaulting`, `.../schema/listtype`,
+//! `.../schema/objectmeta` and kube-openapi's `pkg/validation/validate`).
+//!
+//! A CRD version's `openAPIV3Schema` is compiled once with
+//! [`StructuralSchema::compile`]; the server then, for every write, does what
+//! kube-apiserver does in this order:
+//!
+//! 1. [`StructuralSchema::prune`] drops unknown fields (the returned paths feed
+//!    `fieldValidation=Strict|Warn`),
+//! 2. [`StructuralSchema::apply_defaults`] drops non-nullable `null`s and fills
+//!    in `default`s,
+//! 3. [`StructuralSchema::validate`] reports every violation as a
+//!    [`FieldCause`] whose `message` has the text apiserver puts in a
+//!    `StatusCause` (for example
+//!    `Invalid value: "string": spec.replicas in body must be of type integer: "string"`).
+//!
+//! Fidelity notes, where this deliberately follows apiserver rather than
+//! intuition:
+//! * Field paths are dotted from the object root, list items as `[i]` and map
+//!   values as `.key` (`spec.labels.foo`), as kube-openapi reports them.
+//! * Only the string formats apiserver knows are checked (`date-time`, `date`,
+//!   `byte`, `uuid*`, `duration`, `ipv4`, `ipv6`, `cidr`, `hostname`, `mac`,
+//!   `email`, `uri`, `hexcolor`, `rgbcolor`, `ssn`, `isbn*`, `creditcard`,
+//!   `bsonobjectid`, `password`); every other format is ignored. In particular
+//!   apiserver strips `int32`, `int64`, `float` and `double` before validating,
+//!   so an `int32` field accepts `3000000000` there and here.
+//! * A format error has reason `FieldValueTypeInvalid`, as in apiserver
+//!   (kube-openapi reports it as an invalid type).
+//! * `minProperties`/`maxProperties` failures stop the validation of that
+//!   object's fields, and a string reports only the first of
+//!   `maxLength`/`minLength`/`pattern` that fails, as kube-openapi does.
+//! * `anyOf`/`oneOf`/`allOf`/`not` errors are reported at the node they sit on
+//!   (apiserver puts them at the root path `<nil>`), followed, for
+//!   `anyOf`/`oneOf`, by the errors of the closest failing alternative.
+//! * Patterns are compiled with the `regex` crate, which is RE2-like like Go's
+//!   `regexp`. A pattern that does not compile is kept but never checked, so
+//!   that CRDs from the wild still install.
+//! * `x-kubernetes-validations` (CEL rules) are NOT evaluated: they are
+//!   accepted and ignored. Their place is a `cel` module beside `validation`,
+//!   run by [`StructuralSchema::validate`] after the structural checks, as
+//!   apiserver runs CEL after the OpenAPI validation.
+//! * The root's `apiVersion`, `kind` and `metadata` are neither pruned nor
+//!   validated here: the server handles ObjectMeta itself.
+//! * Like apiserver, compiling refuses `additionalProperties: false`,
+//!   `additionalProperties` next to `properties`, `uniqueItems: true`, `$ref`
+//!   and list-type `map` without keys. Below `additionalProperties: true`
+//!   apiserver prunes as if there were no schema (objects are emptied); so
+//!   does this module.
+//! * Work is bounded: the schema may nest at most [`MAX_SCHEMA_DEPTH`] levels,
+//!   objects are followed at most [`MAX_DEPTH`] levels, and a validation stops
+//!   after [`VALIDATION_BUDGET`] (schema node, value) visits, since `anyOf`
+//!   alternatives applied to every item of a long list multiply the work.
+//!
+//! Files by concern: `schema` (the compiled tree), `compile`, `prune`, `defaulting`,
+//! `validation`, `formats` (string formats) and `go_values` (Go's printing of bad values).
+
+mod compile;
+mod defaulting;
+mod formats;
+mod go_values;
+mod prune;
+mod schema;
+#[cfg(test)]
+mod test_schemas;
+mod validation;
+
+pub(crate) use schema::SchemaCursor;
+
+use compile::Compiler;
+use schema::Node;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use validation::{Mode, Validator};
+
+/// How deep an object is followed by validation, pruning and defaulting.
+/// Deeper values are reported as "too deeply nested" by [`StructuralSchema::validate`]
+/// and left alone by pruning and defaulting.
+pub const MAX_DEPTH: usize = 128;
+
+/// How deep a schema may nest (properties, items and junctors all count) before
+/// [`StructuralSchema::compile`] rejects it. Larger than [`MAX_DEPTH`] because
+/// `anyOf` and friends add schema levels without adding object levels.
+pub const MAX_SCHEMA_DEPTH: usize = 256;
+
+/// How many (schema node, value) visits one [`StructuralSchema::validate`] call
+/// may make before it gives up with a single cause at the root.
+pub const VALIDATION_BUDGET: u64 = 5_000_000;
+
+/// Why an `openAPIV3Schema` could not be compiled.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    /// The schema node at `path` (dotted from `openAPIV3Schema`) is malformed.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// Where in the schema, e.g. `openAPIV3Schema.properties.spec.type`.
+        path: String,
+        /// What is wrong there.
+        message: String,
+    },
+}
+
+/// A compile error at schema path `path`.
+pub(super) fn schema_err(path: &str, message: impl Into<String>) -> SchemaError {
+    SchemaError::Invalid { path: path.to_string(), message: message.into() }
+}
+
+/// One field error, as a Kubernetes `StatusCause` of an `Invalid` (422) status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldCause {
+    /// One of the `FieldCause::*` reason constants, e.g. `"FieldValueRequired"`.
+    pub reason: &'static str,
+    /// The dotted path of the offending field, e.g. `spec.workerGroupSpecs[0].replicas`.
+    pub field: String,
+    /// The text apiserver puts in the cause, e.g. `Required value`.
+    pub message: String,
+}
+
+impl FieldCause {
+    /// A required field is missing.
+    pub const REQUIRED: &'static str = "FieldValueRequired";
+    /// A value breaks a constraint (pattern, bounds, ...).
+    pub const INVALID: &'static str = "FieldValueInvalid";
+    /// A value is not one of an `enum`.
+    pub const NOT_SUPPORTED: &'static str = "FieldValueNotSupported";
+    /// A list item repeats another one (list-type `set` or `map`).
+    pub const DUPLICATE: &'static str = "FieldValueDuplicate";
+    /// A value has the wrong JSON type, or a string the wrong format.
+    pub const TYPE_INVALID: &'static str = "FieldValueTypeInvalid";
+    /// A string is longer than `maxLength`.
+    pub const TOO_LONG: &'static str = "FieldValueTooLong";
+    /// A list or object has more than `maxItems`/`maxProperties` entries.
+    pub const TOO_MANY: &'static str = "FieldValueTooMany";
+
+    /// A cause with `reason` on `field`.
+    pub(super) fn new(reason: &'static str, field: &str, message: String) -> Self {
+        FieldCause { reason, field: field.to_string(), message }
+    }
+}
+
+/// `field: message`, the way apiserver joins a field error into a Status message.
+impl fmt::Display for FieldCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// A compiled CRD version schema (`spec.versions[].schema.openAPIV3Schema`).
+/// Immutable once compiled; cloning is cheap (the tree is shared).
+#[derive(Debug, Clone)]
+pub struct StructuralSchema {
+    root: Arc<Node>,
+}
+
+impl StructuralSchema {
+    /// Compile a CRD version's `openAPIV3Schema`. Rejects malformed schemas (a
+    /// `type` that is not one of the six JSON types, `properties` that is not an
+    /// object of schemas, `items` given as an array, `$ref`, `uniqueItems: true`,
+    /// list-type `map` without keys, nesting deeper than [`MAX_SCHEMA_DEPTH`], ...).
+    /// Patterns are compiled here, once; one the `regex` crate cannot compile is
+    /// accepted and never checked.
+    pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
+        let mut compiler = Compiler { regexes: HashMap::new() };
+        let root = compiler.node(schema, "openAPIV3Schema", 0)?;
+        Ok(StructuralSchema { root: Arc::from(root) })
+    }
+
+    /// A read-only walk over the schema from its root, for merge decisions (patch, apply).
+    pub(crate) fn cursor(&self) -> SchemaCursor<'_> {
+        SchemaCursor { node: &self.root, root: true }
+    }
+
+    /// Remove unknown fields in place, as apiserver prunes a custom resource.
+    ///
+    /// A field is unknown when its object's schema has no such property and no
+    /// `additionalProperties`, unless `x-kubernetes-preserve-unknown-fields: true`
+    /// applies at that level (specified properties below it are still pruned).
+    /// At the root and in `x-kubernetes-embedded-resource` objects, `apiVersion`,
+    /// `kind` and `metadata` are kept; the root `metadata` is left to the server,
+    /// an embedded `metadata` keeps only ObjectMeta's fields.
+    ///
+    /// Returns the pruned paths, sorted like apiserver's, dotted like
+    /// `spec.foo` or `spec.items[0].bar`, for `fieldValidation=Strict|Warn`
+    /// (`unknown field "spec.foo"`).
+    pub fn prune(&self, obj: &mut Value) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut path = String::new();
+        prune::prune_value(Some(&self.root), obj, &mut path, &mut out, 0, true);
+        out.sort();
+        out
+    }
+
+    /// Apply `default`s in place, as apiserver does: first every `null` of a
+    /// field that is not `nullable: true` and has no default is removed; then,
+    /// top-down, an object's absent (or non-nullable `null`) properties get a
+    /// deep copy of their default, and its properties, `additionalProperties`
+    /// values and array items are defaulted in turn, so a defaulted object gets
+    /// its own nested defaults too.
+    pub fn apply_defaults(&self, obj: &mut Value) {
+        defaulting::prune_nulls(Some(&self.root), obj, 0);
+        defaulting::default_value(&self.root, obj, 0);
+    }
+
+    /// Validate the whole object against the schema and return every cause, in
+    /// document order. The root's `apiVersion`, `kind` and `metadata` are not
+    /// validated here (the server validates ObjectMeta). Run [`Self::prune`] and
+    /// [`Self::apply_defaults`] first, as apiserver does.
+    pub fn validate(&self, obj: &Value) -> Vec<FieldCause> {
+        self.validate_with_budget(obj, VALIDATION_BUDGET)
+    }
+
+    fn validate_with_budget(&self, obj: &Value, budget: u64) -> Vec<FieldCause> {
+        let mut v = Validator { budget, exhausted: false };
+        let mut out = Vec::new();
+        v.node(&self.root, obj, "", 0, Mode { root: true, junctor: false }, &mut out);
+        if v.exhausted {
+            out.push(FieldCause::new(
+                FieldCause::INVALID,
+                "",
+                format!(
+                    "Invalid value: \"\": validation stopped after {budget} steps: the object is too complex for this schema"
+                ),
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::apiextensions::test_schemas::*;
+    use crate::apiextensions::*;
+    use serde_json::{Value, json};
+
+    // ----- RayCluster-like ------------------------------------------------------
+
+    fn ray_template() -> Value {
+        json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+                "name": {"type": "string"}}},
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+    }
+
+    fn raycluster_schema() -> StructuralSchema {
+        compile(json!({
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object"},
+                "spec": {
+                    "type": "object",
+                    "required": ["headGroupSpec"],
+                    "properties": {
+                        "rayVersion": {"type": "string"},
+                        "suspend": {"type": "boolean"},
+                        "upgradeStrategy": {"type": "object", "properties": {
+                            "type": {"type": "string", "enum": ["Recreate", "None"]}}},
+                        "headGroupSpec": {"type": "object", "required": ["template"], "properties": {
+                            "rayStartParams": {"type": "object", "additionalProperties": {"type": "string"}},
+                            "serviceType": {"type": "string"},
+                            "template": ray_template()}},
+                        "workerGroupSpecs": {
+                            "type": "array",
+                            "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["groupName"],
+                            "items": {"type": "object",
+                                "required": ["groupName", "maxReplicas", "minReplicas", "template"],
+                                "properties": {
+                                    "groupName": {"type": "string", "maxLength": 63},
+                                    "replicas": {"type": "integer", "format": "int32", "default": 0},
+                                    "minReplicas": {"type": "integer", "format": "int32", "default": 0, "minimum": 0},
+                                    "maxReplicas": {"type": "integer", "format": "int32", "default": 2147483647},
+                                    "rayStartParams": {"type": "object", "additionalProperties": {"type": "string"}},
+                                    "template": ray_template()}}}
+                    }
+                },
+                "status": {"type": "object", "properties": {
+                    "state": {"type": "string"},
+                    "readyWorkerReplicas": {"type": "integer", "format": "int32"},
+                    "lastUpdateTime": {"type": "string", "format": "date-time", "nullable": true}}}
+            }
+        }))
+    }
+
+    fn admit(s: &StructuralSchema, o: &mut Value) -> (Vec<String>, Vec<FieldCause>) {
+        let pruned = s.prune(o);
+        s.apply_defaults(o);
+        (pruned, s.validate(o))
+    }
+
+    #[test]
+    fn raycluster_sample_is_admitted_with_defaults() {
+        let s = raycluster_schema();
+        assert!(s.cursor().field("status").is_some());
+        assert!(s.cursor().field("spec").and_then(|c| c.field("workerGroupSpecs")).is_some());
+        let mut o = json!({
+            "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "raycluster-kuberay"},
+            "spec": {
+                "rayVersion": "2.52.0",
+                "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+                    {"name": "ray-head", "image": "rayproject/ray:2.52.0",
+                     "resources": {"limits": {"cpu": "1", "memory": "5Gi"}}}]}}},
+                "workerGroupSpecs": [{"groupName": "workergroup", "replicas": 1, "minReplicas": 1, "maxReplicas": 5,
+                    "rayStartParams": {}, "template": {"metadata": {"labels": {"a": "b"}},
+                    "spec": {"containers": [{"name": "ray-worker"}]}}}]
+            },
+            "status": {"state": "ready", "lastUpdateTime": null}
+        });
+        let (pruned, causes) = admit(&s, &mut o);
+        assert!(pruned.is_empty(), "{pruned:?}");
+        assert!(causes.is_empty(), "{causes:#?}");
+
+        let mut o = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"},
+            "spec": {"headGroupSpec": {"template": {}}, "workerGroupSpecs": [{"groupName": "g", "template": {}}]}});
+        let (_, causes) = admit(&s, &mut o);
+        assert!(causes.is_empty(), "{causes:#?}");
+        assert_eq!(
+            o["spec"]["workerGroupSpecs"][0],
+            json!({"groupName": "g", "template": {}, "replicas": 0, "minReplicas": 0, "maxReplicas": 2147483647})
+        );
+    }
+
+    #[test]
+    fn raycluster_errors() {
+        let s = raycluster_schema();
+        let mut o = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"},
+        "spec": {
+            "upgradeStrategy": {"type": "Rolling"},
+            "workerGroupSpecs": [
+                {"groupName": "g", "replicas": "2", "minReplicas": -1, "template": {"metadata": {"labels": {"a": 1}, "uid": "x"}, "spec": {"any": 1}}},
+                {"groupName": "g", "template": {}, "bogus": true}
+            ],
+            "unknownSpecField": 1
+        }});
+        let (pruned, causes) = admit(&s, &mut o);
+        assert_eq!(
+            pruned,
+            vec![
+                "spec.unknownSpecField",
+                "spec.workerGroupSpecs[0].template.metadata.uid",
+                "spec.workerGroupSpecs[1].bogus"
+            ]
+        );
+        assert_eq!(
+            causes,
+            vec![
+                cause(
+                    FieldCause::NOT_SUPPORTED,
+                    "spec.upgradeStrategy.type",
+                    r#"Unsupported value: "Rolling": supported values: "Recreate", "None""#
+                ),
+                cause(
+                    FieldCause::TYPE_INVALID,
+                    "spec.workerGroupSpecs[0].replicas",
+                    r#"Invalid value: "string": spec.workerGroupSpecs[0].replicas in body must be of type integer: "string""#
+                ),
+                cause(
+                    FieldCause::INVALID,
+                    "spec.workerGroupSpecs[0].minReplicas",
+                    "Invalid value: -1: spec.workerGroupSpecs[0].minReplicas in body should be greater than or equal to 0"
+                ),
+                cause(
+                    FieldCause::TYPE_INVALID,
+                    "spec.workerGroupSpecs[0].template.metadata.labels.a",
+                    r#"Invalid value: "integer": spec.workerGroupSpecs[0].template.metadata.labels.a in body must be of type string: "integer""#
+                ),
+                cause(
+                    FieldCause::DUPLICATE,
+                    "spec.workerGroupSpecs[1]",
+                    r#"Duplicate value: map[string]interface {}{"groupName":"g"}"#
+                ),
+                cause(FieldCause::REQUIRED, "spec.headGroupSpec", "Required value"),
+            ]
+        );
+        // Defaults filled the required min/max replicas, so no Required for them.
+        assert_eq!(o["spec"]["workerGroupSpecs"][1]["maxReplicas"], json!(2147483647));
+    }
+
+    // ----- limits and printing ----------------------------------------------------
+
+    #[test]
+    fn too_deeply_nested_objects_are_reported() {
+        let mut schema = json!({"type": "string"});
+        let mut value = json!("leaf");
+        for _ in 0..(MAX_DEPTH + 5) {
+            schema = json!({"type": "object", "properties": {"a": schema}});
+            value = json!({ "a": value });
+        }
+        let s = compile(schema);
+        let causes = s.validate(&value);
+        let c = one(causes);
+        assert_eq!(c.reason, FieldCause::INVALID);
+        assert!(c.message.contains("too deeply nested"), "{}", c.message);
+        // Pruning and defaulting stop there without trouble.
+        let mut v = value.clone();
+        assert!(s.prune(&mut v).is_empty());
+        s.apply_defaults(&mut v);
+    }
+
+    #[test]
+    fn deep_values_without_schema_do_not_recurse_forever() {
+        let s = field(json!({"type": "array"}));
+        let mut v = json!([]);
+        for _ in 0..1000 {
+            v = json!([v]);
+        }
+        let mut o = obj(json!({ "f": v }));
+        assert!(s.prune(&mut o).is_empty());
+        assert!(s.validate(&o).is_empty());
+    }
+
+    #[test]
+    fn validation_work_is_bounded() {
+        // Schema size times object size can be large: the budget stops it.
+        let branches: Vec<Value> = (0..50).map(|i| json!({"type": "string", "minLength": 100 + i})).collect();
+        let s = field(json!({"type": "array", "items": {"anyOf": branches}}));
+        let o = obj(json!({"f": vec!["x"; 200]}));
+        let causes = s.validate_with_budget(&o, 1000);
+        assert!(
+            causes.last().is_some_and(|c| c.field.is_empty() && c.message.contains("too complex")),
+            "{:?}",
+            causes.last()
+        );
+        // With the real budget it finishes and reports every item.
+        assert_eq!(s.validate(&o).len(), 400);
+    }
+}

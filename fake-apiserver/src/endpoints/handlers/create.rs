@@ -1,0 +1,70 @@
+//! POST: create an object, bind a pod, or answer a create-only resource (the access reviews).
+
+use super::super::negotiation::{
+    BodyFormat, WRITE_MEDIA_TYPES, bytes_response, json_response, object_format, raw_content_type, with_warnings,
+};
+use super::super::protobuf;
+use super::{Call, create_prepared};
+use crate::error::{ApiError, ApiResult};
+use crate::fieldmanager::UpdateOwnership;
+use crate::registry::core::binding::bind;
+use crate::registry::decode::parse_object;
+use crate::registry::store::{self, Write, render};
+use crate::storage::Verb;
+use axum::response::Response;
+use http::StatusCode;
+use serde_json::json;
+
+/// A create-only resource: the object as sent, answered (never stored). kubectl 1.32+ posts
+/// the access reviews as protobuf; they are read, and answered in JSON.
+pub(super) async fn create_only(mut call: Call) -> ApiResult<Response> {
+    let content_type = raw_content_type(&call.parts.headers);
+    let protobuf = content_type.split(';').next().is_some_and(|m| m.trim() == protobuf::MEDIA_TYPE);
+    let format = if protobuf { BodyFormat::Json } else { object_format(&call.parts.headers)? };
+    let body = call.body().await?;
+    call.query.dry_run("CreateOptions")?;
+    let obj = if protobuf {
+        protobuf::to_json(&body, &content_type, WRITE_MEDIA_TYPES)?
+    } else {
+        parse_object(&body, format == BodyFormat::Yaml)?
+    };
+    let rt = &call.target.rt;
+    Ok(json_response(StatusCode::CREATED, &rt.strategy.answer_create(rt, obj)?))
+}
+
+/// A new object in the target's collection.
+pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
+    let rt = call.target.rt.clone();
+    let namespace = call.target.namespace.clone();
+    if rt.namespaced && namespace.is_empty() {
+        return Err(ApiError::method_not_allowed());
+    }
+    let format = object_format(&call.parts.headers)?;
+    let body = call.body().await?;
+    let dry_run = call.query.dry_run("CreateOptions")?;
+    let obj = parse_object(&body, format == BodyFormat::Yaml)?;
+    let warnings = call.unknown_fields(&obj)?;
+    let ctx = call.write_context(Verb::Create);
+    let now = call.ctx.clock.now();
+    let w = Write { ctx: &ctx, now, dry_run, fields: Some(&UpdateOwnership) };
+    // Decoding, validation and serialization need no store: keep them out of the lock.
+    let prepared = store::prepare_create(&rt, &namespace, obj, &w)?;
+    let created = call.ctx.write(dry_run, |st| create_prepared(st, &rt, &namespace, prepared, &w))?;
+    Ok(with_warnings(bytes_response(StatusCode::CREATED, render(&rt, &created)), &warnings))
+}
+
+/// `pods/{name}/binding`: a scheduler assigns the pod to a node.
+pub(super) async fn binding(mut call: Call) -> ApiResult<Response> {
+    let format = object_format(&call.parts.headers)?;
+    let body = call.body().await?;
+    let dry_run = call.query.dry_run("CreateOptions")?;
+    let binding = parse_object(&body, format == BodyFormat::Yaml)?;
+    let ctx = call.write_context(Verb::Create);
+    let now = call.ctx.clock.now();
+    let (rt, namespace, name) = (&call.target.rt, &call.target.namespace, call.name());
+    call.ctx.write(dry_run, |st| {
+        bind(st, rt, namespace, name, &binding, &Write { ctx: &ctx, now, dry_run, fields: None })
+    })?;
+    let ok = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+    Ok(json_response(StatusCode::CREATED, &ok))
+}

@@ -1,0 +1,163 @@
+//! The verbs, one file each, and the dispatch to them on the typed request info.
+
+mod create;
+mod delete;
+mod deletecollection;
+mod get;
+mod list;
+mod patch;
+mod update;
+mod watch;
+
+pub use watch::INITIAL_EVENTS_END;
+
+use super::Context;
+use super::discovery;
+use super::negotiation::read_body;
+use super::query::Query;
+use super::request::{self, ApiPath, Target};
+use crate::controllers;
+use crate::error::{ApiError, ApiResult};
+use crate::fieldmanager::field_validation::{self, FieldValidation};
+use crate::registry::store::{self, PreparedCreate, UpdateMode, Write};
+use crate::registry::{ResourceType, State, crds_key};
+use crate::storage::{StoredObject, Subresource, Verb, WriteContext};
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::Response;
+use bytes::Bytes;
+use http::header;
+use http::request::Parts;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// One request for a resource, parsed and resolved.
+pub(super) struct Call {
+    pub ctx: Arc<Context>,
+    pub target: Target,
+    pub subresource: Option<Subresource>,
+    pub query: Query,
+    pub parts: Parts,
+    body: Option<Body>,
+}
+
+impl Call {
+    /// The request body (at most the configured size), read once.
+    async fn body(&mut self) -> ApiResult<Bytes> {
+        let body = self.body.take().unwrap_or_default();
+        read_body(self.ctx.settings.max_request_body_bytes, body, &self.parts.headers).await
+    }
+
+    /// Who writes, for the timeline and managedFields: the user agent, and the field manager
+    /// (the `fieldManager` parameter, else the user agent's product).
+    fn write_context(&self, verb: Verb) -> Arc<WriteContext> {
+        let user_agent =
+            self.parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        let field_manager =
+            self.query.field_manager.clone().or_else(|| {
+                Some(user_agent.split('/').next().unwrap_or_default().to_string()).filter(|s| !s.is_empty())
+            });
+        Arc::new(WriteContext { verb, subresource: self.subresource, user_agent, field_manager })
+    }
+
+    /// The object the URL names.
+    fn name(&self) -> &str {
+        self.target.name.as_deref().unwrap_or_default()
+    }
+
+    /// `fieldValidation` on a request body: Strict refuses unknown fields, Warn returns them.
+    fn unknown_fields(&self, body: &Value) -> ApiResult<Vec<String>> {
+        let how = FieldValidation::parse(self.query.field_validation.as_deref())?;
+        field_validation::check(&self.target.rt, how, body)
+    }
+}
+
+/// Answers a request the router did not route elsewhere: discovery, or a resource.
+pub(super) async fn handle(ctx: Arc<Context>, req: Request) -> ApiResult<Response> {
+    let (parts, body) = req.into_parts();
+    let query = Query::parse(parts.uri.query())?;
+    let path = parts.uri.path().to_string();
+    let (group, version, rest) = match ApiPath::parse(&path)? {
+        ApiPath::CoreVersions => return discovery::core_versions(&ctx, &parts.headers),
+        ApiPath::Groups => return discovery::groups(&ctx, &parts.headers),
+        ApiPath::Group(g) => return discovery::group(&ctx, &g),
+        ApiPath::Resources { group, version } => return discovery::resource_list(&ctx, &group, &version),
+        ApiPath::Resource { group, version, rest } => (group, version, rest),
+    };
+    let (target, segment) = request::resolve(&ctx.state.read().registry, &group, &version, &rest)?;
+    let has_name = target.name.is_some();
+    if target.rt.strategy.create_only() {
+        if parts.method != http::Method::POST || has_name {
+            return Err(ApiError::method_not_allowed());
+        }
+        let call = Call { ctx, target, subresource: None, query, parts, body: Some(body) };
+        return create::create_only(call).await;
+    }
+    let subresource = request::subresource(&target.rt, segment.as_deref())?;
+    let verb = request::verb(&parts.method, has_name, query.watch);
+    let call = Call { ctx, target, subresource, query, parts, body: Some(body) };
+    use Subresource::*;
+    match (verb, subresource) {
+        (Some(Verb::Get), None | Some(Status)) => get::object(call),
+        (Some(Verb::Get), Some(Scale)) => get::scale(call),
+        (Some(Verb::List), _) => list::handle(call),
+        (Some(Verb::Watch), _) => watch::handle(call),
+        (Some(Verb::Create), None) if !has_name => create::object(call).await,
+        (Some(Verb::Create), Some(Binding)) => create::binding(call).await,
+        (Some(Verb::Update), None | Some(Status)) => update::object(call).await,
+        (Some(Verb::Update), Some(Scale)) => update::scale(call).await,
+        (Some(Verb::Update), Some(Finalize)) if call.target.rt.has_subresource(Finalize) => {
+            update::finalize(call).await
+        }
+        (Some(Verb::Patch), None | Some(Status)) => patch::object(call).await,
+        (Some(Verb::Patch), Some(Scale)) => patch::scale(call).await,
+        (Some(Verb::Delete), None) => delete::handle(call).await,
+        (Some(Verb::DeleteCollection), _) => deletecollection::handle(call).await,
+        // A scale exists only for get, update and patch.
+        (_, Some(Scale)) => Err(ApiError::path_not_found()),
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// The update mode of a write to the main resource or its `/status` (404 when the resource
+/// has no status subresource).
+fn update_mode(rt: &ResourceType, subresource: Option<Subresource>) -> ApiResult<UpdateMode> {
+    match subresource {
+        Some(Subresource::Status) if rt.status => Ok(UpdateMode::Status),
+        Some(Subresource::Status) => Err(ApiError::path_not_found()),
+        _ => Ok(UpdateMode::Main),
+    }
+}
+
+/// The current object the call names.
+fn current(st: &State, target: &Target, name: &str) -> ApiResult<Arc<StoredObject>> {
+    let rt = &target.rt;
+    st.store
+        .get(rt.storage_key(), &target.namespace, name)
+        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
+}
+
+/// A patch that leaves out `metadata.resourceVersion` is unconditional: it applies to the
+/// current version. One that names a different version fails the update with 409.
+fn keep_resource_version(patched: &mut Value, old: &StoredObject) {
+    let has = patched["metadata"]["resourceVersion"].as_str().is_some_and(|s| !s.is_empty());
+    if !has && patched["metadata"].is_object() {
+        patched["metadata"]["resourceVersion"] = json!(old.resource_version.to_string());
+    }
+}
+
+/// Stores a prepared create; a created CRD is then named and established by the CRD
+/// controllers before the answer, so the answer says whether it is served.
+fn create_prepared(
+    st: &mut State,
+    rt: &Arc<ResourceType>,
+    namespace: &str,
+    prepared: PreparedCreate,
+    w: &Write,
+) -> ApiResult<Arc<StoredObject>> {
+    let created = store::create_prepared(st, rt, namespace, prepared, w)?;
+    if rt.storage_key() == crds_key() && !w.dry_run {
+        return Ok(controllers::crd::establish(st, rt, created, w.now));
+    }
+    Ok(created)
+}

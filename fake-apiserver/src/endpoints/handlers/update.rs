@@ -1,0 +1,102 @@
+//! PUT: replace an object or its status, its Scale, or a namespace's finalizers.
+
+use super::super::negotiation::{
+    BodyFormat, ScaleWrite, bytes_response, json_response, object_format, patch_kind, with_warnings,
+};
+use super::{Call, current, update_mode};
+use crate::error::{ApiError, ApiResult};
+use crate::fieldmanager::UpdateOwnership;
+use crate::fieldmanager::patch_meta::Shape;
+use crate::registry::decode::{check_patched, decode_object, decode_scale, parse_object};
+use crate::registry::scale::{apply_scale, scale_of};
+use crate::registry::store::{self, UpdateMode, Write, render};
+use crate::storage::{ChangeKind, Verb};
+use apimachinery::unstructured::set_nested_field;
+use axum::response::Response;
+use http::StatusCode;
+
+/// The object (or, through `/status`, its status) replaced.
+pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
+    let format = object_format(&call.parts.headers)?;
+    let body = call.body().await?;
+    let dry_run = call.query.dry_run("UpdateOptions")?;
+    let obj = parse_object(&body, format == BodyFormat::Yaml)?;
+    let warnings = call.unknown_fields(&obj)?;
+    let rt = &call.target.rt;
+    let mode = update_mode(rt, call.subresource)?;
+    let ctx = call.write_context(Verb::Update);
+    let now = call.ctx.clock.now();
+    let (namespace, name) = (&call.target.namespace, call.name());
+    let updated = call.ctx.write(dry_run, |st| {
+        let w = Write { ctx: &ctx, now, dry_run, fields: Some(&UpdateOwnership) };
+        store::update(st, rt, namespace, name, obj, mode, &w)
+    })?;
+    Ok(with_warnings(bytes_response(StatusCode::OK, render(rt, &updated)), &warnings))
+}
+
+/// The Scale replaced.
+pub(super) async fn scale(call: Call) -> ApiResult<Response> {
+    write_scale(call, Verb::Update).await
+}
+
+/// A PUT or PATCH of `/scale`: PUT replaces the Scale, PATCH patches it; the replicas go back
+/// into the object. The media type is checked before the body is read.
+pub(super) async fn write_scale(mut call: Call, verb: Verb) -> ApiResult<Response> {
+    let put = verb == Verb::Update;
+    let how = if put {
+        ScaleWrite::Replace(object_format(&call.parts.headers)?)
+    } else {
+        ScaleWrite::Patch(patch_kind(&call.parts.headers, call.target.rt.custom)?)
+    };
+    let body = call.body().await?;
+    let dry_run = call.query.dry_run(if put { "UpdateOptions" } else { "PatchOptions" })?;
+    let how = match how {
+        ScaleWrite::Replace(format) => {
+            let scale = parse_object(&body, format == BodyFormat::Yaml)?;
+            decode_scale(&scale).map_err(|e| {
+                ApiError::bad_request(format!("Scale in version \"v1\" cannot be handled as a Scale: {e}"))
+            })?;
+            ScaleWrite::Replace(scale)
+        }
+        ScaleWrite::Patch(kind) => ScaleWrite::<serde_json::Value>::Patch(kind),
+    };
+    let ctx = call.write_context(verb);
+    let now = call.ctx.clock.now();
+    let rt = &call.target.rt;
+    let updated = call.ctx.write(dry_run, |st| {
+        let old = current(st, &call.target, call.name())?;
+        let mut obj = old.value();
+        let new_scale = match how {
+            ScaleWrite::Replace(scale) => scale,
+            ScaleWrite::Patch(kind) => {
+                let shape = Shape::builtin_root("autoscaling", "v1", "Scale");
+                let patched = super::patch::apply_patch(kind, &scale_of(rt, &obj)?, &body, shape)?;
+                check_patched(&patched, "autoscaling/v1", "Scale", Some(decode_scale))?;
+                patched
+            }
+        };
+        apply_scale(rt, &mut obj, &new_scale)?;
+        let w = Write { ctx: &ctx, now, dry_run, fields: Some(&UpdateOwnership) };
+        store::update(st, rt, &call.target.namespace, call.name(), obj, UpdateMode::Main, &w)
+    })?;
+    Ok(json_response(StatusCode::OK, &scale_of(rt, &updated.value())?))
+}
+
+/// `namespaces/{name}/finalize`: the namespace's `spec.finalizers` replaced.
+pub(super) async fn finalize(mut call: Call) -> ApiResult<Response> {
+    let body = call.body().await?;
+    let dry_run = call.query.dry_run("UpdateOptions")?;
+    let rt = &call.target.rt;
+    let mut obj = parse_object(&body, false)?;
+    decode_object(rt, &mut obj)?;
+    let ctx = call.write_context(Verb::Update);
+    let now = call.ctx.clock.now();
+    let updated = call.ctx.write(dry_run, |st| {
+        let old = current(st, &call.target, call.name())?;
+        let mut v = old.value();
+        set_nested_field(&mut v, &["spec", "finalizers"], obj["spec"]["finalizers"].clone());
+        let w = Write { ctx: &ctx, now, dry_run, fields: None };
+        Ok(w.persist(st, rt, ChangeKind::Modified, v))
+    })?;
+    Ok(bytes_response(StatusCode::OK, render(rt, &updated)))
+}

@@ -1,0 +1,284 @@
+//! WATCH: newline-delimited JSON events read from the store's event log.
+//!
+//! A watch keeps a cursor (the last resourceVersion it has delivered) and, whenever the store
+//! moves, copies the log entries after it under the read lock. Because every write appends to
+//! the log under the write lock, a watch started from a LIST's resourceVersion sees exactly
+//! the changes after that LIST, however many watchers run.
+
+use super::super::query::{invalid_options, matches};
+use super::super::request::Target;
+use super::super::tables::{self, Rendering};
+use super::super::{Context, ListenerStop};
+use super::Call;
+use crate::error::{ApiError, ApiResult};
+use crate::registry::store::{render, served_as_stored};
+use crate::storage::{Change, ChangeKind, StoredObject, parse_rv};
+use apimachinery::{FieldSelector, LabelSelector};
+use axum::body::Body;
+use axum::response::Response;
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::{Instant, Sleep};
+
+/// Annotation on the bookmark that ends the initial events of a streaming list.
+pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+struct Watcher {
+    ctx: Arc<Context>,
+    target: Target,
+    labels: LabelSelector,
+    fields: FieldSelector,
+    cursor: u64,
+    changed: watch::Receiver<u64>,
+    stop: Option<watch::Receiver<bool>>,
+    bookmarks: bool,
+    /// Ends the watch. One timer for the watch's life, not one per wait.
+    deadline: Pin<Box<Sleep>>,
+    /// Fires when the next BOOKMARK is due; reset after each.
+    next_bookmark: Pin<Box<Sleep>>,
+    pending: VecDeque<Bytes>,
+    done: bool,
+    /// How event objects are rendered (a one-row Table for `kubectl get -w`).
+    rendering: Rendering,
+}
+
+fn frame(out: &mut BytesMut, kind: &str, object: &[u8]) {
+    out.reserve(kind.len() + object.len() + 24);
+    out.put_slice(b"{\"type\":\"");
+    out.put_slice(kind.as_bytes());
+    out.put_slice(b"\",\"object\":");
+    out.put_slice(object);
+    out.put_slice(b"}\n");
+}
+
+fn value_frame(kind: &str, object: &Value) -> Bytes {
+    let mut out = BytesMut::new();
+    frame(&mut out, kind, &serde_json::to_vec(object).unwrap_or_default());
+    out.freeze()
+}
+
+impl Watcher {
+    /// An event object rendered as the watch asked (only called when not plain JSON).
+    fn rendered(&self, object: &[u8]) -> Bytes {
+        let v = tables::object_body(&self.rendering, &self.target.rt, object, self.ctx.clock.now());
+        Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+    }
+
+    fn in_scope(&self, o: &StoredObject) -> bool {
+        self.target.namespace.is_empty() || o.namespace == self.target.namespace
+    }
+
+    fn selected(&self, o: &StoredObject) -> bool {
+        self.in_scope(o) && matches(o, &self.labels, &self.fields)
+    }
+
+    /// The event a watcher with selectors sees for a change: an object that starts matching
+    /// is ADDED, one that stops matching is DELETED.
+    fn visible(&self, c: &Change) -> Option<ChangeKind> {
+        let now = self.selected(&c.object);
+        let before = c.previous.as_ref().is_some_and(|p| self.selected(p));
+        match c.kind {
+            ChangeKind::Added => now.then_some(ChangeKind::Added),
+            ChangeKind::Deleted => (before || now).then_some(ChangeKind::Deleted),
+            ChangeKind::Modified => match (before, now) {
+                (true, true) => Some(ChangeKind::Modified),
+                (false, true) => Some(ChangeKind::Added),
+                (true, false) => Some(ChangeKind::Deleted),
+                (false, false) => None,
+            },
+        }
+    }
+
+    fn bookmark(&self, initial_end: bool) -> Bytes {
+        let mut meta = json!({"resourceVersion": self.cursor.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({INITIAL_EVENTS_END: "true"});
+        }
+        let rt = &self.target.rt;
+        value_frame("BOOKMARK", &json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": meta}))
+    }
+
+    /// Copies the log entries after the cursor. `Err` when the cursor fell out of the window.
+    fn catch_up(&mut self) -> Result<Option<Bytes>, ApiError> {
+        let st = self.ctx.state.read();
+        if self.cursor < st.store.compacted {
+            return Err(ApiError::too_old_resource_version(self.cursor, st.store.compacted + 1));
+        }
+        let key = self.target.rt.storage_key();
+        let mut out = BytesMut::new();
+        for c in st.store.changes_after(self.cursor) {
+            if &c.key != key {
+                continue;
+            }
+            if let Some(kind) = self.visible(c) {
+                let rt = &self.target.rt;
+                if self.rendering != Rendering::Json {
+                    frame(&mut out, kind.as_str(), &self.rendered(&render(rt, &c.object)));
+                } else if served_as_stored(rt, &c.object) {
+                    frame(&mut out, kind.as_str(), &c.object.bytes);
+                } else {
+                    frame(&mut out, kind.as_str(), &render(rt, &c.object));
+                }
+            }
+        }
+        self.cursor = st.store.resource_version;
+        Ok((!out.is_empty()).then(|| out.freeze()))
+    }
+
+    async fn next_chunk(&mut self) -> Option<Bytes> {
+        if let Some(b) = self.pending.pop_front() {
+            return Some(b);
+        }
+        if self.done {
+            return None;
+        }
+        loop {
+            self.changed.borrow_and_update();
+            match self.catch_up() {
+                Ok(Some(chunk)) => return Some(chunk),
+                Ok(None) => {}
+                Err(e) => {
+                    self.done = true;
+                    return Some(value_frame("ERROR", &e.to_status()));
+                }
+            }
+            let stop = async {
+                match self.stop.as_mut() {
+                    Some(s) => {
+                        let _ = s.wait_for(|v| *v).await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                r = self.changed.changed() => {
+                    if r.is_err() {
+                        return None;
+                    }
+                }
+                _ = self.next_bookmark.as_mut(), if self.bookmarks => {
+                    let next = Instant::now() + self.ctx.settings.bookmark_interval;
+                    self.next_bookmark.as_mut().reset(next);
+                    return Some(self.bookmark(false));
+                }
+                _ = self.deadline.as_mut() => return None,
+                _ = stop => return None,
+            }
+        }
+    }
+}
+
+/// Starts a watch on the target's collection.
+pub(super) fn handle(call: Call) -> ApiResult<Response> {
+    let rendering = tables::negotiate(&call.parts.headers, call.parts.uri.query())?;
+    let stop = call.parts.extensions.get::<ListenerStop>().cloned();
+    let Call { ctx, target, query, .. } = call;
+    let (labels, fields) = query.selectors(&target.rt)?;
+    let send_initial = query.send_initial_events;
+    if send_initial.is_some() {
+        if !query.allow_watch_bookmarks {
+            return Err(invalid_watch(
+                "allowWatchBookmarks",
+                "Forbidden: sendInitialEvents requires setting allowWatchBookmarks=true",
+            ));
+        }
+        if query.resource_version_match.as_deref() != Some("NotOlderThan") {
+            return Err(invalid_watch(
+                "resourceVersionMatch",
+                "Forbidden: sendInitialEvents requires setting resourceVersionMatch=NotOlderThan",
+            ));
+        }
+    } else if query.resource_version_match.is_some() {
+        return Err(invalid_watch(
+            "resourceVersionMatch",
+            "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
+    }
+    let requested = match query.resource_version.as_deref() {
+        None => None,
+        Some(s) => Some(parse_rv(s).ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {s:?}")))?),
+    };
+    let timeout = query.timeout_seconds.map(Duration::from_secs).unwrap_or(ctx.settings.default_watch_timeout);
+    let now = Instant::now();
+    let changed = ctx.changed.subscribe();
+    let mut w = Watcher {
+        ctx: ctx.clone(),
+        target,
+        labels,
+        fields,
+        cursor: 0,
+        changed,
+        stop: stop.map(|s| s.0),
+        bookmarks: query.allow_watch_bookmarks,
+        deadline: Box::pin(tokio::time::sleep_until(now + timeout)),
+        next_bookmark: Box::pin(tokio::time::sleep_until(now + ctx.settings.bookmark_interval.min(timeout))),
+        pending: VecDeque::new(),
+        done: false,
+        rendering,
+    };
+    // Unset or "0": start with the current state as ADDED events; sendInitialEvents=true too.
+    // A resourceVersion N without sendInitialEvents: only changes after N.
+    let initial = match (send_initial, requested) {
+        (Some(s), _) => s,
+        (None, None) | (None, Some(0)) => true,
+        (None, Some(_)) => false,
+    };
+    {
+        let st = ctx.state.read();
+        match requested {
+            Some(n) if n > st.store.resource_version && !initial => {
+                return Err(ApiError::too_large_resource_version(n, st.store.resource_version));
+            }
+            Some(n) if !initial && n != 0 && n < st.store.compacted => {
+                // Too old: the apiserver answers 200 and a single ERROR event.
+                w.pending.push_back(value_frame(
+                    "ERROR",
+                    &ApiError::too_old_resource_version(n, st.store.compacted + 1).to_status(),
+                ));
+                w.done = true;
+            }
+            Some(n) if !initial && n != 0 => w.cursor = n,
+            _ => {
+                let key = w.target.rt.storage_key();
+                let mut out = BytesMut::new();
+                if let Some(coll) = st.store.collections.get(key).filter(|_| initial) {
+                    for o in coll.values().filter(|o| w.selected(o)) {
+                        if w.rendering != Rendering::Json {
+                            frame(&mut out, "ADDED", &w.rendered(&render(&w.target.rt, o)));
+                        } else {
+                            frame(&mut out, "ADDED", &render(&w.target.rt, o));
+                        }
+                    }
+                }
+                if !out.is_empty() {
+                    w.pending.push_back(out.freeze());
+                }
+                w.cursor = st.store.resource_version;
+                if send_initial == Some(true) {
+                    w.pending.push_back(w.bookmark(true));
+                }
+            }
+        }
+    }
+    let w_content_type = w.rendering.content_type();
+    let stream = futures::stream::unfold(w, |mut w| async move {
+        w.next_chunk().await.map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), w))
+    });
+    let mut resp = Response::new(Body::from_stream(stream));
+    *resp.status_mut() = StatusCode::OK;
+    let content_type =
+        HeaderValue::from_str(&w_content_type).unwrap_or_else(|_| HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(header::CONTENT_TYPE, content_type);
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    Ok(resp)
+}
+
+fn invalid_watch(field: &str, msg: &str) -> ApiError {
+    invalid_options("ListOptions", vec![crate::error::StatusCause::field("FieldValueForbidden", field, msg)])
+}

@@ -1,0 +1,150 @@
+//! The HTTP API: request info (typed verb and subresource), content negotiation, one handler
+//! file per verb, discovery, OpenAPI and server-side tables. Modelled on kube-apiserver's
+//! `apiserver/pkg/endpoints`. The handlers share a [`Context`]: the state behind one lock, the
+//! clock and the limits.
+
+mod discovery;
+mod handlers;
+
+pub use handlers::INITIAL_EVENTS_END;
+mod negotiation;
+mod openapi;
+mod protobuf;
+mod query;
+mod request;
+mod tables;
+
+use crate::controllers;
+use crate::error::{ApiError, ApiResult};
+use crate::registry::State;
+use apimachinery::Clock;
+use axum::Router;
+use axum::extract::{Request, State as AxState};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::HeaderMap;
+use parking_lot::RwLock;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The limits and answers of the API that the server's configuration sets.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// Request bodies larger than this get 413.
+    pub max_request_body_bytes: usize,
+    /// How often a watch with `allowWatchBookmarks` gets a BOOKMARK.
+    pub bookmark_interval: Duration,
+    /// How long a watch without `timeoutSeconds` lasts.
+    pub default_watch_timeout: Duration,
+    /// The `gitVersion` that `/version` reports.
+    pub kubernetes_version: String,
+    /// Requests handled at once before new ones get 429 (0: no limit).
+    pub max_requests_in_flight: usize,
+}
+
+/// What every handler shares.
+pub(crate) struct Context {
+    /// The objects and the served resource types, behind one lock.
+    pub state: RwLock<State>,
+    /// Carries the latest resourceVersion; watches wake on it.
+    pub changed: watch::Sender<u64>,
+    pub clock: Clock,
+    pub settings: Settings,
+    /// Requests being handled now (see [`Settings::max_requests_in_flight`]).
+    in_flight: AtomicUsize,
+    /// OpenAPI v3 documents built so far.
+    openapi: openapi::DocumentCache,
+}
+
+/// Put in request extensions by a TCP listener: flips to true when it shuts down, so its
+/// open watches end and graceful shutdown can finish.
+#[derive(Clone)]
+pub(crate) struct ListenerStop(pub watch::Receiver<bool>);
+
+impl Context {
+    /// A context serving `state`.
+    pub fn new(state: State, clock: Clock, settings: Settings) -> Self {
+        let (changed, _) = watch::channel(state.store.resource_version);
+        Context {
+            state: RwLock::new(state),
+            changed,
+            clock,
+            settings,
+            in_flight: AtomicUsize::new(0),
+            openapi: Default::default(),
+        }
+    }
+
+    /// Runs a write under the lock, then (unless it is a dry run) the controllers it
+    /// triggers, then wakes the watches.
+    pub fn write<T>(&self, dry_run: bool, f: impl FnOnce(&mut State) -> ApiResult<T>) -> ApiResult<T> {
+        let now = self.clock.now();
+        let (out, rv) = {
+            let mut st = self.state.write();
+            let out = f(&mut st);
+            if out.is_ok() && !dry_run {
+                controllers::reconcile(&mut st, now);
+            }
+            (out, st.store.resource_version)
+        };
+        self.changed.send_if_modified(|cur| {
+            let moved = *cur != rv;
+            *cur = rv;
+            moved
+        });
+        out
+    }
+}
+
+/// The router serving the Kubernetes API from `ctx`.
+pub(crate) fn router(ctx: Arc<Context>) -> Router {
+    Router::new()
+        .route("/version", get(discovery::version))
+        .route("/healthz", get(discovery::healthy))
+        .route("/livez", get(discovery::healthy))
+        .route("/readyz", get(discovery::healthy))
+        .route(
+            "/openapi/v3",
+            get(
+                |AxState(ctx): AxState<Arc<Context>>, headers: HeaderMap| async move { openapi::index(&ctx, &headers) },
+            ),
+        )
+        .route("/openapi/v3/{*gv}", get(openapi_document))
+        .fallback(dispatch)
+        .with_state(ctx)
+}
+
+async fn openapi_document(AxState(ctx): AxState<Arc<Context>>, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    let path = parts.uri.path().trim_start_matches("/openapi/v3/");
+    openapi::document(&ctx, path, parts.uri.query(), &parts.headers).unwrap_or_else(|e| e.into_response())
+}
+
+/// One slot of [`Settings::max_requests_in_flight`], given back when dropped.
+struct InFlightSlot<'a>(&'a AtomicUsize);
+
+impl<'a> InFlightSlot<'a> {
+    fn take(counter: &'a AtomicUsize, limit: usize) -> Option<Self> {
+        let taken = counter.fetch_add(1, Ordering::AcqRel);
+        let slot = Self(counter);
+        (limit == 0 || taken < limit).then_some(slot)
+    }
+}
+
+impl Drop for InFlightSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+async fn dispatch(AxState(ctx): AxState<Arc<Context>>, req: Request) -> Response {
+    let Some(_slot) = InFlightSlot::take(&ctx.in_flight, ctx.settings.max_requests_in_flight) else {
+        return ApiError::too_many_requests(1).into_response();
+    };
+    match handlers::handle(ctx.clone(), req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}

@@ -1,0 +1,285 @@
+//! Strategic merge patch (`application/strategic-merge-patch+json`) for built-in types.
+//!
+//! Like a JSON merge patch, except that lists follow the field's `patchStrategy`: `merge`
+//! lists of objects merge item by item on their `patchMergeKey`, `merge` lists of scalars
+//! become a union, all other lists are replaced. The directives:
+//! `$patch: replace|delete|merge` (in a map, or as a list item), `$setElementOrder/<list>`,
+//! `$deleteFromPrimitiveList/<list>` and `$retainKeys`. `null` deletes a key.
+
+use serde_json::{Map, Value};
+
+use super::patch_meta::Shape;
+
+/// Why a strategic merge patch could not be applied (answered with 400 BadRequest).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SmpError {
+    /// `$patch` with a value other than `replace`, `delete` or `merge`.
+    #[error("Unknown patch type: {0}")]
+    UnknownPatchType(String),
+    /// A list item of a merge-by-key list without its merge key.
+    #[error("map: {item} does not contain declared merge key: {key}")]
+    MissingMergeKey { item: String, key: String },
+    /// A directive whose value has the wrong shape.
+    #[error("invalid patch format of {0}")]
+    BadDirective(&'static str),
+}
+
+/// Applies `patch` to `original` (both whole objects) along `shape`.
+pub(crate) fn apply(original: &Value, patch: &Value, shape: Shape<'_>) -> Result<Value, SmpError> {
+    let Value::Object(p) = patch else {
+        // A patch that is not an object replaces the document (then fails the object check).
+        return Ok(patch.clone());
+    };
+    let mut doc = match original {
+        Value::Object(m) => m.clone(),
+        _ => Map::new(),
+    };
+    match merge_map(&mut doc, p, shape)? {
+        MapOutcome::Keep => Ok(Value::Object(doc)),
+        MapOutcome::Delete => Ok(Value::Object(Map::new())),
+    }
+}
+
+enum MapOutcome {
+    Keep,
+    Delete,
+}
+
+fn is_directive(key: &str) -> bool {
+    key == "$patch"
+        || key == "$retainKeys"
+        || key.starts_with("$setElementOrder/")
+        || key.starts_with("$deleteFromPrimitiveList/")
+}
+
+fn merge_map(
+    orig: &mut Map<String, Value>,
+    patch: &Map<String, Value>,
+    shape: Shape<'_>,
+) -> Result<MapOutcome, SmpError> {
+    match patch.get("$patch") {
+        None => {}
+        Some(Value::String(s)) if s == "merge" => {}
+        Some(Value::String(s)) if s == "delete" => return Ok(MapOutcome::Delete),
+        Some(Value::String(s)) if s == "replace" => {
+            orig.clear();
+            let rest: Map<String, Value> =
+                patch.iter().filter(|(k, _)| *k != "$patch").map(|(k, v)| (k.clone(), v.clone())).collect();
+            merge_map(orig, &rest, shape)?;
+            return Ok(MapOutcome::Keep);
+        }
+        Some(other) => return Err(SmpError::UnknownPatchType(plain(other))),
+    }
+    let mut orders: Vec<(&str, &Vec<Value>)> = Vec::new();
+    for (k, pv) in patch {
+        if let Some(list) = k.strip_prefix("$setElementOrder/") {
+            let Value::Array(order) = pv else { return Err(SmpError::BadDirective("setElementOrder list")) };
+            orders.push((list, order));
+            continue;
+        }
+        if let Some(list) = k.strip_prefix("$deleteFromPrimitiveList/") {
+            let Value::Array(gone) = pv else { return Err(SmpError::BadDirective("primitive list")) };
+            if let Some(Value::Array(items)) = orig.get_mut(list) {
+                items.retain(|x| !gone.contains(x));
+            }
+            continue;
+        }
+        if is_directive(k) {
+            continue;
+        }
+        let child = shape.child(k);
+        match pv {
+            Value::Null => {
+                orig.remove(k);
+            }
+            Value::Object(pm) => {
+                let target = orig.entry(k.clone()).or_insert_with(|| Value::Object(Map::new()));
+                if !target.is_object() {
+                    *target = Value::Object(Map::new());
+                }
+                if let Value::Object(tm) = target
+                    && let MapOutcome::Delete = merge_map(tm, pm, child)?
+                {
+                    orig.remove(k);
+                }
+            }
+            Value::Array(pl) => {
+                let mut list = match orig.remove(k) {
+                    Some(Value::Array(l)) => l,
+                    _ => Vec::new(),
+                };
+                merge_list(&mut list, pl, child)?;
+                orig.insert(k.clone(), Value::Array(list));
+            }
+            scalar => {
+                orig.insert(k.clone(), scalar.clone());
+            }
+        }
+    }
+    for (list, order) in orders {
+        if let Some(Value::Array(items)) = orig.get_mut(list) {
+            reorder(items, order, shape.child(list).patch_merge_key());
+        }
+    }
+    if let Some(retain) = patch.get("$retainKeys") {
+        let Value::Array(keep) = retain else { return Err(SmpError::BadDirective("retainKeys")) };
+        let keep: Vec<&str> = keep.iter().filter_map(Value::as_str).collect();
+        orig.retain(|k, _| keep.contains(&k.as_str()));
+    }
+    Ok(MapOutcome::Keep)
+}
+
+fn merge_list(orig: &mut Vec<Value>, patch: &[Value], shape: Shape<'_>) -> Result<(), SmpError> {
+    let replace = patch.iter().any(|x| x.get("$patch").and_then(Value::as_str) == Some("replace"));
+    let merge = shape.patch_strategy().split(',').any(|s| s == "merge");
+    if replace || !merge {
+        orig.clear();
+        for x in patch.iter().filter(|x| x.get("$patch").and_then(Value::as_str) != Some("replace")) {
+            orig.push(cleaned(x, shape.item())?);
+        }
+        return Ok(());
+    }
+    let Some(key) = shape.patch_merge_key() else {
+        // A merge list of scalars: a union, in the original order then the patch's.
+        for x in patch {
+            if !orig.contains(x) {
+                orig.push(x.clone());
+            }
+        }
+        return Ok(());
+    };
+    for x in patch {
+        let Value::Object(pm) = x else {
+            return Err(SmpError::MissingMergeKey { item: plain(x), key: key.to_string() });
+        };
+        let Some(kv) = pm.get(key) else {
+            return Err(SmpError::MissingMergeKey { item: go_map(pm), key: key.to_string() });
+        };
+        let at = orig.iter().position(|o| o.get(key) == Some(kv));
+        match pm.get("$patch").and_then(Value::as_str) {
+            Some("delete") => {
+                orig.retain(|o| o.get(key) != Some(kv));
+                continue;
+            }
+            Some("merge") | None => {}
+            Some(other) => return Err(SmpError::UnknownPatchType(other.to_string())),
+        }
+        match at {
+            Some(i) => {
+                if let Some(Value::Object(om)) = orig.get_mut(i)
+                    && let MapOutcome::Delete = merge_map(om, pm, shape.item())?
+                {
+                    orig.remove(i);
+                }
+            }
+            None => orig.push(cleaned(x, shape.item())?),
+        }
+    }
+    Ok(())
+}
+
+/// A patch value with its directives resolved against nothing (for new keys and replaced lists).
+fn cleaned(x: &Value, shape: Shape<'_>) -> Result<Value, SmpError> {
+    match x {
+        Value::Object(pm) => {
+            let mut m = Map::new();
+            merge_map(&mut m, pm, shape)?;
+            Ok(Value::Object(m))
+        }
+        other => Ok(other.clone()),
+    }
+}
+
+/// `$setElementOrder`: the listed items take the slots listed items hold, in the listed order;
+/// the others stay where they are.
+fn reorder(items: &mut [Value], order: &[Value], merge_key: Option<&str>) {
+    let id = |v: &Value| -> Value {
+        match merge_key {
+            Some(k) => v.get(k).cloned().unwrap_or(Value::Null),
+            None => v.clone(),
+        }
+    };
+    let rank = |v: &Value| order.iter().position(|o| id(o) == id(v));
+    let slots: Vec<usize> = (0..items.len()).filter(|&i| rank(&items[i]).is_some()).collect();
+    let mut listed: Vec<Value> = slots.iter().map(|&i| items[i].clone()).collect();
+    listed.sort_by_key(|v| rank(v).unwrap_or(usize::MAX));
+    for (slot, v) in slots.into_iter().zip(listed) {
+        items[slot] = v;
+    }
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A map printed the way Go prints a `map[string]interface{}` in these messages.
+fn go_map(m: &Map<String, Value>) -> String {
+    let mut keys: Vec<&String> = m.keys().collect();
+    keys.sort();
+    let parts: Vec<String> = keys.iter().map(|k| format!("{k}:{}", plain(&m[k.as_str()]))).collect();
+    format!("map[{}]", parts.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod_smp(orig: Value, patch: Value) -> Value {
+        apply(&orig, &patch, Shape::builtin_root("", "v1", "Pod")).unwrap()
+    }
+
+    #[test]
+    fn containers_merge_by_name_and_args_replace() {
+        let orig = json!({"spec": {"containers": [
+            {"name": "a", "image": "a:1", "args": ["x", "y"]},
+            {"name": "b", "image": "b:1"}]}});
+        let out = pod_smp(orig, json!({"spec": {"containers": [{"name": "a", "image": "a:2", "args": ["z"]}]}}));
+        assert_eq!(
+            out["spec"]["containers"],
+            json!([{"name": "a", "image": "a:2", "args": ["z"]}, {"name": "b", "image": "b:1"}])
+        );
+    }
+
+    #[test]
+    fn delete_replace_and_primitive_directives() {
+        let orig = json!({"metadata": {"finalizers": ["a", "b"]}, "spec": {"containers": [
+            {"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}], "nodeSelector": {"x": "1"}}});
+        let out = pod_smp(
+            orig.clone(),
+            json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"], "finalizers": ["c"]},
+                   "spec": {"containers": [{"name": "a", "$patch": "delete"}],
+                            "nodeSelector": {"$patch": "replace", "y": "2"}}}),
+        );
+        assert_eq!(out["metadata"]["finalizers"], json!(["b", "c"]));
+        assert_eq!(out["spec"]["containers"], json!([{"name": "b", "image": "b:1"}]));
+        assert_eq!(out["spec"]["nodeSelector"], json!({"y": "2"}));
+        let out = pod_smp(orig, json!({"spec": {"containers": [{"$patch": "replace"}, {"name": "c", "image": "c"}]}}));
+        assert_eq!(out["spec"]["containers"], json!([{"name": "c", "image": "c"}]));
+    }
+
+    #[test]
+    fn set_element_order_and_retain_keys() {
+        let orig = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}],
+            "volumes": [{"name": "v", "emptyDir": {}}]}});
+        let out = pod_smp(
+            orig,
+            json!({"spec": {"$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
+                            "volumes": [{"name": "v", "$retainKeys": ["name", "hostPath"], "hostPath": {"path": "/x"}}]}}),
+        );
+        assert_eq!(out["spec"]["containers"], json!([{"name": "b"}, {"name": "a"}]));
+        assert_eq!(out["spec"]["volumes"], json!([{"name": "v", "hostPath": {"path": "/x"}}]));
+    }
+
+    #[test]
+    fn bad_directives_are_errors() {
+        let shape = Shape::builtin_root("", "v1", "Pod");
+        let e = apply(&json!({}), &json!({"$patch": "bogus"}), shape).unwrap_err();
+        assert_eq!(e.to_string(), "Unknown patch type: bogus");
+        let e = apply(&json!({}), &json!({"spec": {"containers": [{"image": "x"}]}}), shape).unwrap_err();
+        assert_eq!(e.to_string(), "map: map[image:x] does not contain declared merge key: name");
+    }
+}

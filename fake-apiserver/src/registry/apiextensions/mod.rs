@@ -1,0 +1,4 @@
+//! `apiextensions.k8s.io`: CustomResourceDefinitions, and the custom resources they define.
+
+pub(crate) mod crd;
+pub(crate) mod custom_resource;

@@ -1,0 +1,3 @@
+//! `authorization.k8s.io`.
+
+pub(crate) mod reviews;

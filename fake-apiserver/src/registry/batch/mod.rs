@@ -1,0 +1,3 @@
+//! `batch`.
+
+pub(crate) mod job;

@@ -1,0 +1,263 @@
+//! The built-in resource types: k8s-openapi types plus what k8s-openapi does not carry (short
+//! names, categories, subresources, selectable fields, generation, the kind's strategy).
+
+use super::apiextensions::crd::CrdStrategy;
+use super::apps::deployment::DeploymentStrategy;
+use super::apps::replicaset::ReplicaSetStrategy;
+use super::apps::statefulset::StatefulSetStrategy;
+use super::authorization::reviews::ReviewStrategy;
+use super::batch::job::JobStrategy;
+use super::core::configmap::ConfigMapStrategy;
+use super::core::event::EventStrategy;
+use super::core::namespace::NamespaceStrategy;
+use super::core::node::NodeStrategy;
+use super::core::pod::PodStrategy;
+use super::core::secret::SecretStrategy;
+use super::core::service::ServiceStrategy;
+use super::{DefaultStrategy, Derived, ResourceType, ScaleSpec, Strategy, builtin_schema};
+use k8s_openapi::{ListableResource, NamespaceResourceScope, Resource};
+use serde_json::Value;
+use std::any::TypeId;
+
+/// Options of one built-in entry that k8s-openapi does not carry.
+#[derive(Default)]
+struct Extra {
+    short: &'static [&'static str],
+    categories: &'static [&'static str],
+    status: bool,
+    scale: bool,
+    generation: bool,
+    fields: &'static [&'static str],
+    strategy: Option<&'static dyn Strategy>,
+}
+
+fn builtin<T: Resource + ListableResource + serde::de::DeserializeOwned + schemars::JsonSchema>(
+    x: Extra,
+) -> ResourceType
+where
+    T::Scope: 'static,
+{
+    resource_type::<T>(T::LIST_KIND.to_string(), x)
+}
+
+/// A built-in that is only ever created, never stored or listed (the access reviews).
+fn builtin_create_only<T: Resource + serde::de::DeserializeOwned + schemars::JsonSchema>() -> ResourceType
+where
+    T::Scope: 'static,
+{
+    resource_type::<T>(format!("{}List", T::KIND), Extra { strategy: Some(&ReviewStrategy), ..Extra::default() })
+}
+
+fn resource_type<T: Resource + serde::de::DeserializeOwned + schemars::JsonSchema>(
+    list_kind: String,
+    x: Extra,
+) -> ResourceType
+where
+    T::Scope: 'static,
+{
+    ResourceType {
+        group: T::GROUP.to_string(),
+        version: T::VERSION.to_string(),
+        kind: T::KIND.to_string(),
+        list_kind,
+        plural: T::URL_PATH_SEGMENT.to_string(),
+        singular: T::KIND.to_lowercase(),
+        namespaced: TypeId::of::<T::Scope>() == TypeId::of::<NamespaceResourceScope>(),
+        short_names: x.short.iter().map(|s| s.to_string()).collect(),
+        categories: x.categories.iter().map(|s| s.to_string()).collect(),
+        status: x.status,
+        scale: x.scale.then(|| ScaleSpec {
+            spec_replicas_path: "spec.replicas".into(),
+            status_replicas_path: "status.replicas".into(),
+            label_selector_path: Some("spec.selector".into()),
+            selector_is_object: true,
+        }),
+        selectable_fields: x.fields.iter().map(|s| s.to_string()).collect(),
+        tracks_generation: x.generation,
+        custom: false,
+        schema: None,
+        schema_epoch: 0,
+        printer_columns: Vec::new(),
+        decode_check: Some(decode_as::<T>),
+        openapi: Some(builtin_schema::<T>()),
+        strategy: x.strategy.unwrap_or(&DefaultStrategy),
+        derived: Derived::of(T::GROUP, T::VERSION, T::URL_PATH_SEGMENT, T::KIND),
+    }
+}
+
+fn decode_as<T: Resource + serde::de::DeserializeOwned>(v: &Value) -> Result<(), String> {
+    T::deserialize(v).map(|_| ()).map_err(|e| e.to_string())
+}
+
+const CORE_EVENT_FIELDS: &[&str] = &[
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+];
+
+const EVENTS_V1_FIELDS: &[&str] = &[
+    "regarding.kind",
+    "regarding.namespace",
+    "regarding.name",
+    "regarding.uid",
+    "regarding.apiVersion",
+    "regarding.resourceVersion",
+    "regarding.fieldPath",
+    "reason",
+    "reportingController",
+    "type",
+];
+
+/// The built-in resource types the server serves.
+pub(super) fn types() -> Vec<ResourceType> {
+    use k8s_openapi::api::{
+        apps::v1 as apps, batch::v1 as batch, coordination::v1 as coordination, core::v1 as core,
+        discovery::v1 as discovery, events::v1 as events, policy::v1 as policy, resource::v1 as resource,
+        scheduling::v1 as scheduling, scheduling::v1beta1 as scheduling_beta,
+    };
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
+    let all = &["all"][..];
+    vec![
+        builtin::<core::Namespace>(Extra {
+            short: &["ns"],
+            status: true,
+            fields: &["status.phase"],
+            strategy: Some(&NamespaceStrategy),
+            ..Default::default()
+        }),
+        builtin::<core::Pod>(Extra {
+            short: &["po"],
+            categories: all,
+            status: true,
+            generation: true,
+            fields: &[
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.nominatedNodeName",
+            ],
+            strategy: Some(&PodStrategy),
+            ..Default::default()
+        }),
+        builtin::<core::Service>(Extra {
+            short: &["svc"],
+            categories: all,
+            status: true,
+            strategy: Some(&ServiceStrategy),
+            ..Default::default()
+        }),
+        builtin::<core::Endpoints>(Extra { short: &["ep"], ..Default::default() }),
+        builtin::<core::ConfigMap>(Extra { short: &["cm"], strategy: Some(&ConfigMapStrategy), ..Default::default() }),
+        builtin::<core::Secret>(Extra { fields: &["type"], strategy: Some(&SecretStrategy), ..Default::default() }),
+        builtin::<core::ServiceAccount>(Extra { short: &["sa"], ..Default::default() }),
+        builtin::<core::Node>(Extra {
+            short: &["no"],
+            status: true,
+            fields: &["spec.unschedulable"],
+            strategy: Some(&NodeStrategy),
+            ..Default::default()
+        }),
+        builtin::<core::Event>(Extra {
+            short: &["ev"],
+            fields: CORE_EVENT_FIELDS,
+            strategy: Some(&EventStrategy),
+            ..Default::default()
+        }),
+        builtin::<core::PersistentVolumeClaim>(Extra { short: &["pvc"], status: true, ..Default::default() }),
+        builtin::<apps::Deployment>(Extra {
+            short: &["deploy"],
+            categories: all,
+            status: true,
+            scale: true,
+            generation: true,
+            strategy: Some(&DeploymentStrategy),
+            ..Default::default()
+        }),
+        builtin::<apps::StatefulSet>(Extra {
+            short: &["sts"],
+            categories: all,
+            status: true,
+            scale: true,
+            generation: true,
+            strategy: Some(&StatefulSetStrategy),
+            ..Default::default()
+        }),
+        builtin::<apps::ReplicaSet>(Extra {
+            short: &["rs"],
+            categories: all,
+            status: true,
+            scale: true,
+            generation: true,
+            fields: &["status.replicas"],
+            strategy: Some(&ReplicaSetStrategy),
+        }),
+        builtin::<apps::DaemonSet>(Extra {
+            short: &["ds"],
+            categories: all,
+            status: true,
+            generation: true,
+            ..Default::default()
+        }),
+        builtin::<batch::Job>(Extra {
+            categories: all,
+            status: true,
+            generation: true,
+            fields: &["status.successful"],
+            strategy: Some(&JobStrategy),
+            ..Default::default()
+        }),
+        builtin::<batch::CronJob>(Extra {
+            short: &["cj"],
+            categories: all,
+            status: true,
+            generation: true,
+            ..Default::default()
+        }),
+        builtin::<discovery::EndpointSlice>(Extra::default()),
+        builtin::<events::Event>(Extra {
+            short: &["ev"],
+            fields: EVENTS_V1_FIELDS,
+            strategy: Some(&EventStrategy),
+            ..Default::default()
+        }),
+        builtin::<coordination::Lease>(Extra::default()),
+        builtin::<policy::PodDisruptionBudget>(Extra {
+            short: &["pdb"],
+            status: true,
+            generation: true,
+            ..Default::default()
+        }),
+        builtin::<apiext::CustomResourceDefinition>(Extra {
+            short: &["crd", "crds"],
+            categories: &["api-extensions"],
+            status: true,
+            generation: true,
+            strategy: Some(&CrdStrategy),
+            ..Default::default()
+        }),
+        builtin::<resource::ResourceClaim>(Extra { status: true, generation: true, ..Default::default() }),
+        builtin::<resource::ResourceClaimTemplate>(Extra { generation: true, ..Default::default() }),
+        builtin::<resource::DeviceClass>(Extra { generation: true, ..Default::default() }),
+        builtin::<resource::ResourceSlice>(Extra {
+            generation: true,
+            fields: &["spec.nodeName", "spec.driver"],
+            ..Default::default()
+        }),
+        builtin::<scheduling::PriorityClass>(Extra { short: &["pc"], ..Default::default() }),
+        builtin::<scheduling_beta::PodGroup>(Extra { status: true, generation: true, ..Default::default() }),
+        builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(),
+        builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(),
+    ]
+}

@@ -1,0 +1,10 @@
+//! The core (`""`) group: the kinds with rules of their own.
+
+pub(crate) mod binding;
+pub(crate) mod configmap;
+pub(crate) mod event;
+pub(crate) mod namespace;
+pub(crate) mod node;
+pub(crate) mod pod;
+pub(crate) mod secret;
+pub(crate) mod service;

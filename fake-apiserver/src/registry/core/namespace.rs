@@ -1,0 +1,84 @@
+//! Namespaces: the `kubernetes` finalizer and phase, the name rule, the `finalize`
+//! subresource, and the NamespaceLifecycle admission check that refuses new content in a
+//! namespace being deleted. (Removing the content is the namespace controller's job.)
+
+use crate::error::{ApiError, StatusCause};
+use crate::registry::printers::{age_col, col, name_col, since};
+use crate::registry::store::UpdateMode;
+use crate::registry::{NameRule, ResourceType, Strategy, string_list};
+use crate::storage::Subresource;
+use apimachinery::unstructured::{nested_field, set_nested_field};
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+/// Finalizer on `spec.finalizers` of namespaces, cleared once their content is gone.
+pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
+
+/// core/v1 Namespace.
+#[derive(Debug)]
+pub(crate) struct NamespaceStrategy;
+
+impl Strategy for NamespaceStrategy {
+    fn name_rule(&self) -> NameRule {
+        NameRule::Label
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value, _now: &str) {
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        set_nested_field(obj, &["metadata", "labels", "kubernetes.io/metadata.name"], Value::String(name));
+        // The `kubernetes` finalizer is required on create, after any the client gave.
+        let mut fins = string_list(nested_field(obj, &["spec", "finalizers"]));
+        if !fins.iter().any(|f| f == NAMESPACE_FINALIZER) {
+            fins.push(NAMESPACE_FINALIZER.into());
+        }
+        set_nested_field(obj, &["spec", "finalizers"], json!(fins));
+        set_nested_field(obj, &["status"], json!({"phase": "Active"}));
+    }
+
+    /// `spec` (the finalizers) changes only through `/finalize`.
+    fn prepare_for_update(&self, new: &mut Value, old: &Value, mode: UpdateMode) {
+        if mode == UpdateMode::Main {
+            set_nested_field(new, &["spec"], old["spec"].clone());
+        }
+    }
+
+    fn finalizers_pending(&self, obj: &Value) -> bool {
+        !string_list(obj["spec"].get("finalizers")).is_empty()
+    }
+
+    fn mark_deleting(&self, obj: &mut Value, _now: &str) {
+        set_nested_field(obj, &["status", "phase"], json!("Terminating"));
+    }
+
+    fn subresources(&self) -> &'static [Subresource] {
+        &[Subresource::Finalize]
+    }
+
+    fn table_columns(&self, _rt: &ResourceType) -> Vec<Value> {
+        vec![name_col(), col("Status", "string", "", 0, "The status of the namespace"), age_col()]
+    }
+
+    fn table_cells(&self, _rt: &ResourceType, obj: &Value, now: Timestamp) -> Vec<Value> {
+        let age = json!(since(&obj["metadata"]["creationTimestamp"], now));
+        vec![json!(obj["metadata"]["name"]), json!(obj["status"]["phase"].as_str().unwrap_or_default()), age]
+    }
+}
+
+/// 403 Forbidden for a create in a namespace being deleted, with the `NamespaceTerminating`
+/// cause the NamespaceLifecycle admission plugin adds.
+pub(crate) fn terminating_forbidden(rt: &ResourceType, namespace: &str, name: &str) -> ApiError {
+    let mut e = ApiError::forbidden(
+        &rt.group,
+        &rt.plural,
+        name,
+        format!("unable to create new content in namespace {namespace} because it is being terminated"),
+    );
+    if let Some(d) = e.details.as_mut() {
+        d.causes.push(StatusCause::field(
+            "NamespaceTerminating",
+            "metadata.namespace",
+            format!("namespace {namespace} is being terminated"),
+        ));
+    }
+    e
+}

@@ -1,0 +1,184 @@
+//! Pods: status on create (phase, QoS class, the scheduling-gate condition), graceful
+//! deletion, the `binding` subresource and kubectl's columns.
+
+use crate::registry::printers::{age_col, col, human_duration, int, name_col, or_none, since};
+use crate::registry::{ResourceType, Strategy};
+use crate::storage::Subresource;
+use apimachinery::unstructured::{nested_field_at, set_nested_field};
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+/// The message kube-apiserver puts on the condition of a gated pod.
+const SCHEDULING_GATED_MESSAGE: &str = "Scheduling is blocked due to non-empty scheduling gates";
+
+/// core/v1 Pod.
+#[derive(Debug)]
+pub(crate) struct PodStrategy;
+
+impl Strategy for PodStrategy {
+    fn prepare_for_create(&self, obj: &mut Value, now: &str) {
+        let qos = pod_qos(obj);
+        set_nested_field(obj, &["status"], json!({"phase": "Pending", "qosClass": qos}));
+        add_scheduling_gated_condition(obj, now);
+    }
+
+    /// Pods bound to a node and not finished get a grace period for the kubelet (the
+    /// requested one, else `terminationGracePeriodSeconds`, else 30 s); others go at once.
+    fn deletion_grace_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
+        let text = |path: &str| nested_field_at(obj, path).and_then(Value::as_str).unwrap_or_default();
+        let phase = text("status.phase");
+        if text("spec.nodeName").is_empty() || phase == "Succeeded" || phase == "Failed" {
+            return Some(0);
+        }
+        let default = obj["spec"]["terminationGracePeriodSeconds"].as_i64().unwrap_or(30);
+        Some(requested.unwrap_or(default).max(0))
+    }
+
+    fn subresources(&self) -> &'static [Subresource] {
+        &[Subresource::Binding]
+    }
+
+    fn table_columns(&self, _rt: &ResourceType) -> Vec<Value> {
+        vec![
+            name_col(),
+            col("Ready", "string", "", 0, "Ready containers out of all containers."),
+            col("Status", "string", "", 0, "The aggregate status of the pod's containers."),
+            col("Restarts", "string", "", 0, "Container restarts, and how long ago the last one was."),
+            age_col(),
+            col("IP", "string", "", 1, "The pod's IP address."),
+            col("Node", "string", "", 1, "The node the pod is bound to."),
+            col("Nominated Node", "string", "", 1, "The node the scheduler nominated for preemption."),
+            col("Readiness Gates", "string", "", 1, "Readiness gates that are true out of all."),
+        ]
+    }
+
+    fn table_cells(&self, _rt: &ResourceType, obj: &Value, now: Timestamp) -> Vec<Value> {
+        pod_cells(obj, now)
+    }
+}
+
+/// Pod QoS class from requests and limits (as kubelet/apiserver compute it).
+fn pod_qos(pod: &Value) -> &'static str {
+    let containers: Vec<&Value> =
+        ["containers", "initContainers"].iter().filter_map(|k| pod["spec"][k].as_array()).flatten().collect();
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in containers {
+        let req = &c["resources"]["requests"];
+        let lim = &c["resources"]["limits"];
+        for res in ["cpu", "memory"] {
+            let (r, l) = (req.get(res), lim.get(res));
+            any |= r.is_some() || l.is_some();
+            if l.is_none() || (r.is_some() && r != l) {
+                guaranteed = false;
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// A pod with scheduling gates and no PodScheduled condition yet gets `PodScheduled=False`,
+/// reason `SchedulingGated` (stamped `now` by podutil.UpdatePodCondition). The API server
+/// never clears it when the gates go: the scheduler replaces it, by binding or by reporting
+/// the pod unschedulable.
+fn add_scheduling_gated_condition(pod: &mut Value, now: &str) {
+    let gated = pod["spec"]["schedulingGates"].as_array().is_some_and(|g| !g.is_empty());
+    if !gated {
+        return;
+    }
+    let conditions = pod["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    if conditions.iter().any(|c| c["type"] == "PodScheduled") {
+        return;
+    }
+    let mut conditions = conditions;
+    conditions.push(json!({
+        "type": "PodScheduled",
+        "status": "False",
+        "lastProbeTime": null,
+        "lastTransitionTime": now,
+        "reason": "SchedulingGated",
+        "message": SCHEDULING_GATED_MESSAGE,
+    }));
+    set_nested_field(pod, &["status", "conditions"], Value::Array(conditions));
+}
+
+fn pod_cells(o: &Value, now: Timestamp) -> Vec<Value> {
+    let spec = &o["spec"];
+    let status = &o["status"];
+    let restartable_init =
+        spec["initContainers"].as_array().into_iter().flatten().filter(|c| c["restartPolicy"] == "Always").count();
+    let total = spec["containers"].as_array().map_or(0, Vec::len) + restartable_init;
+    let mut reason = status["phase"].as_str().unwrap_or_default().to_string();
+    if let Some(r) = status["reason"].as_str().filter(|r| !r.is_empty()) {
+        reason = r.to_string();
+    }
+    let mut ready = 0;
+    let mut restarts = 0;
+    let mut last_restart: Option<Timestamp> = None;
+    let mut running = false;
+    let statuses = status["containerStatuses"].as_array().cloned().unwrap_or_default();
+    for cs in statuses.iter().rev() {
+        restarts += int(&cs["restartCount"]);
+        if let Some(t) = cs["lastState"]["terminated"]["finishedAt"].as_str().and_then(|s| s.parse::<Timestamp>().ok())
+        {
+            last_restart = Some(last_restart.map_or(t, |l| l.max(t)));
+        }
+        let state = &cs["state"];
+        if let Some(w) = state["waiting"]["reason"].as_str().filter(|r| !r.is_empty()) {
+            reason = w.to_string();
+        } else if let Some(t) = state["terminated"].as_object() {
+            reason = match t.get("reason").and_then(Value::as_str).filter(|r| !r.is_empty()) {
+                Some(r) => r.to_string(),
+                None => match t.get("signal").and_then(Value::as_i64).filter(|s| *s != 0) {
+                    Some(s) => format!("Signal:{s}"),
+                    None => format!("ExitCode:{}", t.get("exitCode").and_then(Value::as_i64).unwrap_or(0)),
+                },
+            };
+        } else if state["running"].is_object() && cs["ready"] == true {
+            running = true;
+            ready += 1;
+        } else if state["running"].is_object() {
+            running = true;
+        }
+    }
+    let pod_ready =
+        status["conditions"].as_array().into_iter().flatten().any(|c| c["type"] == "Ready" && c["status"] == "True");
+    if reason == "Completed" && running {
+        reason = if pod_ready { "Running".into() } else { "NotReady".into() };
+    }
+    if o["metadata"]["deletionTimestamp"].is_string() {
+        reason = if status["reason"] == "NodeLost" { "Unknown".into() } else { "Terminating".into() };
+    }
+    let restarts_text = match last_restart {
+        Some(t) => format!("{restarts} ({} ago)", human_duration(now.duration_since(t).as_secs())),
+        None => restarts.to_string(),
+    };
+    let gates = spec["readinessGates"].as_array().cloned().unwrap_or_default();
+    let gates_text = if gates.is_empty() {
+        "<none>".to_string()
+    } else {
+        let conditions = status["conditions"].as_array().cloned().unwrap_or_default();
+        let true_count = gates
+            .iter()
+            .filter(|g| conditions.iter().any(|c| c["type"] == g["conditionType"] && c["status"] == "True"))
+            .count();
+        format!("{true_count}/{}", gates.len())
+    };
+    vec![
+        json!(o["metadata"]["name"]),
+        json!(format!("{ready}/{total}")),
+        json!(reason),
+        json!(restarts_text),
+        json!(since(&o["metadata"]["creationTimestamp"], now)),
+        json!(or_none(status["podIP"].as_str())),
+        json!(or_none(spec["nodeName"].as_str())),
+        json!(or_none(status["nominatedNodeName"].as_str())),
+        json!(gates_text),
+    ]
+}

@@ -1,0 +1,180 @@
+//! Decoding request bodies as kube-apiserver's decoder does: JSON or YAML, type meta that must
+//! match the URL, the shapes of ObjectMeta fields, then the built-in type (400 BadRequest on
+//! failure; a patched object that no longer decodes is 422).
+
+use super::{DecodeCheck, ResourceType};
+use crate::error::{ApiError, ApiResult, StatusCause};
+use apimachinery::go::quote;
+use serde_json::Value;
+
+/// Parses a request body (JSON or YAML) into an object.
+pub(crate) fn parse_object(body: &[u8], yaml: bool) -> ApiResult<Value> {
+    let v: Value = if yaml {
+        let text = std::str::from_utf8(body).map_err(|e| ApiError::bad_request(format!("body is not UTF-8: {e}")))?;
+        serde_saphyr::from_str(text)
+            .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?
+    };
+    if !v.is_object() {
+        return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+    }
+    Ok(v)
+}
+
+/// Go's name for the JSON type of a value, as `encoding/json` words its unmarshal errors.
+pub(crate) fn go_json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The decoder reads `apiVersion` and `kind` as strings before anything else: any other JSON
+/// type (null aside) fails with "couldn't get version/kind; json parse error: ...".
+fn check_type_meta_types(obj: &Value) -> Result<(), String> {
+    for field in ["apiVersion", "kind"] {
+        match obj.get(field) {
+            None | Some(Value::Null) | Some(Value::String(_)) => {}
+            Some(other) => {
+                return Err(format!(
+                    "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{field} of type string",
+                    go_json_type(other)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks that apiVersion and kind, when given, are strings that match the URL, and fills them
+/// in when not.
+pub(crate) fn check_type_meta(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+    check_type_meta_types(obj).map_err(ApiError::bad_request)?;
+    let o =
+        obj.as_object_mut().ok_or_else(|| ApiError::bad_request("the body of the request must be a JSON object"))?;
+    let api_version = rt.api_version();
+    match o.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if !v.is_empty() && v != api_version => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({api_version})"
+            )));
+        }
+        _ => {
+            o.insert("apiVersion".into(), Value::String(api_version.to_string()));
+        }
+    }
+    match o.get("kind").and_then(Value::as_str) {
+        Some(k) if !k.is_empty() && k != rt.kind => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                rt.kind
+            )));
+        }
+        _ => {
+            o.insert("kind".into(), Value::String(rt.kind.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the built-in decoder on a body whose type meta [`check_type_meta`] has checked and
+/// filled in: a type error (`replicas: "three"`) is 400 BadRequest, before any storage check,
+/// as kube-apiserver decodes the body first.
+fn decode_body(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    match rt.decode_check {
+        Some(check) => check(obj).map_err(|e| {
+            ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                rt.kind, rt.version, rt.kind
+            ))
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Decodes a request body for `rt` the way the create and update handlers do: type meta, the
+/// shapes of ObjectMeta fields, then the built-in decoder (400 BadRequest on failure).
+pub(crate) fn decode_object(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+    check_type_meta(rt, obj)?;
+    check_meta_shape(rt, obj)?;
+    decode_body(rt, obj)
+}
+
+/// Checks that a patched object still decodes into its type. The patch handler answers a
+/// failure with 422 Invalid: `NewInvalid(GroupKind{}, "", [field.Invalid("patch",
+/// string(patchedJS), err)])`. `api_version` and `kind` fill in type meta the patch left
+/// empty (the decoder defaults them from the target type).
+pub(crate) fn check_patched(
+    patched: &Value,
+    api_version: &str,
+    kind: &str,
+    check: Option<DecodeCheck>,
+) -> ApiResult<()> {
+    let result = check_type_meta_types(patched).and_then(|()| {
+        let Some(check) = check else { return Ok(()) };
+        // Absent type meta decodes fine; null or empty is the target type's.
+        let unset = |field: &str| patched.get(field).is_some_and(|v| v.is_null() || v == "");
+        if !unset("apiVersion") && !unset("kind") {
+            return check(patched);
+        }
+        let mut typed = patched.clone();
+        if let Some(o) = typed.as_object_mut() {
+            o.insert("apiVersion".into(), Value::String(api_version.into()));
+            o.insert("kind".into(), Value::String(kind.into()));
+        }
+        check(&typed)
+    });
+    result.map_err(|e| {
+        let json = serde_json::to_string(patched).unwrap_or_default();
+        ApiError::invalid(
+            "",
+            "",
+            "",
+            vec![StatusCause::field("FieldValueInvalid", "patch", format!("Invalid value: {}: {e}", quote(&json)))],
+        )
+    })
+}
+
+/// The decoder of the `autoscaling/v1` Scale the `/scale` subresource reads and writes.
+pub(crate) fn decode_scale(v: &Value) -> Result<(), String> {
+    use serde::Deserialize;
+    k8s_openapi::api::autoscaling::v1::Scale::deserialize(v).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Checks the shapes of ObjectMeta fields the store relies on (a decode error in the apiserver).
+fn check_meta_shape(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    let meta = &obj["metadata"];
+    let bad = |field: &str, want: &str| {
+        Err(ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: metadata.{field} must be {want}",
+            rt.kind, rt.version, rt.kind
+        )))
+    };
+    for field in ["labels", "annotations"] {
+        match meta.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) if m.values().all(Value::is_string) => {}
+            Some(_) => return bad(field, "a map of strings"),
+        }
+    }
+    for field in ["finalizers"] {
+        match meta.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(a)) if a.iter().all(Value::is_string) => {}
+            Some(_) => return bad(field, "a list of strings"),
+        }
+    }
+    for field in ["name", "generateName", "namespace", "resourceVersion", "uid"] {
+        match meta.get(field) {
+            None | Some(Value::Null) | Some(Value::String(_)) => {}
+            Some(_) => return bad(field, "a string"),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,150 @@
+//! ObjectMeta as the generic store handles it: the shapes and rules of `metadata`, conditions,
+//! finalizers, and the finalizers a DELETE adds for its propagation policy.
+
+use crate::error::{ApiError, ApiResult, StatusCause};
+use apimachinery::go::quote;
+use apimachinery::unstructured::{nested_field_at, set_nested_field};
+use apimachinery::validation::{label_key_errors, label_value_errors};
+use serde_json::{Map, Value, json};
+
+/// `metadata` of a body, made an object when absent or null (400 when it is something else).
+pub(crate) fn meta_mut(obj: &mut Value) -> ApiResult<&mut Map<String, Value>> {
+    let o =
+        obj.as_object_mut().ok_or_else(|| ApiError::bad_request("the body of the request must be a JSON object"))?;
+    let m = o.entry("metadata").or_insert_with(|| json!({}));
+    if m.is_null() {
+        *m = json!({});
+    }
+    m.as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))
+}
+
+/// The string at a dotted path, empty when absent.
+pub(crate) fn str_field<'a>(obj: &'a Value, path: &str) -> &'a str {
+    nested_field_at(obj, path).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The strings of a JSON list (other entries skipped); empty when it is not a list.
+pub(crate) fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+/// `ValidateLabels` (part of `ValidateObjectMeta`): every key a qualified name, every value a
+/// label value, each failure a `FieldValueInvalid` cause on `metadata.labels`.
+pub(crate) fn label_causes(labels: Option<&Value>) -> Vec<StatusCause> {
+    let Some(Value::Object(labels)) = labels else { return Vec::new() };
+    let mut causes = Vec::new();
+    let invalid = |value: &str, msg: String| {
+        StatusCause::field("FieldValueInvalid", "metadata.labels", format!("Invalid value: {}: {msg}", quote(value)))
+    };
+    for (key, value) in labels {
+        causes.extend(label_key_errors(key).into_iter().map(|m| invalid(key, m)));
+        let value = value.as_str().unwrap_or_default();
+        causes.extend(label_value_errors(value).into_iter().map(|m| invalid(value, m)));
+    }
+    causes
+}
+
+/// Adds finalizer `f` unless it is there.
+pub(crate) fn add_finalizer(obj: &mut Value, f: &str) {
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else { return };
+    let list = meta.entry("finalizers").or_insert(Value::Null);
+    if !list.is_array() {
+        *list = json!([]);
+    }
+    if let Some(a) = list.as_array_mut()
+        && !a.iter().any(|x| x == f)
+    {
+        a.push(Value::String(f.into()));
+    }
+}
+
+/// A random (version 4) UUID: `xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx`.
+pub(crate) fn new_uid() -> String {
+    use rand::Rng;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let b: [u8; 16] = rand::rng().random();
+    let mut h = [0u8; 32];
+    for (i, x) in b.iter().enumerate() {
+        h[2 * i] = HEX[usize::from(x >> 4)];
+        h[2 * i + 1] = HEX[usize::from(x & 15)];
+    }
+    let mut out = [0u8; 36];
+    out[0..8].copy_from_slice(&h[0..8]);
+    out[8] = b'-';
+    out[9..13].copy_from_slice(&h[8..12]);
+    out[13] = b'-';
+    out[14] = b'4';
+    out[15..18].copy_from_slice(&h[13..16]);
+    out[18] = b'-';
+    out[19] = b"89ab"[usize::from(b[8] & 3)];
+    out[20..23].copy_from_slice(&h[17..20]);
+    out[23] = b'-';
+    out[24..36].copy_from_slice(&h[20..32]);
+    out.iter().map(|&c| char::from(c)).collect()
+}
+
+/// Sets condition `type_` in `status.conditions` as controllers do: a change of status
+/// replaces it (new transition time), the same status only updates reason and message.
+pub(crate) fn set_condition(obj: &mut Value, type_: &str, status: &str, reason: &str, message: &str, now: &str) {
+    if !nested_field_at(obj, "status.conditions").is_some_and(Value::is_array) {
+        set_nested_field(obj, &["status", "conditions"], json!([]));
+    }
+    let Some(list) = obj.get_mut("status").and_then(|s| s.get_mut("conditions")).and_then(Value::as_array_mut) else {
+        return;
+    };
+    let cond =
+        json!({"type": type_, "status": status, "lastTransitionTime": now, "reason": reason, "message": message});
+    match list.iter_mut().find(|c| c["type"] == type_) {
+        Some(c) if c["status"] == status => {
+            set_nested_field(c, &["reason"], json!(reason));
+            set_nested_field(c, &["message"], json!(message));
+        }
+        Some(c) => *c = cond,
+        None => list.push(cond),
+    }
+}
+
+/// Finalizer that makes the garbage collector strip the owner's references from its
+/// dependents before the owner goes (propagation policy `Orphan`).
+pub(crate) const ORPHAN_FINALIZER: &str = "orphan";
+/// Finalizer that keeps an owner until its blocking dependents are gone (policy `Foreground`).
+pub(crate) const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+
+/// The finalizers an object should have after a DELETE, when they differ from the ones it has
+/// (`deletionFinalizersForGarbageCollection`): the explicit policy wins (`orphan_dependents`,
+/// then `propagation_policy`), then an `orphan` or `foregroundDeletion` finalizer already
+/// there, then the kind's default.
+pub(crate) fn deletion_finalizers(
+    finalizers: &[String],
+    orphan_dependents: Option<bool>,
+    propagation_policy: Option<&str>,
+    orphans_by_default: bool,
+) -> Option<Vec<String>> {
+    let existing = finalizers.iter().find_map(|f| match f.as_str() {
+        ORPHAN_FINALIZER => Some(true),
+        FOREGROUND_FINALIZER => Some(false),
+        _ => None,
+    });
+    let orphan = match (orphan_dependents, propagation_policy) {
+        (Some(o), _) => o,
+        (None, Some(p)) => p == "Orphan",
+        (None, None) => existing.unwrap_or(orphans_by_default),
+    };
+    let foreground = match (orphan_dependents, propagation_policy) {
+        (Some(_), _) => false,
+        (None, Some(p)) => p == "Foreground",
+        (None, None) => existing == Some(false),
+    };
+    let mut out: Vec<String> =
+        finalizers.iter().filter(|f| *f != ORPHAN_FINALIZER && *f != FOREGROUND_FINALIZER).cloned().collect();
+    if orphan {
+        out.push(ORPHAN_FINALIZER.into());
+    }
+    if foreground {
+        out.push(FOREGROUND_FINALIZER.into());
+    }
+    let same = out.len() == finalizers.len() && out.iter().all(|f| finalizers.contains(f));
+    (!same).then_some(out)
+}

@@ -1,0 +1,566 @@
+//! The generic store: create, update and delete with the apiserver's metadata rules
+//! (`registry/generic/registry.Store`), each step that differs by kind asked of the resource
+//! type's [`Strategy`](super::Strategy). Runs under the server's lock, except
+//! [`prepare_create`], which needs no store and runs before the lock is taken.
+
+use super::core::namespace::terminating_forbidden;
+use super::decode::decode_object;
+use super::meta::{deletion_finalizers, label_causes, meta_mut, new_uid, string_list};
+use super::{ResourceType, State, namespaces_key};
+use crate::error::{ApiError, ApiResult, StatusCause};
+use crate::storage::{ChangeKind, Encoded, StoredObject, Subresource, Verb, WriteContext, parse_rv, preview, value_rv};
+use apimachinery::clock::format_time;
+use apimachinery::go::quote;
+use apimachinery::unstructured::set_nested_field;
+use bytes::Bytes;
+use jiff::Timestamp;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// Records who owns which field of an object on a write: what the field manager does for
+/// every non-apply write (`managedFields` entries of operation `Update`).
+pub(crate) trait FieldOwnership {
+    /// A create: the writer owns every field it set.
+    fn record_create(&self, rt: &ResourceType, obj: &mut Value, w: &Write);
+    /// An update from `old` to `new`: the writer owns the fields it changed.
+    fn record_update(&self, rt: &ResourceType, old: &Value, new: &mut Value, w: &Write);
+}
+
+/// Stores `value` through `rt` and runs what the kind does after a write (a CRD starts or
+/// stops being served). Every write of an object goes through here.
+pub(crate) fn commit(
+    st: &mut State,
+    rt: &ResourceType,
+    kind: ChangeKind,
+    value: Value,
+    ctx: &Arc<WriteContext>,
+    now: Timestamp,
+) -> Arc<StoredObject> {
+    let obj = st.store.commit(rt, kind, value, ctx, now);
+    rt.strategy.after_commit(st, &obj, kind);
+    obj
+}
+
+/// A write context for the server's own controllers.
+pub(crate) fn system_ctx(user_agent: &str, verb: Verb, subresource: Option<Subresource>) -> Arc<WriteContext> {
+    Arc::new(WriteContext { verb, subresource, user_agent: user_agent.into(), field_manager: None })
+}
+
+/// Everything a write needs besides the object: who, when, and whether to persist.
+pub(crate) struct Write<'a> {
+    /// Who writes, for the timeline and managedFields.
+    pub ctx: &'a Arc<WriteContext>,
+    /// When, on the server's clock.
+    pub now: Timestamp,
+    /// A dry run goes through every step but stores nothing.
+    pub dry_run: bool,
+    /// Records who owns which field; `None` when the object carries its `managedFields`
+    /// already (server-side apply computed them).
+    pub fields: Option<&'a dyn FieldOwnership>,
+}
+
+impl Write<'_> {
+    /// The time of the write as a `metav1.Time` string.
+    pub fn time(&self) -> String {
+        format_time(self.now)
+    }
+
+    /// Stores `value` (or, for a dry run, shows what would be stored).
+    pub fn persist(&self, st: &mut State, rt: &ResourceType, kind: ChangeKind, value: Value) -> Arc<StoredObject> {
+        if self.dry_run {
+            return Arc::new(preview(rt, &value));
+        }
+        commit(st, rt, kind, value, self.ctx, self.now)
+    }
+}
+
+/// The object as served through `rt`: the stored bytes, or (when it was written through
+/// another version or an older schema) a copy with `apiVersion` rewritten and defaults applied.
+pub(crate) fn render(rt: &ResourceType, obj: &StoredObject) -> Bytes {
+    if served_as_stored(rt, obj) {
+        return obj.bytes.clone();
+    }
+    let mut v = obj.value();
+    rt.strategy.convert_to(rt, &mut v);
+    set_nested_field(&mut v, &["apiVersion"], Value::String(rt.api_version().to_string()));
+    if let Some(schema) = &rt.schema {
+        schema.apply_defaults(&mut v);
+    }
+    Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+}
+
+/// Whether `rt` serves `obj` as its stored bytes (same version, same schema).
+pub(crate) fn served_as_stored(rt: &ResourceType, obj: &StoredObject) -> bool {
+    obj.api_version == rt.api_version() && obj.schema_epoch == rt.schema_epoch
+}
+
+/// Runs the kind's strategy: canonicalization (custom resources: prune and default by the
+/// schema), then validation. (The built-in decoder runs earlier, in [`decode_object`].)
+fn validate_content(rt: &ResourceType, obj: &mut Value, name: &str) -> ApiResult<()> {
+    rt.strategy.canonicalize(rt, obj);
+    let causes = rt.strategy.validate(rt, obj);
+    if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&rt.group, &rt.kind, name, causes)) }
+}
+
+/// NamespaceLifecycle admission: a namespaced object needs a namespace that exists and is not
+/// being deleted.
+fn namespace_check(st: &State, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
+    if !rt.namespaced {
+        return Ok(());
+    }
+    match st.store.get(namespaces_key(), "", ns) {
+        None => Err(ApiError::not_found("", "namespaces", ns)),
+        Some(n) if n.deleting => Err(terminating_forbidden(rt, ns, name)),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Create: decoding, name and generateName, namespace checks, server-set metadata, validation,
+/// store. [`prepare_create`] then [`create_prepared`], all under the caller's lock.
+pub(crate) fn create(
+    st: &mut State,
+    rt: &ResourceType,
+    ns: &str,
+    obj: Value,
+    w: &Write,
+) -> ApiResult<Arc<StoredObject>> {
+    let prepared = prepare_create(rt, ns, obj, w)?;
+    create_prepared(st, rt, ns, prepared, w)
+}
+
+/// A create with everything done that needs only the request and the resource type.
+pub(crate) struct PreparedCreate {
+    name: String,
+    /// The object to store, or the validation error the create answers with once the
+    /// namespace and existence checks (which come first) pass.
+    object: ApiResult<PreparedObject>,
+}
+
+struct PreparedObject {
+    encoded: Encoded,
+    /// For dry runs: the resourceVersion the preview carries.
+    preview_rv: u64,
+}
+
+/// The part of a create that needs no store: decoding, name and generateName, name and label
+/// validation, server-set metadata, the kind's strategy, schema validation, and serialization.
+/// Runs before the store's lock is taken; [`create_prepared`] finishes under it, with the
+/// same outcome as if all of it ran under the lock (the store is only read there).
+pub(crate) fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Write) -> ApiResult<PreparedCreate> {
+    decode_object(rt, &mut obj)?;
+    let meta = meta_mut(&mut obj)?;
+    if rt.namespaced {
+        match meta.get("namespace").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() && n != ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {
+                meta.insert("namespace".into(), Value::String(ns.to_string()));
+            }
+        }
+    } else {
+        meta.remove("namespace");
+    }
+    let mut name = meta.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let generate = meta.get("generateName").and_then(Value::as_str).unwrap_or_default().to_string();
+    if name.is_empty() && !generate.is_empty() {
+        name = apimachinery::names::generate_name(&generate);
+        meta.insert("name".into(), Value::String(name.clone()));
+    }
+    // ValidateObjectMeta: the name first, then the labels, all in one Invalid.
+    let mut causes = Vec::new();
+    if name.is_empty() {
+        causes.push(StatusCause::field(
+            "FieldValueRequired",
+            "metadata.name",
+            "Required value: name or generateName is required",
+        ));
+    } else {
+        let invalid = |msg| {
+            StatusCause::field("FieldValueInvalid", "metadata.name", format!("Invalid value: {}: {msg}", quote(&name)))
+        };
+        causes.extend(rt.strategy.name_rule().errors(&name).into_iter().map(invalid));
+    }
+    causes.extend(label_causes(meta.get("labels")));
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&rt.group, &rt.kind, &name, causes));
+    }
+    for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+        meta.remove(f);
+    }
+    meta.insert("uid".into(), Value::String(new_uid()));
+    meta.insert("creationTimestamp".into(), Value::String(w.time()));
+    if rt.tracks_generation {
+        meta.insert("generation".into(), json!(1));
+    } else {
+        meta.remove("generation");
+    }
+    // Nodes keep the status the kubelet registers them with; other kinds start with none.
+    if rt.status
+        && !rt.strategy.keeps_status_on_create()
+        && let Some(o) = obj.as_object_mut()
+    {
+        o.remove("status");
+    }
+    rt.strategy.prepare_for_create(&mut obj, &w.time());
+    if let Some(fields) = w.fields {
+        fields.record_create(rt, &mut obj, w);
+    }
+    let object = validate_content(rt, &mut obj, &name).map(|()| {
+        if w.dry_run {
+            PreparedObject { preview_rv: value_rv(&obj), encoded: Encoded::exact(rt, &obj) }
+        } else {
+            PreparedObject { preview_rv: 0, encoded: Encoded::for_commit(rt, obj) }
+        }
+    });
+    Ok(PreparedCreate { name, object })
+}
+
+/// The part of a create that reads and writes the store: the namespace must exist and not be
+/// terminating, the name must be free; then the object prepared by [`prepare_create`] is stored.
+pub(crate) fn create_prepared(
+    st: &mut State,
+    rt: &ResourceType,
+    ns: &str,
+    prepared: PreparedCreate,
+    w: &Write,
+) -> ApiResult<Arc<StoredObject>> {
+    let name = &prepared.name;
+    namespace_check(st, rt, ns, name)?;
+    let stored_ns = if rt.namespaced { ns } else { "" };
+    if st.store.get(rt.storage_key(), stored_ns, name).is_some() {
+        return Err(ApiError::already_exists(&rt.group, &rt.plural, name));
+    }
+    let PreparedObject { encoded, preview_rv } = prepared.object?;
+    if w.dry_run {
+        return Ok(Arc::new(encoded.finish(preview_rv)));
+    }
+    let created = st.store.commit_encoded(rt, ChangeKind::Added, encoded, w.ctx, w.now);
+    rt.strategy.after_commit(st, &created, ChangeKind::Added);
+    Ok(created)
+}
+
+/// Which part of an object an update may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UpdateMode {
+    /// The main resource: everything but `.status` (when there is a status subresource).
+    Main,
+    /// The `/status` subresource: only `.status`.
+    Status,
+}
+
+/// Server-owned metadata an update cannot change.
+const IMMUTABLE_META: &[&str] =
+    &["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace", "name"];
+
+fn without(v: &Value, skip: &[&str]) -> Map<String, Value> {
+    v.as_object()
+        .map(|o| o.iter().filter(|(k, _)| !skip.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default()
+}
+
+/// Update (PUT, and the tail of PATCH): optimistic concurrency, status/spec split, finalizer
+/// rules, validation, generation, and removal once the last finalizer of a deleting object goes.
+pub(crate) fn update(
+    st: &mut State,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+    mut new: Value,
+    mode: UpdateMode,
+    w: &Write,
+) -> ApiResult<Arc<StoredObject>> {
+    // The handler decodes the body and checks it against the URL before the store looks at it.
+    decode_object(rt, &mut new)?;
+    let meta = meta_mut(&mut new)?;
+    match meta.get("name").and_then(Value::as_str) {
+        Some(n) if !n.is_empty() && n != name => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        _ => {}
+    }
+    if rt.namespaced && meta.get("namespace").and_then(Value::as_str).is_some_and(|n| !n.is_empty() && n != ns) {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    let key = rt.storage_key();
+    let stored_ns = if rt.namespaced { ns } else { "" };
+    let old = st.store.get(key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+    match meta.get("resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        Some(rv) if parse_rv(rv) != Some(old.resource_version) => {
+            return Err(ApiError::conflict(&rt.group, &rt.plural, name));
+        }
+        Some(_) => {}
+        None if rt.custom => {
+            // The generic store builds this from the resource (`GroupKind{Group, Kind: resource}`)
+            // and prints the uint64 zero with `%#v`.
+            return Err(ApiError::invalid(
+                &rt.group,
+                &rt.plural,
+                name,
+                vec![StatusCause::field(
+                    "FieldValueInvalid",
+                    "metadata.resourceVersion",
+                    "Invalid value: 0x0: must be specified for an update",
+                )],
+            ));
+        }
+        None => {}
+    }
+    let old_value = old.value();
+    let mut merged = match mode {
+        UpdateMode::Main => {
+            let mut m = new;
+            if rt.status {
+                match old_value.get("status") {
+                    Some(s) => {
+                        set_nested_field(&mut m, &["status"], s.clone());
+                    }
+                    None => {
+                        if let Some(o) = m.as_object_mut() {
+                            o.remove("status");
+                        }
+                    }
+                }
+            }
+            m
+        }
+        UpdateMode::Status => {
+            let mut m = old_value.clone();
+            if w.fields.is_none() {
+                // Server-side apply to /status computed the new managedFields.
+                match new["metadata"].get("managedFields") {
+                    Some(mf) => {
+                        set_nested_field(&mut m, &["metadata", "managedFields"], mf.clone());
+                    }
+                    None => {
+                        if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
+                            meta.remove("managedFields");
+                        }
+                    }
+                }
+            }
+            match new.get("status") {
+                Some(s) => {
+                    set_nested_field(&mut m, &["status"], s.clone());
+                }
+                None => {
+                    if let Some(o) = m.as_object_mut() {
+                        o.remove("status");
+                    }
+                }
+            }
+            m
+        }
+    };
+    {
+        let old_meta = &old_value["metadata"];
+        let meta = meta_mut(&mut merged)?;
+        for f in IMMUTABLE_META {
+            match old_meta.get(*f) {
+                Some(v) => meta.insert(f.to_string(), v.clone()),
+                None => meta.remove(*f),
+            };
+        }
+        meta.insert("resourceVersion".into(), Value::String(old.resource_version.to_string()));
+    }
+    if old.deleting {
+        let new_finalizers = string_list(merged["metadata"].get("finalizers"));
+        let added: Vec<&String> = new_finalizers.iter().filter(|f| !old.finalizers.contains(f)).collect();
+        if !added.is_empty() {
+            return Err(ApiError::invalid(
+                &rt.group,
+                &rt.kind,
+                name,
+                vec![StatusCause::field(
+                    "FieldValueForbidden",
+                    "metadata.finalizers",
+                    format!(
+                        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                    ),
+                )],
+            ));
+        }
+    }
+    rt.strategy.prepare_for_update(&mut merged, &old_value, mode);
+    let causes = label_causes(merged["metadata"].get("labels"));
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&rt.group, &rt.kind, name, causes));
+    }
+    validate_content(rt, &mut merged, name)?;
+    if rt.tracks_generation {
+        let skip: &[&str] =
+            if rt.status { &["metadata", "status", "apiVersion", "kind"] } else { &["metadata", "apiVersion", "kind"] };
+        if without(&merged, skip) != without(&old_value, skip) {
+            let g = old_value["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+            set_nested_field(&mut merged, &["metadata", "generation"], json!(g));
+        }
+    }
+    if let Some(fields) = w.fields {
+        fields.record_update(rt, &old_value, &mut merged, w);
+    }
+    if merged == old_value {
+        // Nothing changed: the apiserver skips the write, so no new resourceVersion or event.
+        return Ok(old);
+    }
+    let finalizers_left = has_finalizers(rt, &merged);
+    let kind = if old.deleting && !finalizers_left && grace_elapsed(&old_value) {
+        ChangeKind::Deleted
+    } else {
+        ChangeKind::Modified
+    };
+    Ok(w.persist(st, rt, kind, merged))
+}
+
+/// Whether anything still blocks removal: metadata finalizers, or what the kind adds
+/// (a namespace's `spec.finalizers`).
+fn has_finalizers(rt: &ResourceType, v: &Value) -> bool {
+    rt.strategy.finalizers_pending(v) || !string_list(v["metadata"].get("finalizers")).is_empty()
+}
+
+fn grace_elapsed(v: &Value) -> bool {
+    v["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0
+}
+
+/// Options of a DELETE, from its body and query.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    pub precondition_uid: Option<String>,
+    pub precondition_resource_version: Option<String>,
+    pub propagation_policy: Option<String>,
+    pub orphan_dependents: Option<bool>,
+    pub dry_run: bool,
+}
+
+/// The answer to a DELETE of one object.
+pub(crate) enum Deleted {
+    /// Gone now; the last state (stamped with the deletion's resourceVersion).
+    Now(Arc<StoredObject>),
+    /// Marked for deletion; waits for finalizers or a grace period.
+    Pending(Arc<StoredObject>),
+}
+
+/// Delete: preconditions, finalizers (deletionTimestamp then removal), pod graceful deletion.
+pub(crate) fn delete(
+    st: &mut State,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+    opts: &DeleteOptions,
+    w: &Write,
+) -> ApiResult<Deleted> {
+    let key = rt.storage_key();
+    let stored_ns = if rt.namespaced { ns } else { "" };
+    let old = st.store.get(key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+    // rest.BeforeDelete checks the preconditions first, with a Conflict built from the Kind.
+    if let Some(uid) = opts.precondition_uid.as_deref().filter(|u| *u != old.uid) {
+        return Err(ApiError::conflict_because(
+            &rt.group,
+            &rt.kind,
+            name,
+            format!(
+                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                old.uid
+            ),
+        ));
+    }
+    let current_rv = old.resource_version.to_string();
+    if let Some(rv) = opts.precondition_resource_version.as_deref().filter(|rv| *rv != current_rv) {
+        return Err(ApiError::conflict_because(
+            &rt.group,
+            &rt.kind,
+            name,
+            format!(
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({current_rv}). The object might have been modified"
+            ),
+        ));
+    }
+    let mut v = old.value();
+    let grace = rt.strategy.deletion_grace_period(&v, opts.grace_period_seconds);
+    // The propagation policy becomes an `orphan` or `foregroundDeletion` finalizer.
+    let gc_finalizers = deletion_finalizers(
+        &old.finalizers,
+        opts.orphan_dependents,
+        opts.propagation_policy.as_deref(),
+        rt.strategy.orphans_dependents_by_default(),
+    );
+    if let Some(f) = &gc_finalizers {
+        set_nested_field(&mut v, &["metadata", "finalizers"], json!(f));
+    }
+    if old.deleting {
+        // Deleting again can only shorten a grace period; a pod at grace 0 goes now.
+        if grace == Some(0) && !has_finalizers(rt, &v) {
+            return Ok(Deleted::Now(w.persist(st, rt, ChangeKind::Deleted, v)));
+        }
+        // A shorter grace period moves deletionTimestamp and deletionGracePeriodSeconds
+        // (kube-apiserver's BeforeDelete), so a kubelet's grace-0 delete of a pod held by a
+        // finalizer lets the pod go as soon as the finalizer is removed.
+        let current = v["metadata"]["deletionGracePeriodSeconds"].as_i64();
+        let shorter = matches!((grace, current), (Some(g), Some(c)) if g < c);
+        if let (true, Some(g)) = (shorter, grace) {
+            let at = w.now.checked_add(jiff::SignedDuration::from_secs(g)).unwrap_or(w.now);
+            set_nested_field(&mut v, &["metadata", "deletionTimestamp"], Value::String(format_time(at)));
+            set_nested_field(&mut v, &["metadata", "deletionGracePeriodSeconds"], json!(g));
+        }
+        // A new policy on an object already being deleted swaps its cascading finalizer.
+        if gc_finalizers.is_some() || shorter {
+            return Ok(Deleted::Pending(w.persist(st, rt, ChangeKind::Modified, v)));
+        }
+        return Ok(Deleted::Pending(old));
+    }
+    let pending = has_finalizers(rt, &v) || grace.is_some_and(|g| g > 0);
+    if !pending {
+        return Ok(Deleted::Now(w.persist(st, rt, ChangeKind::Deleted, v)));
+    }
+    let g = grace.unwrap_or(0);
+    let at = w.now.checked_add(jiff::SignedDuration::from_secs(g)).unwrap_or(w.now);
+    set_nested_field(&mut v, &["metadata", "deletionTimestamp"], Value::String(format_time(at)));
+    set_nested_field(&mut v, &["metadata", "deletionGracePeriodSeconds"], json!(g));
+    if rt.tracks_generation {
+        let gen_ = v["metadata"]["generation"].as_i64().unwrap_or(0);
+        if gen_ > 0 {
+            set_nested_field(&mut v, &["metadata", "generation"], json!(gen_ + 1));
+        }
+    }
+    rt.strategy.mark_deleting(&mut v, &w.time());
+    Ok(Deleted::Pending(w.persist(st, rt, ChangeKind::Modified, v)))
+}
+
+/// Deletes every object of `rt` (in `ns` when given) in the background, as the namespace and
+/// CRD controllers do; returns whether anything was deleted and how many objects there were.
+pub(crate) fn delete_all(
+    st: &mut State,
+    rt: &ResourceType,
+    ns: Option<&str>,
+    ctx: &Arc<WriteContext>,
+    now: Timestamp,
+) -> (bool, usize) {
+    let key = rt.storage_key();
+    let items: Vec<Arc<StoredObject>> = st
+        .store
+        .collections
+        .get(key)
+        .map(|c| c.values().filter(|o| ns.is_none_or(|n| o.namespace == n)).cloned().collect())
+        .unwrap_or_default();
+    let remaining = items.len();
+    let mut progressed = false;
+    let w = Write { ctx, now, dry_run: false, fields: None };
+    // Both controllers delete with an explicit Background policy, so no kind's default
+    // (Jobs orphan theirs) leaves dependents behind.
+    let opts = DeleteOptions { propagation_policy: Some("Background".into()), ..Default::default() };
+    for o in items {
+        if o.deleting {
+            continue;
+        }
+        if delete(st, rt, &o.namespace, &o.name, &opts, &w).is_ok() {
+            progressed = true;
+        }
+    }
+    (progressed, remaining)
+}

@@ -1,0 +1,110 @@
+//! What differs from kind to kind, in one place per kind: the `Strategy` of kube-apiserver's
+//! `pkg/registry/<group>/<kind>/strategy.go`. The generic store (`registry::store`) runs every
+//! write through the resource type's strategy; a kind with no rules of its own uses
+//! [`DefaultStrategy`].
+
+use super::printers;
+use super::store::UpdateMode;
+use super::{NameRule, ResourceType, State};
+use crate::error::{ApiError, ApiResult, StatusCause};
+use crate::storage::{ChangeKind, StoredObject, Subresource, field_string};
+use jiff::Timestamp;
+use serde_json::Value;
+
+/// The rules of one kind. Every method has the behaviour of a kind without special rules.
+pub(crate) trait Strategy: Sync + std::fmt::Debug {
+    /// How names of this kind are validated.
+    fn name_rule(&self) -> NameRule {
+        NameRule::Subdomain
+    }
+
+    /// Whether a create keeps the `status` the client sent (nodes: the kubelet registers them
+    /// with theirs); other kinds with a status subresource start with none.
+    fn keeps_status_on_create(&self) -> bool {
+        false
+    }
+
+    /// `PrepareForCreate`: what the server sets on a new object (status, conditions,
+    /// finalizers), after the generic metadata. `now` is a `metav1.Time` string.
+    fn prepare_for_create(&self, _obj: &mut Value, _now: &str) {}
+
+    /// `PrepareForUpdate`: what an update through `mode` may not change, undone on `new`.
+    fn prepare_for_update(&self, _new: &mut Value, _old: &Value, _mode: UpdateMode) {}
+
+    /// Normalizes the object before validation (custom resources: pruned and defaulted by the
+    /// schema).
+    fn canonicalize(&self, _rt: &ResourceType, _obj: &mut Value) {}
+
+    /// `Validate` and `ValidateUpdate` of the kind's own fields (ObjectMeta is validated by
+    /// the generic store): the causes of a 422 Invalid.
+    fn validate(&self, _rt: &ResourceType, _obj: &Value) -> Vec<StatusCause> {
+        Vec::new()
+    }
+
+    /// Graceful deletion (`CheckGracefulDelete`): the grace period a DELETE of `obj` gets,
+    /// given the one requested; `None` when the kind has no graceful deletion.
+    fn deletion_grace_period(&self, _obj: &Value, _requested: Option<i64>) -> Option<i64> {
+        None
+    }
+
+    /// Whether something besides `metadata.finalizers` holds a deleting object
+    /// (namespaces: `spec.finalizers`).
+    fn finalizers_pending(&self, _obj: &Value) -> bool {
+        false
+    }
+
+    /// What marking an object for deletion also changes (a namespace's phase, a CRD's
+    /// condition). `now` is a `metav1.Time` string.
+    fn mark_deleting(&self, _obj: &mut Value, _now: &str) {}
+
+    /// `DefaultGarbageCollectionPolicy`: whether a DELETE that names no propagation policy
+    /// orphans the dependents (else they go in the background).
+    fn orphans_dependents_by_default(&self) -> bool {
+        false
+    }
+
+    /// The values of the selectable fields of `obj`, for field selectors.
+    fn selectable_values(&self, rt: &ResourceType, obj: &Value) -> Vec<(String, String)> {
+        let read = |f: &str| apimachinery::unstructured::nested_field_at(obj, f).map(field_string);
+        rt.selectable_fields.iter().map(|f| (f.clone(), read(f).unwrap_or_default())).collect()
+    }
+
+    /// Rewrites an object stored through another version of the kind into the shape of
+    /// `rt`'s version (events: `core/v1` and `events.k8s.io/v1` share a storage).
+    fn convert_to(&self, _rt: &ResourceType, _obj: &mut Value) {}
+
+    /// What the registry does after an object of this kind is written (CRDs: serve them).
+    fn after_commit(&self, _st: &mut State, _obj: &StoredObject, _kind: ChangeKind) {}
+
+    /// Subresources besides `status` and `scale` (which the resource type declares).
+    fn subresources(&self) -> &'static [Subresource] {
+        &[]
+    }
+
+    /// Whether objects of this kind are only ever created and answered, never stored (the
+    /// access reviews).
+    fn create_only(&self) -> bool {
+        false
+    }
+
+    /// The answer to a create of a [`Strategy::create_only`] kind.
+    fn answer_create(&self, _rt: &ResourceType, _obj: Value) -> ApiResult<Value> {
+        Err(ApiError::method_not_allowed())
+    }
+
+    /// The columns of the kind's table (kube-apiserver's printer).
+    fn table_columns(&self, _rt: &ResourceType) -> Vec<Value> {
+        printers::default_columns()
+    }
+
+    /// The cells of one object's row, in [`Strategy::table_columns`] order.
+    fn table_cells(&self, _rt: &ResourceType, obj: &Value, now: Timestamp) -> Vec<Value> {
+        printers::default_cells(obj, now)
+    }
+}
+
+/// The strategy of kinds without rules of their own.
+#[derive(Debug)]
+pub(crate) struct DefaultStrategy;
+
+impl Strategy for DefaultStrategy {}

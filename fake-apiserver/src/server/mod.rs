@@ -1,0 +1,145 @@
+//! The server: configuration, the state its parts share, the axum router with its in-process
+//! transport (a tower service for `kube::Client`), and TCP on loopback with a kubeconfig
+//! (`tcp`).
+
+mod config;
+mod tcp;
+
+pub use config::{Config, FeatureGate, FeatureGateError, FeatureGates};
+pub use tcp::{TcpServer, shutdown_signal};
+
+use crate::endpoints::{self, Context, Settings};
+use crate::error::ApiError;
+use crate::registry::store::{self, Write};
+use crate::registry::{Registry, State};
+use crate::storage::{Store, TimelineEntry, Verb};
+use apimachinery::Clock;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::DefaultBodyLimit;
+use axum::response::{IntoResponse, Response};
+use http::HeaderValue;
+use jiff::Timestamp;
+use serde_json::json;
+use std::sync::Arc;
+
+/// A fake Kubernetes API server. Cheap to clone: clones share one store.
+#[derive(Clone)]
+pub struct ApiServer {
+    ctx: Arc<Context>,
+    config: Arc<Config>,
+}
+
+impl std::fmt::Debug for ApiServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiServer").field("resource_version", &self.resource_version()).finish()
+    }
+}
+
+impl Default for ApiServer {
+    fn default() -> Self {
+        Self::new(Config::default())
+    }
+}
+
+/// The namespaces every cluster starts with.
+const BOOTSTRAP_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+impl ApiServer {
+    /// A server with the built-in resources and the four standard namespaces.
+    pub fn new(config: Config) -> Self {
+        let clock = Clock::following_tokio(config.clock_start.unwrap_or_else(Timestamp::now));
+        let state =
+            State { store: Store::new(config.history, config.timeline_capacity), registry: Registry::builtin() };
+        let settings = Settings {
+            max_request_body_bytes: config.max_request_body_bytes,
+            bookmark_interval: config.bookmark_interval,
+            default_watch_timeout: config.default_watch_timeout,
+            kubernetes_version: config.kubernetes_version.clone(),
+            max_requests_in_flight: config.max_requests_in_flight,
+        };
+        let server = Self { ctx: Arc::new(Context::new(state, clock, settings)), config: Arc::new(config) };
+        for ns in BOOTSTRAP_NAMESPACES {
+            server.bootstrap_namespace(ns);
+        }
+        server
+    }
+
+    /// Creates one of the namespaces every cluster starts with.
+    fn bootstrap_namespace(&self, name: &str) {
+        let now = self.ctx.clock.now();
+        let ctx = store::system_ctx("kube-apiserver/bootstrap", Verb::Create, None);
+        let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        let created = self.ctx.write(false, |st| {
+            let Some(rt) = st.registry.get("", "v1", "namespaces") else { return Ok(()) };
+            let w = Write { ctx: &ctx, now, dry_run: false, fields: None };
+            store::create(st, &rt, "", namespace, &w).map(drop)
+        });
+        debug_assert!(created.is_ok(), "bootstrap namespace {name}: {created:?}");
+    }
+
+    /// The axum router serving the Kubernetes API, without authentication.
+    pub fn router(&self) -> Router {
+        endpoints::router(self.ctx.clone())
+            .layer(DefaultBodyLimit::disable())
+            .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_to_status))
+    }
+
+    /// A `kube::Client` that talks to this server in-process (no sockets), default namespace `default`.
+    pub fn client(&self) -> kube::Client {
+        self.client_as("kproof-in-process")
+    }
+
+    /// Like [`ApiServer::client`], with `user_agent` sent on every request (it appears in the timeline).
+    pub fn client_as(&self, user_agent: &str) -> kube::Client {
+        let ua = HeaderValue::from_str(user_agent).unwrap_or_else(|_| HeaderValue::from_static("kproof"));
+        let svc = tower::ServiceBuilder::new()
+            .map_request(move |mut req: http::Request<kube::client::Body>| {
+                req.headers_mut().entry(http::header::USER_AGENT).or_insert(ua.clone());
+                req
+            })
+            .service(self.router());
+        kube::Client::new(svc, "default")
+    }
+
+    /// The current (latest) resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.ctx.state.read().store.resource_version
+    }
+
+    /// Every write recorded so far (bounded by [`Config::timeline_capacity`]), oldest first.
+    pub fn timeline(&self) -> Vec<TimelineEntry> {
+        let records: Vec<_> = self.ctx.state.read().store.timeline.iter().cloned().collect();
+        records.iter().map(|r| r.entry()).collect()
+    }
+
+    /// Writes with a resourceVersion greater than `rv`.
+    pub fn timeline_since(&self, rv: u64) -> Vec<TimelineEntry> {
+        let st = self.ctx.state.read();
+        let timeline = &st.store.timeline;
+        let start = timeline.partition_point(|e| e.resource_version() <= rv);
+        let records: Vec<_> = timeline.range(start..).cloned().collect();
+        drop(st);
+        records.iter().map(|r| r.entry()).collect()
+    }
+
+    /// Drops the watch history, as an etcd compaction would: every watch or continue token
+    /// from an older resourceVersion gets 410 Expired.
+    pub fn compact(&self) {
+        self.ctx.state.write().store.compact();
+    }
+
+    /// The server's clock: every timestamp it writes comes from it.
+    pub fn clock(&self) -> Clock {
+        self.ctx.clock.clone()
+    }
+
+    /// The server's configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}
+
+fn panic_to_status(_: Box<dyn std::any::Any + Send + 'static>) -> Response<Body> {
+    ApiError::internal("the server panicked while handling the request").into_response()
+}

@@ -1,0 +1,127 @@
+//! The TCP transport: a listener on loopback with kube-apiserver's `--anonymous-auth=true`
+//! authentication, a kubeconfig that points at it, and a clean shutdown.
+
+use super::ApiServer;
+use crate::endpoints::ListenerStop;
+use crate::error::ApiError;
+use axum::extract::Request;
+use axum::response::IntoResponse;
+use std::net::SocketAddr;
+use std::path::Path;
+use tokio::sync::watch;
+
+impl ApiServer {
+    /// Serves the API on `addr` (use port 0 for any free port).
+    ///
+    /// Authentication is that of kube-apiserver with `--anonymous-auth=true`: a request with
+    /// the kubeconfig's bearer token or with no credentials at all is served (there is no RBAC
+    /// yet, so anonymous is allowed everything); a request with a wrong token gets 401.
+    /// kubectl sends no token over plain HTTP, which is why anonymous requests must work.
+    pub async fn serve_tcp(&self, addr: SocketAddr) -> std::io::Result<TcpServer> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let token = random_token();
+        let expected = format!("Bearer {token}");
+        let app = self.router().layer(axum::middleware::from_fn(move |req: Request, next: axum::middleware::Next| {
+            let expected = expected.clone();
+            async move {
+                match req.headers().get(http::header::AUTHORIZATION) {
+                    Some(v) if v.as_bytes() != expected.as_bytes() => ApiError::unauthorized().into_response(),
+                    _ => next.run(req).await,
+                }
+            }
+        }));
+        let (stop_tx, mut stop) = watch::channel(false);
+        let app = app.layer(axum::Extension(ListenerStop(stop.clone())));
+        let task = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stop.wait_for(|s| *s).await;
+            };
+            axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+        });
+        Ok(TcpServer { addr, token, stop: stop_tx, task })
+    }
+}
+
+fn random_token() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..32).map(|_| format!("{:x}", rng.random_range(0..16u8))).collect()
+}
+
+/// A running TCP listener of an [`ApiServer`].
+pub struct TcpServer {
+    addr: SocketAddr,
+    token: String,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl TcpServer {
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bearer token clients must send.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// A kubeconfig (context `kproof`, namespace `default`) pointing at this listener.
+    pub fn kubeconfig(&self) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: kproof\n  cluster:\n    server: {url}\ncontexts:\n- name: kproof\n  context:\n    cluster: kproof\n    user: kproof\n    namespace: default\ncurrent-context: kproof\npreferences: {{}}\nusers:\n- name: kproof\n  user:\n    token: {token}\n",
+            url = self.url(),
+            token = self.token
+        )
+    }
+
+    /// Writes [`TcpServer::kubeconfig`] to `path`, atomically (a reader polling for the file
+    /// never sees it half-written).
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        std::fs::write(&tmp, self.kubeconfig())?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Stops accepting connections, ends open watches and waits for in-flight requests.
+    pub async fn shutdown(self) -> std::io::Result<()> {
+        self.stop.send_replace(true);
+        match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(std::io::Error::other(e)),
+        }
+    }
+}
+
+/// Waits for Ctrl-C or SIGTERM: how the binaries know to shut down cleanly.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

@@ -1,0 +1,25 @@
+//! The API server's integration tests, one module per area, in one test binary (each binary
+//! links the whole server: on 2 cores, linking is most of a build).
+
+mod common;
+
+mod apply;
+mod authz;
+mod binding;
+mod crd;
+mod crud;
+mod discovery;
+mod dryrun;
+mod errors;
+mod events;
+mod field_validation;
+mod finalizer_helper;
+mod gc;
+mod list;
+mod namespace;
+mod openapi;
+mod patch;
+mod smoke;
+mod table;
+mod tcp;
+mod watch;
