@@ -103,6 +103,52 @@ impl fmt::Display for GoDuration {
     }
 }
 
+/// A non-negative duration written as Go writes one (`30s`, `1m30s`, `1.5s`, `500ms`): how
+/// settings and suite tables give delays and timeouts. Reads with [`parse_go_duration`],
+/// writes with [`format_go_duration`]; a negative duration is refused when read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DurationText(pub std::time::Duration);
+
+impl DurationText {
+    /// Parses Go's syntax, refusing negative durations.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let d = parse_go_duration(text.trim()).map_err(|e| e.to_string())?;
+        std::time::Duration::try_from(d).map(DurationText).map_err(|e| format!("time: {e} in {text:?}"))
+    }
+}
+
+impl fmt::Display for DurationText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_go_duration(self.0))
+    }
+}
+
+impl serde::Serialize for DurationText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for DurationText {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        DurationText::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for DurationText {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "DurationText".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A duration as Go writes one: 30s, 1m30s, 1.5s, 500ms, 2h",
+            "pattern": "^(0|([0-9]*(\\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+)$"
+        })
+    }
+}
+
 /// Go's `time.ParseDuration`: an optional sign, then one or more decimal numbers, each with an
 /// optional fraction and a unit (`ns`, `us` or `µs`, `ms`, `s`, `m`, `h`); `0` alone needs no
 /// unit. Fractions are exact to the nanosecond as in Go (which rounds down).
@@ -313,6 +359,22 @@ fn time_quote(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+
+    #[test]
+    fn duration_text_reads_go_syntax_and_refuses_negatives() {
+        let d: DurationText = serde_json::from_str("\"1.5s\"").expect("parses");
+        assert_eq!(d.0, std::time::Duration::from_millis(1500));
+        assert_eq!(serde_json::to_string(&d).expect("writes"), "\"1.5s\"");
+        let err = serde_json::from_str::<DurationText>("\"-1s\"").unwrap_err().to_string();
+        assert!(err.contains("negative duration -1s"), "{err}");
+        let err = serde_json::from_str::<DurationText>("\"3d\"").unwrap_err().to_string();
+        assert!(err.contains("time: unknown unit \"d\" in duration \"3d\""), "{err}");
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,6 @@ pub mod unstructured;
 pub mod validation;
 
 pub use clock::Clock;
-pub use duration::{GoDuration, format_go_duration, parse_go_duration};
+pub use duration::{DurationText, GoDuration, format_go_duration, parse_go_duration};
 pub use quantity::Quantity;
 pub use selector::{FieldSelector, LabelSelector, SelectorError};

@@ -7,11 +7,11 @@
 //! - [`crds`]: Rust types for the custom resources the controllers use.
 //! - [`kuberay`]: the RayCluster reconciler, modelled on KubeRay v1.7.0.
 
-pub mod clock;
 pub mod crds;
 pub mod events;
 pub mod kuberay;
-pub mod quantity;
 pub mod sim;
 
-pub use clock::Clock;
+/// Where controllers read "now" from: the fake server's (virtual) clock in-process, the wall
+/// clock against a real cluster.
+pub use apimachinery::Clock;

@@ -14,7 +14,7 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let suites = load_suite_dir(&root.join("suites")).expect("the catalogue loads");
     let opts = RunOptions { fixtures_dir: root.join("fixtures"), ..Default::default() };
-    let backend = kproof::actors::reference_backend();
+    let backend = kproof::backend::InProcessBackend::reference();
     let rows = kproof::engine::selection::selected(&suites, &Default::default());
     let rounds = if full { 5 } else { 1 };
 
@@ -22,7 +22,7 @@ fn main() {
     let mut row_ms: Vec<(String, u64, u64)> = Vec::new();
     for _ in 0..rounds {
         let start = Instant::now();
-        let results = kproof::engine::selection::run_rows(&backend, &rows, &opts, 2, &|_| {});
+        let results = kproof::backend::run_rows(&backend, &rows, &opts, 2, &|_| {});
         catalogue_ms.push(start.elapsed().as_secs_f64() * 1000.0);
         assert!(results.iter().all(|r| r.outcome != Outcome::Failed), "the catalogue passes");
         row_ms = results.iter().map(|r| (r.name(), r.wall_ms, r.backend_ms)).collect();

@@ -22,7 +22,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run suite rows on a backend and report.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check suites offline: unknown fields, bindings used before they are set, duplicate ids.
     Lint(CatalogueArgs),
     /// Print the JSON Schema of the suite format.
@@ -107,7 +107,10 @@ fn start_upstream(args: &PlaneArgs) -> anyhow::Result<kproof::backend::UpstreamB
     opts.keep_run_dir = args.keep_run_dir;
     opts.ray_operator = args.ray_operator.clone();
     opts.kueue = !args.no_kueue;
-    eprintln!("kproof: starting the upstream control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler{}, the KubeRay operator)...", if opts.kueue { ", Kueue" } else { "" });
+    eprintln!(
+        "kproof: starting the upstream control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler{}, the KubeRay operator)...",
+        if opts.kueue { ", Kueue" } else { "" }
+    );
     let backend = upstream::UpstreamBackend::start(opts).context("the upstream control plane did not start")?;
     eprintln!("kproof: ready in {:.1}s", backend.started_in().as_secs_f64());
     Ok(backend)
@@ -257,7 +260,7 @@ fn main() -> ExitCode {
 fn real_main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Lint(args) => {
             let (suites, fixtures_dir, _) = load_catalogue(&args)?;
             let issues = kproof::suite::lint::lint(&suites, &fixtures_dir);
@@ -287,7 +290,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         bail!("no row matches --suite {:?} --row {:?} in {shown}", args.suite_names, args.row_ids);
     }
     let backend: Box<dyn Backend> = match args.backend {
-        BackendName::Fake => Box::new(kproof::actors::reference_backend()),
+        BackendName::Fake => Box::new(kproof::backend::InProcessBackend::reference()),
         BackendName::Kubeconfig => Box::new(
             KubeconfigBackend::new(args.kubeconfig.clone())
                 .context("cannot start the kubeconfig backend")?
@@ -318,7 +321,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let started_at = jiff::Timestamp::now().to_string();
     let wall = std::time::Instant::now();
     let shared = std::sync::Mutex::new(reporters);
-    let results = kproof::engine::selection::run_rows(backend.as_ref(), &rows, &opts, jobs, &|r| {
+    let results = kproof::backend::run_rows(backend.as_ref(), &rows, &opts, jobs, &|r| {
         let mut reporters = shared.lock().unwrap_or_else(|e| e.into_inner());
         emit(&mut reporters, RunEvent::RowFinished(r));
     });
@@ -330,7 +333,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if !outputs.is_empty() {
         println!("reports: {}", outputs.join(" "));
     }
-    Ok(if kproof::engine::selection::passed(&report.rows) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if kproof::backend::passed(&report.rows) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn upstream_command(command: UpstreamCommand) -> anyhow::Result<ExitCode> {
@@ -348,7 +351,11 @@ fn upstream_command(command: UpstreamCommand) -> anyhow::Result<ExitCode> {
             let build = upstream::build::locate(&dir)?;
             println!("{}", build.dir.display());
             for (name, c) in &build.components {
-                let extra = if c.fallback { format!("  (wanted {}: {})", c.wanted, c.note.lines().next().unwrap_or_default()) } else { String::new() };
+                let extra = if c.fallback {
+                    format!("  (wanted {}: {})", c.wanted, c.note.lines().next().unwrap_or_default())
+                } else {
+                    String::new()
+                };
                 println!("  {name:<24} {:<8} {}{extra}", c.status, c.version);
             }
             Ok(ExitCode::SUCCESS)
@@ -384,7 +391,9 @@ fn cluster_down() -> anyhow::Result<ExitCode> {
     let mut removed = 0;
     for entry in std::fs::read_dir(std::env::temp_dir())?.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
-        let Some(pid) = name.strip_prefix("kproof-upstream-").and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u32>().ok()) else {
+        let Some(pid) =
+            name.strip_prefix("kproof-upstream-").and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u32>().ok())
+        else {
             continue;
         };
         if std::path::Path::new(&format!("/proc/{pid}")).exists() {
@@ -407,8 +416,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let tcp = server.serve_tcp(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
         let factories = if args.no_actors { Vec::new() } else { kproof::actors::reference_actors() };
         let needs = kproof::suite::Needs { settings: settings_from_flags(&args.settings)?, ..Default::default() };
-        let server_clock = server.clock();
-        let clock = controllers::Clock::from_fn(move || server_clock.now());
+        let clock = server.clock();
         let actors = kproof::actors::start_actors(&factories, |name| server.client_as(name.as_str()), clock, &needs)
             .await
             .map_err(|e| anyhow::anyhow!(e))?;

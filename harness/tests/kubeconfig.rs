@@ -48,7 +48,7 @@ fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
     for (suite, jobs) in [("apiserver", 1), ("raycluster", 4)] {
         let sel = kproof::engine::selection::Selection { suites: vec![suite.into()], rows: vec![] };
         let rows = kproof::engine::selection::selected(&suites, &sel);
-        results.extend(kproof::engine::selection::run_rows(&backend, &rows, &opts, jobs, &|_| {}));
+        results.extend(kproof::backend::run_rows(&backend, &rows, &opts, jobs, &|_| {}));
     }
     let mut passed: std::collections::BTreeMap<String, usize> = Default::default();
     for r in results {

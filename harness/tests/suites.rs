@@ -18,7 +18,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let backend: Arc<dyn Backend> = Arc::new(kproof::actors::reference_backend());
+    let backend: Arc<dyn Backend> = Arc::new(kproof::backend::InProcessBackend::reference());
     let opts = Arc::new(RunOptions {
         fixtures_dir: root.join("fixtures"),
         flight_dir: Some(root.join("target").join("kproof").join("flight")),

@@ -16,12 +16,13 @@ fn outcomes(defect: Defect, rows: &[&str]) -> BTreeMap<String, Outcome> {
     // The reference backend with KubeRay built with the defect (cargo feature `defects`, which
     // this test target enables through its dev-dependency).
     let base = KubeRayConfig { defect: Some(defect), ..KubeRayConfig::default() };
-    let backend = kproof::actors::reference_backend().with_actor(std::sync::Arc::new(KubeRayFactory::with_base(base)));
+    let backend =
+        kproof::backend::InProcessBackend::reference().with_actor(std::sync::Arc::new(KubeRayFactory::with_base(base)));
     let opts = RunOptions { fixtures_dir: root.join("fixtures"), flight_dir: None, ..Default::default() };
     let selected: Vec<_> =
         suite.suite.rows.iter().filter(|r| rows.contains(&r.id.as_str())).map(|r| (&suite, r)).collect();
     assert_eq!(selected.len(), rows.len(), "every named row exists in suites/raycluster.yaml");
-    kproof::engine::selection::run_rows(&backend, &selected, &opts, 2, &|_| {})
+    kproof::backend::run_rows(&backend, &selected, &opts, 2, &|_| {})
         .into_iter()
         .map(|r| {
             println!(

@@ -32,8 +32,8 @@
 //! `sim.kproof.dev/start-delay`, `sim.kproof.dev/ready-delay` (a duration).
 
 use super::SimError;
-use super::selector::LabelSelector;
 use crate::Clock;
+use apimachinery::LabelSelector;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
@@ -93,13 +93,13 @@ pub struct KubeletSettings {
     pub node_pool: Option<String>,
     /// From binding to containers running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_delay: Option<super::GoDuration>,
+    pub start_delay: Option<apimachinery::DurationText>,
     /// From containers running to ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ready_delay: Option<super::GoDuration>,
+    pub ready_delay: Option<apimachinery::DurationText>,
     /// How long containers take to stop once a pod is deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub termination_delay: Option<super::GoDuration>,
+    pub termination_delay: Option<apimachinery::DurationText>,
 }
 
 impl KubeletConfig {
@@ -156,7 +156,7 @@ fn pod_choice(knob: &str, value: &Value) -> Result<Option<LabelSelector>, String
 fn delay(knob: &str, value: &Value, default: Duration) -> Result<Duration, String> {
     match value {
         Value::Null => Ok(default),
-        Value::String(s) => super::parse_duration(s).map_err(|e| format!("knob {knob}: {e}")),
+        Value::String(s) => apimachinery::DurationText::parse(s).map(|d| d.0).map_err(|e| format!("knob {knob}: {e}")),
         other => Err(format!("knob {knob} takes a duration string such as \"30s\" (or null), not {other}")),
     }
 }
@@ -362,7 +362,7 @@ impl Kubelet {
             }
         };
         let annotation_delay = |key: &str| {
-            pod_annotation(pod, key).and_then(|v| match super::parse_duration(&v) {
+            pod_annotation(pod, key).and_then(|v| match apimachinery::DurationText::parse(&v).map(|d| d.0) {
                 Ok(d) => Some(d),
                 Err(e) => {
                     tracing::warn!(pod = ?pod.metadata.name, "ignoring annotation {ANNOTATION_PREFIX}{key}: {e}");
@@ -629,7 +629,7 @@ fn build_status(pod: &Pod, track: &mut Track, stage: &Stage, now_ts: &str) -> Va
                     let ns = pod.metadata.namespace.clone().unwrap_or_default();
                     let message = format!(
                         "back-off {} restarting failed container={} pod={pod_name}_{ns}({uid})",
-                        go_duration(backoff_left(track)),
+                        apimachinery::format_go_duration(backoff_left(track)),
                         c.name
                     );
                     (json!({"waiting": {"reason": "CrashLoopBackOff", "message": message}}), false, false, true)
@@ -723,16 +723,6 @@ fn backoff_left(track: &Track) -> Duration {
     track.backoff_until.map(|u| u.saturating_duration_since(Instant::now())).unwrap_or_default()
 }
 
-/// A duration the way Go prints it (`10s`, `5m0s`, `2m40s`).
-fn go_duration(d: Duration) -> String {
-    let secs = d.as_secs_f64().round() as u64;
-    match (secs / 3600, (secs % 3600) / 60, secs % 60) {
-        (0, 0, s) => format!("{s}s"),
-        (0, m, s) => format!("{m}m{s}s"),
-        (h, m, s) => format!("{h}h{m}m{s}s"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -749,7 +739,9 @@ mod tests {
             h.turn("explode", &json!(true)).unwrap_err().starts_with("unknown kubelet knob \"explode\" (known: fail,")
         );
         assert!(h.turn("fail", &json!(3)).unwrap_err().contains("takes true, false, null or a label selector"));
-        assert!(h.turn("fail", &json!("a in b")).unwrap_err().contains("parenthesised"));
+        let bad = h.turn("fail", &json!("a in b")).unwrap_err();
+        assert!(bad.starts_with("knob fail: unable to parse requirement: "), "{bad}");
+        assert!(bad.ends_with("found 'b' expected: '('"), "{bad}");
         assert!(h.turn("start-delay", &json!("soon")).unwrap_err().contains("knob start-delay"));
         assert!(h.turn("start-delay", &json!(5)).unwrap_err().contains("duration string"));
         h.turn("fail", &json!("ray.io/node-type=worker")).unwrap();
@@ -758,13 +750,6 @@ mod tests {
         assert_eq!(k.shared.knobs.lock().ready_delay, Duration::from_secs(120));
         h.turn("ready-delay", &Value::Null).unwrap();
         assert_eq!(k.shared.knobs.lock().ready_delay, Duration::from_secs(1));
-    }
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(go_duration(Duration::from_secs(10)), "10s");
-        assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
-        assert_eq!(go_duration(Duration::from_secs(160)), "2m40s");
     }
 
     #[test]

@@ -31,7 +31,6 @@
 pub mod kubelet;
 pub mod nodes;
 pub mod scheduler;
-pub mod selector;
 
 pub use kubelet::{Kubelet, KubeletConfig, KubeletHandle, KubeletSettings};
 pub use nodes::{NodeFixtureError, builtin_pool, parse_nodes, register_nodes, renew_node_leases};
@@ -43,7 +42,6 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use std::time::Duration;
 
 /// Caches of every pod and node, and one stream that yields after each change to either:
 /// what the scheduler and the kubelet both run on.
@@ -83,90 +81,5 @@ impl SimError {
     pub(crate) fn api(what: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
         let what = what.into();
         move |source| Self::Api { what, source }
-    }
-}
-
-/// A duration written as Go writes one (`30s`, `1m30s`, `1.5s`, `500ms`), for settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct GoDuration(pub Duration);
-
-impl serde::Serialize for GoDuration {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{}ms", self.0.as_millis()))
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for GoDuration {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        parse_duration(&text).map(GoDuration).map_err(serde::de::Error::custom)
-    }
-}
-
-impl schemars::JsonSchema for GoDuration {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "GoDuration".into()
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "description": "A Go duration: 30s, 1m30s, 1.5s, 500ms",
-            "pattern": "^(0|([0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$"
-        })
-    }
-}
-
-/// Parses a duration such as `30s`, `1m30s`, `500ms`, `2h` or `0` (Go's `time.ParseDuration`
-/// units `h`, `m`, `s`, `ms`, `us`, `ns`; decimals allowed, as in `1.5s`).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let s = text.trim();
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if s.is_empty() {
-        return Err("an empty duration".into());
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        if num_len == 0 {
-            return Err(format!("invalid duration {text:?}: expected a number at {rest:?}"));
-        }
-        let value: f64 = rest[..num_len]
-            .parse()
-            .map_err(|_| format!("invalid duration {text:?}: bad number {:?}", &rest[..num_len]))?;
-        rest = &rest[num_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let seconds = match &rest[..unit_len] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 1e-3,
-            "us" | "µs" => 1e-6,
-            "ns" => 1e-9,
-            "" => return Err(format!("invalid duration {text:?}: missing unit (h, m, s, ms, us, ns)")),
-            u => return Err(format!("invalid duration {text:?}: unknown unit {u:?}")),
-        };
-        total += value * seconds;
-        rest = &rest[unit_len..];
-    }
-    Duration::try_from_secs_f64(total).map_err(|e| format!("invalid duration {text:?}: {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_parse_like_go() {
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        assert!(parse_duration("30").unwrap_err().contains("missing unit"));
-        assert!(parse_duration("3d").unwrap_err().contains("unknown unit \"d\""));
-        assert!(parse_duration("").is_err());
     }
 }

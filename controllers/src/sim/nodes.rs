@@ -66,7 +66,7 @@ pub fn parse_nodes(yaml: &str) -> Result<Vec<Node>, NodeFixtureError> {
             [("capacity", node_status_map(&node, true)), ("allocatable", node_status_map(&node, false))]
         {
             for (resource, q) in list {
-                crate::quantity::parse_milli(&q)
+                apimachinery::quantity::parse_milli(&q)
                     .map_err(|e| bad(format!("node {name:?} status.{field}.{resource}: {e}")))?;
             }
         }

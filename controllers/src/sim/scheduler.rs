@@ -15,7 +15,7 @@
 use super::SimError;
 use crate::Clock;
 use crate::events::{EventRecorder, EventType};
-use crate::quantity::parse_milli;
+use apimachinery::quantity::parse_milli;
 use futures::{StreamExt, future::FutureExt};
 use k8s_openapi::api::core::v1::{
     Container, Node, NodeSelectorRequirement, NodeSelectorTerm, ObjectReference, Pod, Taint, Toleration,

@@ -12,7 +12,6 @@ pub use kubelet::KubeletFactory;
 pub use kuberay::KubeRayFactory;
 pub use scheduler::SchedulerFactory;
 
-use crate::backend::InProcessBackend;
 use crate::engine::runner::Knobs;
 use crate::suite::{ActorName, Needs};
 use parking_lot::Mutex;
@@ -86,21 +85,20 @@ pub async fn start_actors(
     Ok(ActorSet(Mutex::new(actors)))
 }
 
+/// Where `kproof serve` lists the actors it runs (`data.actors`, comma-separated), so the
+/// kubeconfig backend can offer `actor:NAME` capabilities for them.
+pub const ACTORS_CONFIGMAP_NAMESPACE: &str = "kube-public";
+/// Name of the ConfigMap listing the actors (see [`ACTORS_CONFIGMAP_NAMESPACE`]).
+pub const ACTORS_CONFIGMAP_NAME: &str = "kproof-actors";
+
 /// Every reference actor, in start order.
 pub fn reference_actors() -> Vec<Arc<dyn ActorFactory>> {
     vec![Arc::new(KubeRayFactory::default()), Arc::new(SchedulerFactory), Arc::new(KubeletFactory::default())]
 }
 
-/// The in-process backend with every reference actor (each started only for the rows that
-/// name it).
-pub fn reference_backend() -> InProcessBackend {
-    reference_actors().into_iter().fold(InProcessBackend::new(), |b, f| b.with_actor(f))
-}
-
 /// Lists `names` in the `kube-public/kproof-actors` ConfigMap, where the kubeconfig backend
 /// looks for the actors a cluster runs.
 pub async fn announce(client: &kube::Client, names: &[ActorName]) -> Result<(), kube::Error> {
-    use crate::backend::{ACTORS_CONFIGMAP_NAME, ACTORS_CONFIGMAP_NAMESPACE};
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
     use kube::api::{Api, Patch, PatchParams};
     let namespaces: Api<Namespace> = Api::all(client.clone());

@@ -48,6 +48,13 @@ impl InProcessBackend {
     }
 }
 
+impl InProcessBackend {
+    /// The backend with every reference actor (each started only for the rows that name it).
+    pub fn reference() -> Self {
+        crate::actors::reference_actors().into_iter().fold(InProcessBackend::new(), |b, f| b.with_actor(f))
+    }
+}
+
 impl Default for InProcessBackend {
     fn default() -> Self {
         Self::new()
@@ -106,8 +113,7 @@ impl Backend for InProcessBackend {
                 .finish();
             let _guard = tracing::subscriber::set_default(subscriber);
             let server = ApiServer::new(Config { clock_start: Some(virtual_epoch()), ..Config::default() });
-            let server_clock = server.clock();
-            let clock = controllers::Clock::from_fn(move || server_clock.now());
+            let clock = server.clock();
             let wanted = row.needs.actors();
             let factories: Vec<Arc<dyn ActorFactory>> =
                 self.factories.iter().filter(|f| wanted.contains(&f.name())).cloned().collect();

@@ -2,9 +2,10 @@
 //! in a namespace of its own, deleted afterwards; the timeline comes from watches over the
 //! kinds the row touches.
 
+use crate::actors::{ACTORS_CONFIGMAP_NAME, ACTORS_CONFIGMAP_NAMESPACE};
 use crate::backend::{Backend, LogBuffer, RunOptions, begin, collect_record, finish};
-use crate::report::result::FlightRecord;
 use crate::engine::runner::{Knobs, RowContext, RowFailure, Timeline, execute};
+use crate::report::result::FlightRecord;
 use crate::report::result::RowResult;
 use crate::suite::{ActorName, Capability, LoadedSuite, Row};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams, WatchEvent, WatchParams};
@@ -23,12 +24,6 @@ pub struct KubeconfigBackend {
     /// Controllers and simulated actors known to run in the cluster.
     actors: BTreeSet<ActorName>,
 }
-
-/// Where `kproof serve` lists the actors it runs (`data.actors`, comma-separated), so the
-/// kubeconfig backend can offer `actor:NAME` capabilities for them.
-pub const ACTORS_CONFIGMAP_NAMESPACE: &str = "kube-public";
-/// Name of the ConfigMap listing the actors (see [`ACTORS_CONFIGMAP_NAMESPACE`]).
-pub const ACTORS_CONFIGMAP_NAME: &str = "kproof-actors";
 
 impl KubeconfigBackend {
     /// Uses `path`, or the default kubeconfig resolution (`KUBECONFIG`, `~/.kube/config`) when `None`.
@@ -313,18 +308,16 @@ pub(crate) async fn run_in_own_namespace(
 /// ServiceAccount, without which ServiceAccount admission refuses pods.
 async fn wait_for_default_service_account(client: &kube::Client, namespace: &str) -> Result<(), String> {
     let api: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(client.clone(), namespace);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        if api.get_opt("default").await.map_err(|e| format!("reading ServiceAccount {namespace}/default: {e}"))?.is_some() {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(format!(
-                "ServiceAccount {namespace}/default did not appear within 30s (is kube-controller-manager running?)"
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let exists = || async {
+        api.get_opt("default")
+            .await
+            .map(|sa| sa.is_some())
+            .map_err(|e| format!("reading ServiceAccount {namespace}/default: {e}"))
+    };
+    crate::backend::poll_until(Duration::from_secs(30), exists, || {
+        format!("ServiceAccount {namespace}/default did not appear within 30s (is kube-controller-manager running?)")
+    })
+    .await
 }
 
 fn suffix() -> String {

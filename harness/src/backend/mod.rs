@@ -9,8 +9,9 @@ pub mod in_process;
 pub mod kubeconfig;
 pub mod upstream;
 
+pub use crate::actors::{ACTORS_CONFIGMAP_NAME, ACTORS_CONFIGMAP_NAMESPACE};
 pub use in_process::{InProcessBackend, virtual_epoch};
-pub use kubeconfig::{ACTORS_CONFIGMAP_NAME, ACTORS_CONFIGMAP_NAMESPACE, KubeconfigBackend};
+pub use kubeconfig::KubeconfigBackend;
 pub use upstream::UpstreamBackend;
 
 use crate::engine::runner::{RowContext, RowFailure};
@@ -150,6 +151,30 @@ pub(crate) fn finish(
     result
 }
 
+/// Polls `check` every 100 ms until it answers `Some(())`-like `Ok(true)`, for at most
+/// `timeout`; then `Err(on_timeout())`. An `Err` from `check` ends the wait at once. For the
+/// real-time backends, whose clusters take their time.
+pub(crate) async fn poll_until<F, Fut>(
+    timeout: Duration,
+    mut check: F,
+    on_timeout: impl FnOnce() -> String,
+) -> Result<(), String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, String>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if check().await? {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(on_timeout());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Log lines of one row, captured from `tracing` on the row's thread.
 #[derive(Clone, Default)]
 pub(crate) struct LogBuffer(Arc<Mutex<Vec<u8>>>);
@@ -215,4 +240,41 @@ pub(crate) async fn collect_record(ctx: &RowContext, logs: &LogBuffer) -> Flight
     let logs = String::from_utf8_lossy(&logs.0.lock()).lines().map(str::to_string).collect();
     let exchanges = ctx.exchanges.lock().clone();
     FlightRecord { timeline, mismatches: Vec::new(), objects, events, logs, exchanges }
+}
+
+/// Runs rows on `jobs` threads; `on_done` is called as each row finishes (for progress).
+/// Results come back in catalogue order.
+pub fn run_rows(
+    backend: &dyn Backend,
+    rows: &[(&LoadedSuite, &Row)],
+    opts: &RunOptions,
+    jobs: usize,
+    on_done: &(dyn Fn(&RowResult) + Sync),
+) -> Vec<RowResult> {
+    let next = std::sync::Mutex::new(0usize);
+    let results: std::sync::Mutex<Vec<Option<RowResult>>> = std::sync::Mutex::new(vec![None; rows.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1).min(rows.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let i = {
+                        let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
+                        let i = *n;
+                        *n += 1;
+                        i
+                    };
+                    let Some((suite, row)) = rows.get(i) else { return };
+                    let r = backend.run_row(suite, row, opts);
+                    on_done(&r);
+                    results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect()
+}
+
+/// Whether a run passed: no row failed (skips do not fail a run, and are never passes).
+pub fn passed(results: &[RowResult]) -> bool {
+    results.iter().all(|r| r.outcome != Outcome::Failed)
 }

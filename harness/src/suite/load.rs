@@ -9,7 +9,7 @@
 //! even that fails (a YAML syntax error), the row list is located by scanning the text for its
 //! `- ` items at the list's indentation. An error's line is then mapped to the row containing it.
 
-use crate::report::result::{Location, RowPart};
+use crate::suite::location::{Location, RowPart};
 use crate::suite::{Manifest, Suite};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -635,7 +635,10 @@ mod tests {
 
         let expect = "    expect:\n      - eventually:\n          target: {apiVersion: v1, kind: Pod, name: p}\n          within: 5x\n";
         let (_, shown) = parse_err(&format!("{HEAD}{}{}{expect}", row("a"), row("b")));
-        assert!(shown.starts_with("suites/x.yaml:15:19: row b: invalid duration \"5x\""), "{shown}");
+        assert!(
+            shown.starts_with("suites/x.yaml:15:19: row b: time: unknown unit \"x\" in duration \"5x\""),
+            "{shown}"
+        );
 
         let wait = "    steps:\n      - wait:\n          consistently:\n            target: {apiVersion: v1, kind: Pod, name: p}\n            for: 5s\n            match:\n              - {path: a, eq: 1, zz: 2}\n";
         let (_, shown) = parse_err(&format!("{HEAD}{}{wait}{}", row("a"), row("b")));

@@ -6,11 +6,13 @@
 
 pub mod lint;
 pub mod load;
+pub mod location;
 pub mod needs;
 
 pub use load::{
     LoadError, LoadedSuite, load_manifests, load_suite_dir, load_suite_file, load_suite_paths, load_suite_str,
 };
+pub use location::{Location, RowPart};
 pub use needs::{ActorName, Capability, FeatureGates, Needs, Settings};
 
 use schemars::JsonSchema;
@@ -272,7 +274,7 @@ pub enum Step {
         expect_warning: Option<String>,
     },
     /// Let time pass: virtual time on the in-process backend, real time elsewhere.
-    Advance(#[schemars(with = "String")] DurationStr),
+    Advance(DurationStr),
     /// Wait for an expectation before going on (`eventually` or `consistently`).
     Wait(Box<Expectation>),
     /// Turn a knob of a simulated actor (make a pod fail, keep a Gateway unready, pause a controller).
@@ -318,29 +320,15 @@ impl Step {
     }
 }
 
-/// A duration written as Go writes one: `30s`, `1.5s`, `5m`, `1h`, `250ms`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DurationStr(pub Duration);
+/// A duration in a suite: Go's syntax (`30s`, `1.5s`, `5m`, `1h30m`, `250ms`), never negative.
+pub type DurationStr = apimachinery::DurationText;
 
-impl Serialize for DurationStr {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format_duration(self.0))
-    }
-}
-
-impl<'de> Deserialize<'de> for DurationStr {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        parse_duration(&s).map(DurationStr).map_err(serde::de::Error::custom)
-    }
-}
-
-/// Parses a Go duration: `250ms`, `1.5s`, `5m`, `1h30m`.
+/// Parses a duration the way suites write one (Go's syntax, not negative).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    controllers::sim::parse_duration(s)
+    apimachinery::DurationText::parse(s).map(|d| d.0)
 }
 
-/// Formats a duration the way suites write it.
+/// Formats a duration for messages the way suites usually write it (`90s`, `5m`, `2h`, `250ms`).
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if ms > 0 && ms.is_multiple_of(3_600_000) {
@@ -434,7 +422,6 @@ pub enum Expectation {
         #[serde(flatten)]
         object: ObjectMatch,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        #[schemars(with = "Option<String>")]
         within: Option<DurationStr>,
     },
     /// Is true now and stays true for the duration.
@@ -442,7 +429,6 @@ pub enum Expectation {
         #[serde(flatten)]
         object: ObjectMatch,
         #[serde(rename = "for")]
-        #[schemars(with = "String")]
         duration: DurationStr,
     },
     /// On the timeline, the first write matching `first` comes before the first matching `then`
@@ -490,7 +476,8 @@ mod tests {
             assert_eq!(parse_duration(s).unwrap(), Duration::from_millis(d), "{s}");
         }
         assert_eq!(format_duration(Duration::from_secs(90)), "90s");
-        assert!(parse_duration("5x").is_err());
+        assert_eq!(parse_duration("5x").unwrap_err(), "time: unknown unit \"x\" in duration \"5x\"");
         assert!(parse_duration("s").is_err());
+        assert!(parse_duration("-1s").is_err());
     }
 }

@@ -4,7 +4,7 @@
 use crate::crds::raycluster::HeadInfo;
 use crate::crds::{RayCluster, RayClusterStatus, WorkerGroupSpec};
 use crate::kuberay::*;
-use crate::quantity::Quantity;
+use apimachinery::Quantity;
 use k8s_openapi::api::core::v1::{Pod, PodSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::ResourceExt;

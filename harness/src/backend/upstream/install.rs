@@ -62,7 +62,9 @@ pub async fn create_all(client: &kube::Client, objects: &[Value]) -> Result<(), 
         match api.create(&Default::default(), &typed).await {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 409 => {}
-            Err(e) => return Err(format!("creating {kind} {name} at {}: {e}", DynamicObject::url_path(&ar, namespace))),
+            Err(e) => {
+                return Err(format!("creating {kind} {name} at {}: {e}", DynamicObject::url_path(&ar, namespace)));
+            }
         }
     }
     Ok(())
@@ -72,10 +74,10 @@ pub async fn create_all(client: &kube::Client, objects: &[Value]) -> Result<(), 
 pub async fn wait_established(client: &kube::Client, timeout: Duration) -> Result<(), String> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
+    let pending = std::sync::Mutex::new(Vec::<String>::new());
+    let all_established = || async {
         let list = api.list(&Default::default()).await.map_err(|e| e.to_string())?;
-        let pending: Vec<String> = list
+        let waiting: Vec<String> = list
             .items
             .iter()
             .filter(|crd| {
@@ -86,12 +88,13 @@ pub async fn wait_established(client: &kube::Client, timeout: Duration) -> Resul
             })
             .filter_map(|crd| crd.metadata.name.clone())
             .collect();
-        if pending.is_empty() {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(format!("not Established within {}s: {}", timeout.as_secs(), pending.join(", ")));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        let done = waiting.is_empty();
+        *pending.lock().unwrap_or_else(|e| e.into_inner()) = waiting;
+        Ok(done)
+    };
+    crate::backend::poll_until(timeout, all_established, || {
+        let waiting = pending.lock().unwrap_or_else(|e| e.into_inner()).join(", ");
+        format!("not Established within {}s: {waiting}", timeout.as_secs())
+    })
+    .await
 }

@@ -79,7 +79,9 @@ impl UpstreamBackend {
             let sims = start_actors(&factories, client_for, controllers::Clock::system(), &Needs::default())
                 .await
                 .map_err(|message| PlaneError::Api { what: "starting the simulated kubelet".into(), message })?;
-            wait_for_nodes(&client).await.map_err(|message| PlaneError::Api { what: "registering nodes".into(), message })?;
+            wait_for_nodes(&client)
+                .await
+                .map_err(|message| PlaneError::Api { what: "registering nodes".into(), message })?;
             Ok::<_, PlaneError>((plane, client, sims))
         })?;
         let mut actors: BTreeSet<ActorName> = [ActorName::Scheduler, ActorName::Kubelet].into();
@@ -138,23 +140,17 @@ impl UpstreamBackend {
 /// Waits (up to 60 s) until the simulated kubelet's nodes are registered and Ready.
 async fn wait_for_nodes(client: &kube::Client) -> Result<(), String> {
     let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
+    let any_ready = || async {
         let nodes = api.list(&Default::default()).await.map_err(|e| e.to_string())?;
-        let ready = nodes.items.iter().any(|n| {
+        Ok(nodes.items.iter().any(|n| {
             n.status
                 .as_ref()
                 .and_then(|s| s.conditions.as_ref())
                 .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-        });
-        if ready {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err("no Ready node within 60s".into());
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+        }))
+    };
+    crate::backend::poll_until(std::time::Duration::from_secs(60), any_ready, || "no Ready node within 60s".into())
+        .await
 }
 
 impl Backend for UpstreamBackend {

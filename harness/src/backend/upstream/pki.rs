@@ -61,8 +61,13 @@ pub struct Pki {
 }
 
 /// Names the serving certificate is valid for: loopback and the `kubernetes` service names.
-const SERVING_NAMES: &[&str] =
-    &["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"];
+const SERVING_NAMES: &[&str] = &[
+    "localhost",
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+];
 
 /// The first address of the service range (10.96.0.0/16): the `kubernetes` service's ClusterIP.
 const KUBERNETES_SERVICE_IP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 96, 0, 1);

@@ -134,7 +134,8 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PlaneError + '_ {
 
 /// `GET http://127.0.0.1:<port><path>` with HTTP/1.0: whether it answered 200.
 fn http_ok(port: u16, path: &str) -> bool {
-    let Ok(mut s) = TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_secs(1)) else {
+    let Ok(mut s) = TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_secs(1))
+    else {
         return false;
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
@@ -194,7 +195,12 @@ impl ControlPlane {
     }
 
     /// Polls `ready` every 100 ms for up to `timeout`, failing early when a process exits.
-    async fn wait(&mut self, component: &str, timeout: Duration, mut ready: impl FnMut() -> bool) -> Result<(), PlaneError> {
+    async fn wait(
+        &mut self,
+        component: &str,
+        timeout: Duration,
+        mut ready: impl FnMut() -> bool,
+    ) -> Result<(), PlaneError> {
         let deadline = Instant::now() + timeout;
         loop {
             if ready() {
@@ -265,13 +271,18 @@ impl ControlPlane {
             format!("--feature-gates={gates}"),
             format!("--runtime-config={}", opts.runtime_config.join(",")),
         ];
-        self.supervisor.spawn("kube-apiserver", &build.bin("kube-apiserver"), &apiserver, &[], &self.log("kube-apiserver"))?;
+        self.supervisor.spawn(
+            "kube-apiserver",
+            &build.bin("kube-apiserver"),
+            &apiserver,
+            &[],
+            &self.log("kube-apiserver"),
+        )?;
         let server = format!("https://127.0.0.1:{api_port}");
         std::fs::write(&self.kubeconfig, kubeconfig_text(&server, &pki)).map_err(io(&self.kubeconfig))?;
-        let client = crate::backend::upstream::client_from(&self.kubeconfig).await.map_err(|message| PlaneError::Api {
-            what: "building a client for kube-apiserver".into(),
-            message,
-        })?;
+        let client = crate::backend::upstream::client_from(&self.kubeconfig)
+            .await
+            .map_err(|message| PlaneError::Api { what: "building a client for kube-apiserver".into(), message })?;
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             if readyz(&client).await {
@@ -326,15 +337,22 @@ impl ControlPlane {
             format!("--cert-dir={}", p(&dir.join("scheduler"))),
             format!("--feature-gates={gates}"),
         ];
-        self.supervisor.spawn("kube-scheduler", &build.bin("kube-scheduler"), &scheduler, &[], &self.log("kube-scheduler"))?;
+        self.supervisor.spawn(
+            "kube-scheduler",
+            &build.bin("kube-scheduler"),
+            &scheduler,
+            &[],
+            &self.log("kube-scheduler"),
+        )?;
 
         // Install the custom resources while kcm and the scheduler start.
         let manifests = build.manifests();
         let kueue_webhook_port = free_port()?;
         if opts.kueue {
             build.require(&["kueue"])?;
-            let objects = crate::backend::upstream::kueue::objects(&manifests.join("kueue/default.yaml"), kueue_webhook_port)
-                .map_err(|message| PlaneError::Api { what: "reading Kueue's manifests".into(), message })?;
+            let objects =
+                crate::backend::upstream::kueue::objects(&manifests.join("kueue/default.yaml"), kueue_webhook_port)
+                    .map_err(|message| PlaneError::Api { what: "reading Kueue's manifests".into(), message })?;
             crate::backend::upstream::install::create_all(&client, &objects)
                 .await
                 .map_err(|message| PlaneError::Api { what: "installing Kueue's objects".into(), message })?;
@@ -353,11 +371,8 @@ impl ControlPlane {
         self.wait("kube-scheduler", Duration::from_secs(60), || listening(sched_port)).await?;
 
         let version = |c: &str| build.version(c).unwrap_or("?").to_string();
-        let server_version = client
-            .apiserver_version()
-            .await
-            .map(|v| v.git_version)
-            .unwrap_or_else(|_| version("kube-apiserver"));
+        let server_version =
+            client.apiserver_version().await.map(|v| v.git_version).unwrap_or_else(|_| version("kube-apiserver"));
         self.components.insert("etcd".into(), version("etcd"));
         self.components.insert("kube-apiserver".into(), server_version);
         self.components.insert("kube-controller-manager".into(), version("kube-controller-manager"));
@@ -397,7 +412,12 @@ impl ControlPlane {
             let probe = free_port()?;
             let env: Vec<(String, String)> = opts
                 .http_proxy
-                .map(|a| vec![("HTTP_PROXY".to_string(), format!("http://{a}")), ("NO_PROXY".into(), "127.0.0.1,localhost".into())])
+                .map(|a| {
+                    vec![
+                        ("HTTP_PROXY".to_string(), format!("http://{a}")),
+                        ("NO_PROXY".into(), "127.0.0.1,localhost".into()),
+                    ]
+                })
                 .unwrap_or_default();
             let args = [
                 format!("--kubeconfig={kubeconfig}"),
