@@ -88,6 +88,10 @@ struct PlaneArgs {
     /// build of v1.7.0, which the module proxy does not serve).
     #[arg(long, value_name = "PATH=VERSION", value_parser = parse_binary_version)]
     ray_operator: Option<(PathBuf, String)>,
+    /// With --ray-operator: the folder of that version's CRDs (`config/crd/bases`), installed
+    /// instead of the built version's.
+    #[arg(long, value_name = "DIR", requires = "ray_operator")]
+    ray_operator_crds: Option<PathBuf>,
     /// Do not start Kueue.
     #[arg(long)]
     no_kueue: bool,
@@ -106,6 +110,7 @@ fn start_upstream(args: &PlaneArgs) -> anyhow::Result<kproof::backend::UpstreamB
     let mut opts = upstream::PlaneOptions::new(build);
     opts.keep_run_dir = args.keep_run_dir;
     opts.ray_operator = args.ray_operator.clone();
+    opts.ray_operator_crds = args.ray_operator_crds.clone();
     opts.kueue = !args.no_kueue;
     eprintln!(
         "kproof: starting the upstream control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler{}, the KubeRay operator)...",
@@ -421,7 +426,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .await
             .map_err(|e| anyhow::anyhow!(e))?;
         let running = actors.names();
-        kproof::actors::announce(&server.client_as("kproof"), &running).await.context("cannot announce the actors")?;
+        let facts: std::collections::BTreeMap<String, String> =
+            factories.iter().flat_map(|f| f.facts(&needs)).collect();
+        kproof::actors::announce(&server.client_as("kproof"), &running, &facts)
+            .await
+            .context("cannot announce the actors")?;
         let names: Vec<&str> = running.iter().map(|n| n.as_str()).collect();
         tcp.write_kubeconfig(&args.kubeconfig)
             .with_context(|| format!("cannot write {}", args.kubeconfig.display()))?;

@@ -42,6 +42,9 @@ pub const DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION: &str = "ray.io/disable-pr
 pub const ENABLE_SERVE_SERVICE_ANNOTATION: &str = "ray.io/enable-serve-service";
 /// The only `spec.managedBy` value KubeRay reconciles (besides unset).
 pub const KUBERAY_OPERATOR_MANAGER: &str = "ray.io/kuberay-operator";
+/// The KubeRay release whose behaviour these controllers model.
+pub const MODELLED_VERSION: &str = "v1.7.0";
+
 /// The component name on KubeRay's events (`mgr.GetEventRecorderFor("raycluster-controller")`).
 pub const EVENT_COMPONENT: &str = "raycluster-controller";
 
@@ -139,7 +142,7 @@ pub enum Defect {
 impl Default for KubeRayConfig {
     fn default() -> Self {
         Self {
-            kuberay_version: "v1.7.0".into(),
+            kuberay_version: MODELLED_VERSION.into(),
             feature_gates: default_feature_gates(),
             deterministic_head_pod_name: false,
             random_pod_delete: false,

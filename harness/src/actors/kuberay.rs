@@ -1,7 +1,7 @@
 //! The KubeRay operator as an actor: the reference RayCluster controller (v1.7.0 behaviour).
 
 use crate::actors::{Actor, ActorFactory, Task};
-use crate::suite::{ActorName, Needs};
+use crate::suite::{ActorName, Component, Needs, Version};
 use controllers::kuberay::{KubeRayConfig, RayClusterReconciler};
 use serde_json::Value;
 use std::sync::Arc;
@@ -49,6 +49,15 @@ impl ActorFactory for KubeRayFactory {
 
     fn setup(&self, client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {
         Box::pin(async move { RayClusterReconciler::install_crd(&client).await.map_err(|e| e.to_string()) })
+    }
+
+    fn models(&self) -> Option<(Component, Version)> {
+        Version::parse(controllers::kuberay::MODELLED_VERSION).map(|v| (Component::Kuberay, v))
+    }
+
+    fn facts(&self, needs: &Needs) -> std::collections::BTreeMap<String, String> {
+        let stamped = needs.settings.kuberay.version.clone().unwrap_or_else(|| self.base.kuberay_version.clone());
+        [("kuberay.version".to_string(), stamped)].into()
     }
 
     fn start(&self, client: kube::Client, clock: controllers::Clock, needs: &Needs) -> Result<Box<dyn Actor>, String> {

@@ -13,7 +13,7 @@ pub use kuberay::KubeRayFactory;
 pub use scheduler::SchedulerFactory;
 
 use crate::engine::runner::Knobs;
-use crate::suite::{ActorName, Needs};
+use crate::suite::{ActorName, Component, Needs, Version};
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -39,6 +39,16 @@ pub trait ActorFactory: Send + Sync {
     /// Starts it against `client`, reading time from `clock`, configured with the row's gates
     /// and settings for this actor (typed, so they were checked when the suite loaded).
     fn start(&self, client: kube::Client, clock: controllers::Clock, needs: &Needs) -> Result<Box<dyn Actor>, String>;
+    /// The upstream component and version this actor models, if it models one.
+    fn models(&self) -> Option<(Component, Version)> {
+        None
+    }
+    /// What a row configured with `needs` can bind without a step (see
+    /// [`crate::suite::BACKEND_FACTS`]).
+    fn facts(&self, needs: &Needs) -> BTreeMap<String, String> {
+        let _ = needs;
+        BTreeMap::new()
+    }
 }
 
 /// The actors running for one row, by name; their knobs are what knob steps turn.
@@ -98,7 +108,11 @@ pub fn reference_actors() -> Vec<Arc<dyn ActorFactory>> {
 
 /// Lists `names` in the `kube-public/kproof-actors` ConfigMap, where the kubeconfig backend
 /// looks for the actors a cluster runs.
-pub async fn announce(client: &kube::Client, names: &[ActorName]) -> Result<(), kube::Error> {
+pub async fn announce(
+    client: &kube::Client,
+    names: &[ActorName],
+    facts: &BTreeMap<String, String>,
+) -> Result<(), kube::Error> {
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
     use kube::api::{Api, Patch, PatchParams};
     let namespaces: Api<Namespace> = Api::all(client.clone());
@@ -115,6 +129,10 @@ pub async fn announce(client: &kube::Client, names: &[ActorName]) -> Result<(), 
         "metadata": {"name": ACTORS_CONFIGMAP_NAME},
         "data": {"actors": listed.join(",")},
     });
+    let mut cm = cm;
+    for (k, v) in facts {
+        cm["data"][k.as_str()] = serde_json::Value::String(v.clone());
+    }
     let patch = serde_json::json!({"data": cm["data"]});
     if api.get_opt(ACTORS_CONFIGMAP_NAME).await?.is_some() {
         api.patch(ACTORS_CONFIGMAP_NAME, &PatchParams::default(), &Patch::Merge(&patch)).await?;

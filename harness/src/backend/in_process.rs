@@ -77,6 +77,15 @@ impl Backend for InProcessBackend {
         c
     }
 
+    fn version(&self, component: crate::suite::Component) -> Option<crate::suite::Version> {
+        self.factories.iter().filter_map(|f| f.models()).find(|(c, _)| *c == component).map(|(_, v)| v)
+    }
+
+    fn facts(&self, row: &Row) -> std::collections::BTreeMap<String, String> {
+        let wanted = row.needs.actors();
+        self.factories.iter().filter(|f| wanted.contains(&f.name())).flat_map(|f| f.facts(&row.needs)).collect()
+    }
+
     fn components(&self) -> std::collections::BTreeMap<String, String> {
         let mut c = std::collections::BTreeMap::new();
         c.insert(
@@ -132,6 +141,7 @@ impl Backend for InProcessBackend {
                 poll: opts.poll,
                 started,
                 exchanges: Default::default(),
+                facts: self.facts(row),
             };
             let outcome = execute(&ctx, &suite.suite, row).await;
             let record = if outcome.is_err() { Some(collect_record(&ctx, &logs).await) } else { None };

@@ -11,7 +11,7 @@ use crate::suite::{ActorName, Capability, LoadedSuite, Row};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams, WatchEvent, WatchParams};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +23,8 @@ pub struct KubeconfigBackend {
     runtime: tokio::runtime::Runtime,
     /// Controllers and simulated actors known to run in the cluster.
     actors: BTreeSet<ActorName>,
+    /// What `kproof serve` announced about itself (`kuberay.version`).
+    facts: BTreeMap<String, String>,
 }
 
 impl KubeconfigBackend {
@@ -31,16 +33,18 @@ impl KubeconfigBackend {
     /// `kproof serve` writes; add others (say, a real KubeRay operator) with [`Self::with_actors`].
     pub fn new(path: Option<PathBuf>) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-        let mut backend = Self { kubeconfig: path, runtime, actors: BTreeSet::new() };
-        backend.actors = backend.runtime.block_on(async {
-            let Ok(client) = backend.client().await else { return BTreeSet::new() };
+        let mut backend = Self { kubeconfig: path, runtime, actors: BTreeSet::new(), facts: BTreeMap::new() };
+        let data = backend.runtime.block_on(async {
+            let Ok(client) = backend.client().await else { return BTreeMap::new() };
             let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client, ACTORS_CONFIGMAP_NAMESPACE);
             let found = tokio::time::timeout(Duration::from_secs(5), api.get_opt(ACTORS_CONFIGMAP_NAME)).await;
-            let Ok(Ok(Some(cm))) = found else { return BTreeSet::new() };
-            let listed = cm.data.and_then(|d| d.get("actors").cloned()).unwrap_or_default();
-            // Names this build does not know (a newer `kproof serve`) cannot be needed by any row.
-            listed.split(',').filter_map(|a| a.trim().parse().ok()).collect()
+            let Ok(Ok(Some(cm))) = found else { return BTreeMap::new() };
+            cm.data.unwrap_or_default()
         });
+        let listed = data.get("actors").cloned().unwrap_or_default();
+        // Names this build does not know (a newer `kproof serve`) cannot be needed by any row.
+        backend.actors = listed.split(',').filter_map(|a| a.trim().parse().ok()).collect();
+        backend.facts = data.into_iter().filter(|(k, _)| crate::suite::BACKEND_FACTS.contains(&k.as_str())).collect();
         Ok(backend)
     }
 
@@ -217,6 +221,19 @@ impl Backend for KubeconfigBackend {
         c
     }
 
+    fn version(&self, component: crate::suite::Component) -> Option<crate::suite::Version> {
+        match component {
+            crate::suite::Component::Kuberay => {
+                self.facts.get("kuberay.version").and_then(|v| crate::suite::Version::parse(v))
+            }
+            _ => None,
+        }
+    }
+
+    fn facts(&self, _row: &Row) -> BTreeMap<String, String> {
+        self.facts.clone()
+    }
+
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
         let mut result = match begin(self, suite, row) {
             Ok(r) => r,
@@ -225,7 +242,9 @@ impl Backend for KubeconfigBackend {
         let wall = std::time::Instant::now();
         let (outcome, record) = self.runtime.block_on(async {
             match self.client().await {
-                Ok(client) => run_in_own_namespace(&client, suite, row, opts, Arc::new(NoKnobs), false).await,
+                Ok(client) => {
+                    run_in_own_namespace(&client, suite, row, opts, Arc::new(NoKnobs), false, self.facts(row)).await
+                }
                 Err(e) => (Err(RowFailure::plain(e)), None),
             }
         });
@@ -246,6 +265,7 @@ pub(crate) async fn run_in_own_namespace(
     opts: &RunOptions,
     knobs: Arc<dyn Knobs>,
     wait_for_service_account: bool,
+    facts: BTreeMap<String, String>,
 ) -> (Result<(), RowFailure>, Option<FlightRecord>) {
     let logs = LogBuffer::default();
     let ns_name = format!("kproof-{}-{}", row.id.chars().take(40).collect::<String>(), suffix());
@@ -294,6 +314,7 @@ pub(crate) async fn run_in_own_namespace(
         poll: opts.poll,
         started: tokio::time::Instant::now(),
         exchanges: Default::default(),
+        facts,
     };
     let outcome = execute(&ctx, &suite.suite, row).await;
     let record = if outcome.is_err() { Some(collect_record(&ctx, &logs).await) } else { None };

@@ -16,7 +16,7 @@ pub use upstream::UpstreamBackend;
 
 use crate::engine::runner::{RowContext, RowFailure};
 use crate::report::result::{FlightRecord, Outcome, RowResult};
-use crate::suite::{ActorName, Capability, LoadedSuite, Row};
+use crate::suite::{ActorName, Capability, Component, LoadedSuite, Row, Version};
 use kube::api::{Api, DynamicObject, ListParams};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -56,6 +56,18 @@ pub trait Backend: Send + Sync {
     fn components(&self) -> BTreeMap<String, String> {
         BTreeMap::new()
     }
+    /// The version of `component` this backend runs (the modelled version, for a reference).
+    fn version(&self, component: Component) -> Option<Version> {
+        let _ = component;
+        None
+    }
+    /// What the backend knows about itself for `row`, as bindings (see
+    /// [`crate::suite::BACKEND_FACTS`]): e.g. `kuberay.version`, the version the operator
+    /// stamps on head pods.
+    fn facts(&self, row: &Row) -> BTreeMap<String, String> {
+        let _ = row;
+        self.version(Component::Kuberay).map(|v| ("kuberay.version".to_string(), v.to_string())).into_iter().collect()
+    }
     /// Whether knob steps can turn the knobs of `actor` (by default: whenever the backend offers
     /// [`Capability::Knobs`]). A backend running a real operator cannot turn its knobs.
     fn turns_knobs_of(&self, actor: ActorName) -> bool {
@@ -89,6 +101,13 @@ pub fn skip_reason(backend: &dyn Backend, row: &Row) -> Option<String> {
     }
     let mut missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
     missing.extend(knobless.iter().map(|a| format!("knobs of {a}")));
+    for (component, min) in &row.needs.min_versions {
+        match backend.version(*component) {
+            Some(have) if have >= *min => {}
+            Some(have) => missing.push(format!("{component} >= {min} (it runs {have})")),
+            None => missing.push(format!("{component} >= {min} (its version is unknown)")),
+        }
+    }
     (!missing.is_empty()).then(|| format!("backend {} lacks {}", backend.name(), missing.join(", ")))
 }
 

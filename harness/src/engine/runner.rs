@@ -61,6 +61,8 @@ pub struct RowContext {
     /// The writes whose answers matter (refused, or with an expected error or warning), in
     /// order, as JSON: the flight record keeps them.
     pub exchanges: parking_lot::Mutex<Vec<Value>>,
+    /// Bindings the row starts with: the backend's facts (`kuberay.version`).
+    pub facts: BTreeMap<String, String>,
 }
 
 /// Why a row failed.
@@ -185,7 +187,7 @@ fn yaml(v: &impl serde::Serialize) -> String {
 /// Executes a row. Returns the first failure.
 pub async fn execute(ctx: &RowContext, suite: &Suite, row: &Row) -> Result<(), RowFailure> {
     let mut run =
-        RowRun { ctx, resolver: Resolver { client: ctx.client.clone(), discovery: None }, bindings: BTreeMap::new() };
+        RowRun { ctx, resolver: Resolver { client: ctx.client.clone(), discovery: None }, bindings: ctx.facts.clone() };
     let suite_fixtures = suite.fixtures.iter().enumerate().map(|(i, m)| (RowPart::SuiteFixture(i + 1), m));
     let row_fixtures = row.fixtures.iter().enumerate().map(|(i, m)| (RowPart::Fixture(i + 1), m));
     for (part, m) in suite_fixtures.chain(row_fixtures) {

@@ -203,6 +203,9 @@ impl Linter<'_> {
                     continue;
                 }
                 let first_bind = binds.iter().filter(|(n, _, _)| *n == name).min_by_key(|(_, p, _)| *p);
+                if first_bind.is_none() && crate::suite::BACKEND_FACTS.contains(&name.as_str()) {
+                    continue;
+                }
                 match first_bind {
                     None => self
                         .report(at, format!("{}: `${{{name}}}` is used but no step of this row binds it", site.label)),

@@ -209,6 +209,84 @@ fn is_default<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
 }
 
+/// An upstream component whose version a row can require.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Component {
+    /// The KubeRay operator (`ray-operator`).
+    Kuberay,
+    /// Kueue.
+    Kueue,
+    /// Kubernetes (kube-apiserver's `gitVersion`).
+    Kubernetes,
+}
+
+impl Component {
+    /// The name rows use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Component::Kuberay => "kuberay",
+            Component::Kueue => "kueue",
+            Component::Kubernetes => "kubernetes",
+        }
+    }
+}
+
+impl fmt::Display for Component {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A release version `vMAJOR.MINOR.PATCH` (a pre-release suffix is ignored), ordered by number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version(pub u32, pub u32, pub u32);
+
+impl Version {
+    /// Reads `v1.7.0`, `1.7`, `v1.37.2-rc.1`; `None` when it is not a version.
+    pub fn parse(text: &str) -> Option<Version> {
+        let core = text.trim().trim_start_matches('v');
+        let core = core.split(['-', '+', ' ']).next()?;
+        let mut parts = core.split('.').map(|p| p.parse::<u32>());
+        let major = parts.next()?.ok()?;
+        let minor = parts.next().unwrap_or(Ok(0)).ok()?;
+        let patch = parts.next().unwrap_or(Ok(0)).ok()?;
+        Some(Version(major, minor, patch))
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}.{}.{}", self.0, self.1, self.2)
+    }
+}
+
+impl Serialize for Version {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Version::parse(&text).ok_or_else(|| serde::de::Error::custom(format!("{text:?} is not a version like v1.7.0")))
+    }
+}
+
+impl JsonSchema for Version {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Version".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "pattern": "^v?[0-9]+(\\.[0-9]+){0,2}", "description": "A release, e.g. v1.7.0"})
+    }
+}
+
+/// Values a backend knows about itself, which rows use as `${name}` without binding them: what
+/// differs from one backend to the next by design (the operator version it runs).
+pub const BACKEND_FACTS: &[&str] = &["kuberay.version"];
+
 /// What a row needs from a backend.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -223,6 +301,10 @@ pub struct Needs {
     /// Settings per component (`kuberay`, `kubelet`).
     #[serde(default, skip_serializing_if = "Settings::is_empty")]
     pub settings: Settings,
+    /// The oldest version of a component the row's behaviour exists in (`kuberay: v1.7.0`): a
+    /// backend running an older one skips the row with the reason.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub min_versions: BTreeMap<Component, Version>,
 }
 
 impl Needs {
@@ -252,6 +334,19 @@ mod tests {
             "unknown actor \"kuberya\" (known: kuberay, scheduler, kubelet, echo)"
         );
         assert!("virtual_time".parse::<Capability>().unwrap_err().starts_with("unknown capability \"virtual_time\""));
+    }
+
+    #[test]
+    fn versions_compare_by_number() {
+        assert_eq!(Version::parse("v1.7.0"), Some(Version(1, 7, 0)));
+        assert_eq!(Version::parse("1.37.2-rc.1"), Some(Version(1, 37, 2)));
+        assert_eq!(Version::parse("v0.19"), Some(Version(0, 19, 0)));
+        assert!(Version::parse("v1.10.0") > Version::parse("v1.9.9"));
+        assert_eq!(Version::parse("latest"), None);
+        let needs: Needs =
+            serde_json::from_value(serde_json::json!({"minVersions": {"kuberay": "v1.7.0"}})).expect("parses");
+        assert_eq!(needs.min_versions.get(&Component::Kuberay), Some(&Version(1, 7, 0)));
+        assert!(serde_json::from_value::<Needs>(serde_json::json!({"minVersions": {"ray": "v1"}})).is_err());
     }
 
     #[test]

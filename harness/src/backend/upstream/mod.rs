@@ -173,6 +173,15 @@ impl Backend for UpstreamBackend {
         self.components.clone()
     }
 
+    fn version(&self, component: crate::suite::Component) -> Option<crate::suite::Version> {
+        let name = match component {
+            crate::suite::Component::Kuberay => "kuberay-operator",
+            crate::suite::Component::Kueue => "kueue",
+            crate::suite::Component::Kubernetes => "kube-apiserver",
+        };
+        self.components.get(name).and_then(|v| crate::suite::Version::parse(v))
+    }
+
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
         let mut result = match begin(self, suite, row) {
             Ok(r) => r,
@@ -183,7 +192,7 @@ impl Backend for UpstreamBackend {
             if let Err(down) = self.check() {
                 return (Err(RowFailure::plain(format!("the control plane is down: {down}"))), None);
             }
-            run_in_own_namespace(&self.client, suite, row, opts, self.sims.clone(), true).await
+            run_in_own_namespace(&self.client, suite, row, opts, self.sims.clone(), true, self.facts(row)).await
         });
         result.wall_ms = wall.elapsed().as_millis() as u64;
         result.backend_ms = result.wall_ms;

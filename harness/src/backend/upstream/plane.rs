@@ -69,6 +69,8 @@ pub struct PlaneOptions {
     /// A ray-operator binary to use instead of the built one (e.g. a local build of a version
     /// the module proxy does not serve), and the version to report for it.
     pub ray_operator: Option<(PathBuf, String)>,
+    /// The KubeRay CRDs to install instead of the built version's (for `ray_operator`).
+    pub ray_operator_crds: Option<PathBuf>,
     /// Start Kueue.
     pub kueue: bool,
     /// Start the KubeRay operator.
@@ -89,6 +91,7 @@ impl PlaneOptions {
             run_dir: None,
             keep_run_dir: false,
             ray_operator: None,
+            ray_operator_crds: None,
             kueue: true,
             kuberay: true,
             feature_gates: vec!["GenericWorkload=true".into(), "DRAWorkloadResourceClaims=true".into()],
@@ -357,7 +360,8 @@ impl ControlPlane {
                 .await
                 .map_err(|message| PlaneError::Api { what: "installing Kueue's objects".into(), message })?;
         }
-        for dir in [manifests.join("kuberay/crd"), manifests.join("gateway-api/standard")] {
+        let kuberay_crds = opts.ray_operator_crds.clone().unwrap_or_else(|| manifests.join("kuberay/crd"));
+        for dir in [kuberay_crds, manifests.join("gateway-api/standard")] {
             let objects = crate::backend::upstream::install::read_dir(&dir)
                 .map_err(|message| PlaneError::Api { what: format!("reading {}", dir.display()), message })?;
             crate::backend::upstream::install::create_all(&client, &objects)
