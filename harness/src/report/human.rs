@@ -66,6 +66,10 @@ pub fn summary_table(report: &RunReport) -> String {
     out.push('\n');
     let _ = writeln!(out, "{} passed, {} failed, {} skipped", report.passed, report.failed, report.skipped);
     let _ = writeln!(out, "wall time: {:.2}s on backend {}", report.wall_ms as f64 / 1000.0, one_line(&report.backend));
+    if !report.components.is_empty() {
+        let listed: Vec<String> = report.components.iter().map(|(c, v)| format!("{c} {v}")).collect();
+        let _ = writeln!(out, "components: {}", one_line(&listed.join(", ")));
+    }
     for row in report.rows.iter().filter(|r| r.outcome == Outcome::Failed) {
         if let Some(at) = &row.location {
             let _ = writeln!(out, "{} failed at {at}", row.name());
