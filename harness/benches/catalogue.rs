@@ -1,6 +1,8 @@
 //! Harness budgets (DESIGN.md): the whole fake-backend catalogue under 10 s wall on 2 cores,
-//! one row in virtual time under 200 ms wall, and a row that advances an hour of virtual time
-//! under 100 ms wall. Run: `cargo bench -p harness --bench catalogue`.
+//! one row in virtual time under 200 ms wall, a row that advances an hour of virtual time
+//! under 100 ms wall, and — when the upstream components are built — the fake backend's
+//! speed-up over the upstream backend on the same rows in the same run (at least 100×), with the
+//! upstream control plane's start time. Run: `cargo bench -p kproof --bench catalogue`.
 
 use kproof::backend::{Backend, RunOptions};
 use kproof::report::result::Outcome;
@@ -67,10 +69,72 @@ fn main() {
         hour_ms[hour_ms.len() / 2],
         verdict(hour_ms[hour_ms.len() / 2] < 100)
     );
+    if full {
+        upstream_comparison(&suites, &opts, &backend);
+    }
     println!();
     println!("| row | wall ms | backend (virtual) ms |");
     println!("|---|---|---|");
     for (name, wall, virt) in &row_ms {
         println!("| {name} | {wall} | {virt} |");
     }
+}
+
+/// The RayCluster table on the upstream backend and on the fake one, same rows, same run: the
+/// rows that pass on both count; the speed-up is the ratio of their summed wall times.
+fn upstream_comparison(
+    suites: &[kproof::suite::LoadedSuite],
+    opts: &RunOptions,
+    fake: &kproof::backend::InProcessBackend,
+) {
+    use kproof::backend::upstream::{self, PlaneOptions, UpstreamBackend};
+    let build = match upstream::build::locate(&upstream::default_upstream_dir()) {
+        Ok(b) if b.require(upstream::build::REQUIRED).is_ok() => b,
+        Ok(b) => return println!("| upstream comparison | skipped: not built in {} | | |", b.dir.display()),
+        Err(e) => return println!("| upstream comparison | skipped: {e} | | |"),
+    };
+    let mut starts = Vec::new();
+    for _ in 0..2 {
+        let started = Instant::now();
+        match UpstreamBackend::start(PlaneOptions::new(build.clone())) {
+            Ok(b) => {
+                starts.push(started.elapsed().as_secs_f64());
+                drop(b.stop());
+            }
+            Err(e) => return println!("| upstream comparison | skipped: the control plane did not start: {e} | | |"),
+        }
+    }
+    let backend = match UpstreamBackend::start(PlaneOptions::new(build)) {
+        Ok(b) => b,
+        Err(e) => return println!("| upstream comparison | skipped: the control plane did not start: {e} | | |"),
+    };
+    let sel = kproof::engine::selection::Selection { suites: vec!["raycluster".into()], rows: vec![] };
+    let rows = kproof::engine::selection::selected(suites, &sel);
+    let up_opts = RunOptions { default_timeout: std::time::Duration::from_secs(60), ..opts.clone() };
+    let started = Instant::now();
+    let on_upstream = kproof::backend::run_rows(&backend, &rows, &up_opts, 4, &|_| {});
+    let upstream_wall = started.elapsed().as_secs_f64();
+    let versions = backend.components();
+    drop(backend.stop());
+    let passed_upstream: Vec<&str> =
+        on_upstream.iter().filter(|r| r.outcome == Outcome::Passed).map(|r| r.id.as_str()).collect();
+    let same: Vec<_> = rows.iter().filter(|(_, r)| passed_upstream.contains(&r.id.as_str())).cloned().collect();
+    let started = Instant::now();
+    let on_fake = kproof::backend::run_rows(fake, &same, opts, 4, &|_| {});
+    let fake_wall = started.elapsed().as_secs_f64();
+    assert!(on_fake.iter().all(|r| r.outcome == Outcome::Passed), "the same rows pass on the fake backend");
+    let up_rows: u64 = on_upstream.iter().filter(|r| r.outcome == Outcome::Passed).map(|r| r.wall_ms).sum();
+    let fake_rows: u64 = on_fake.iter().map(|r| r.wall_ms).sum();
+    let speedup = up_rows as f64 / fake_rows.max(1) as f64;
+    println!(
+        "| upstream control plane start (first, second in this process) | {:.1} s, {:.1} s | report | - |",
+        starts[0], starts[1]
+    );
+    println!(
+        "| raycluster table, {} of {} rows passing on upstream ({}) | upstream {upstream_wall:.1} s wall (rows {up_rows} ms), fake {fake_wall:.2} s wall (rows {fake_rows} ms) | speed-up >= 100x | {speedup:.0}x {} |",
+        same.len(),
+        rows.len(),
+        versions.iter().map(|(c, v)| format!("{c} {v}")).collect::<Vec<_>>().join(", "),
+        if speedup >= 100.0 { "PASS" } else { "MISS" }
+    );
 }
