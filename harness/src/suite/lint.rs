@@ -669,14 +669,29 @@ mod tests {
         assert_eq!(empty.iter().map(ToString::to_string).collect::<Vec<_>>(), vec!["e.yaml:1: suite has no rows"]);
     }
 
+    #[rstest::rstest]
+    #[case::upper("Upper")]
+    #[case::underscore("under_score")]
+    #[case::leading_dash("-lead")]
+    #[case::dot("has.dot")]
+    #[case::space("\"with space\"")]
+    #[case::empty("\"\"")]
+    fn row_ids_that_cannot_be_test_names_are_reported(#[case] id: &str) {
+        let issues = assert_issue(&row(id, EXPECT_POD), "must match ^[a-z0-9][a-z0-9-]*$");
+        assert_eq!(issues.len(), 1, "{issues:?}");
+    }
+
+    #[rstest::rstest]
+    #[case("a")]
+    #[case("rc-3")]
+    #[case("0-start")]
+    #[case("upgrade-42-x")]
+    fn row_ids_that_are_test_names_are_clean(#[case] id: &str) {
+        assert_clean(&row(id, EXPECT_POD));
+    }
+
     #[test]
-    fn row_ids_must_be_test_and_directory_names() {
-        for bad in ["Upper", "under_score", "-lead", "has.dot", "\"with space\"", "\"\""] {
-            assert_issue(&row(bad, EXPECT_POD), "must match ^[a-z0-9][a-z0-9-]*$");
-        }
-        for good in ["a", "rc-3", "0-start", "upgrade-42-x"] {
-            assert_clean(&row(good, EXPECT_POD));
-        }
+    fn suite_names_must_be_test_name_prefixes() {
         let dir = fixtures();
         let bad_name = suite("s.yaml", "Ray_Cluster", &row("a", EXPECT_POD));
         let issues = lint(&[bad_name], dir.path());
@@ -771,20 +786,22 @@ mod tests {
         assert_issue(&row("a", &format!("    steps:\n{unterminated}")), "step 1 (delete): unterminated `${`");
     }
 
+    #[rstest::rstest]
+    #[case::missing("{file: missing.yaml}", "missing.yaml")]
+    #[case::broken("{file: broken.yaml}", "broken.yaml:2")]
+    #[case::no_kind("{file: nokind.yaml}", "document 1: missing `kind`")]
+    #[case::parent("{file: ../two.yaml}", "`..` is not allowed")]
+    #[case::absolute("{file: /etc/passwd}", "absolute paths are not allowed")]
+    #[case::inline("{inline: {apiVersion: v1}}", "inline manifest: document 1: missing `kind`")]
+    fn bad_fixtures_are_reported_where_they_are_used(#[case] manifest: &str, #[case] needle: &str) {
+        let as_step = assert_issue(&row("a", &format!("    steps:\n      - apply: {manifest}\n")), needle);
+        assert!(as_step.iter().any(|i| i.contains("step 1 (apply): ") && i.contains(needle)), "{as_step:?}");
+        let as_fixture = assert_issue(&row("a", &format!("    fixtures:\n      - {manifest}\n{EXPECT_POD}")), needle);
+        assert!(as_fixture.iter().any(|i| i.contains("fixture 1: ") && i.contains(needle)), "{as_fixture:?}");
+    }
+
     #[test]
     fn fixtures_must_exist_and_parse() {
-        for (manifest, needle) in [
-            ("{file: missing.yaml}", "missing.yaml"),
-            ("{file: broken.yaml}", "broken.yaml:2"),
-            ("{file: nokind.yaml}", "document 1: missing `kind`"),
-            ("{file: ../two.yaml}", "`..` is not allowed"),
-            ("{file: /etc/passwd}", "absolute paths are not allowed"),
-            ("{inline: {apiVersion: v1}}", "inline manifest: document 1: missing `kind`"),
-        ] {
-            assert_issue(&row("a", &format!("    steps:\n      - apply: {manifest}\n")), "step 1 (apply): ");
-            assert_issue(&row("a", &format!("    steps:\n      - apply: {manifest}\n")), needle);
-            assert_issue(&row("a", &format!("    fixtures:\n      - {manifest}\n{EXPECT_POD}")), "fixture 1: ");
-        }
         let dir = fixtures();
         let text = format!("suite: s\ntitle: t\nfixtures:\n  - file: missing.yaml\nrows:\n{}", row("a", EXPECT_POD));
         let loaded = load_suite_str(Path::new("s.yaml"), &text).expect("loads");
@@ -823,7 +840,13 @@ mod tests {
         assert_issue(&m(", eq: null"), "`eq: null` reads as no operator");
         assert_issue(&m(", eq: 1, ne: 2"), "match on `a` has 2 operators (eq, ne); give exactly one");
         assert_issue(&m(", gt: 1, lt: 3, exists: true"), "3 operators (exists, gt, lt)");
-        for op in [
+        let event = row("a", "    expect:\n      - never: {kind: Pod, match: [{path: a}]}\n");
+        assert_issue(&event, "expect 1 (never): match on `a` has no operator");
+    }
+
+    #[rstest::rstest]
+    fn each_operator_alone_is_clean(
+        #[values(
             ", eq: 1",
             ", ne: x",
             ", exists: true",
@@ -831,12 +854,16 @@ mod tests {
             ", gt: 1",
             ", lt: 2.5",
             ", contains: x",
-            ", matches: x",
-        ] {
-            assert_clean(&m(op));
-        }
-        let event = row("a", "    expect:\n      - never: {kind: Pod, match: [{path: a}]}\n");
-        assert_issue(&event, "expect 1 (never): match on `a` has no operator");
+            ", matches: x"
+        )]
+        op: &str,
+    ) {
+        assert_clean(&row(
+            "a",
+            &format!(
+                "    expect:\n      - eventually: {{target: {{apiVersion: v1, kind: Pod, name: p}}, match: [{{path: a{op}}}]}}\n"
+            ),
+        ));
     }
 
     #[test]
