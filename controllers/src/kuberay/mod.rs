@@ -1,15 +1,17 @@
 //! The RayCluster reconciler, modelled on KubeRay v1.7.0
 //! (`ray-operator/controllers/ray/raycluster_controller.go` and its `utils`/`common` helpers).
 //!
-//! What is modelled: pod naming and labels, the head service, replicas clamping,
-//! `workersToDelete`, deletion of unhealthy pods, status and conditions with KubeRay's reasons,
-//! the atomic suspend state machine, `upgradeStrategy` Recreate/None with the head-pod hash and
-//! operator-version annotations, validation, and the Kubernetes events KubeRay emits.
+//! What is modelled: pod naming and labels, the head service and the headless worker service,
+//! replicas clamping, `workersToDelete`, deletion of unhealthy pods, worker-group suspend,
+//! multi-host replica indexing, the scale expectations, status and conditions with KubeRay's
+//! reasons, the atomic suspend state machine, `upgradeStrategy` Recreate/None with the head-pod
+//! hash and operator-version annotations, validation, the controller's watch predicates and
+//! requeues, and the events.k8s.io events KubeRay emits (reason, action and note).
 //!
-//! What is not: the autoscaler sidecar and its RBAC, ingress/route, GCS fault tolerance and its
-//! Redis cleanup job, network policies, batch schedulers, the multi-host headless service, and
-//! the probes and `ray start` plumbing KubeRay injects into pods beyond the env and labels rows
-//! can observe. Rows that would need them do not exist yet.
+//! What is not: the autoscaler sidecar and its RBAC, autoscaler v2, ingress/route, GCS fault
+//! tolerance and its Redis cleanup job, network policies, mTLS, auth, batch schedulers, the
+//! `wait-gcs-ready` init container, and the probes and `ray start` plumbing KubeRay injects into
+//! pods beyond the env and labels rows can observe. Rows that would need them do not exist yet.
 
 pub mod common;
 pub mod raycluster;
@@ -32,6 +34,14 @@ pub const RAY_ID_LABEL: &str = "ray.io/identifier";
 pub const RAY_IS_RAY_NODE_LABEL: &str = "ray.io/is-ray-node";
 /// Cluster label naming the CRD a RayCluster was made for (`RayCluster`, `RayJob`, `RayService`).
 pub const RAY_ORIGINATED_FROM_CRD_LABEL: &str = "ray.io/originated-from-crd";
+/// Worker label (gate `RayMultiHostIndexing`): the index of the worker's replica in its group.
+pub const RAY_WORKER_REPLICA_INDEX_LABEL: &str = "ray.io/worker-group-replica-index";
+/// Worker label (gate `RayMultiHostIndexing`, `numOfHosts > 1`): the replica's unique name.
+pub const RAY_WORKER_REPLICA_NAME_LABEL: &str = "ray.io/worker-group-replica-name";
+/// Worker label (gate `RayMultiHostIndexing`, `numOfHosts > 1`): the host's index in its replica.
+pub const RAY_HOST_INDEX_LABEL: &str = "ray.io/replica-host-index";
+/// Label on the headless worker service of a cluster with multi-host groups: the cluster's name.
+pub const RAY_HEADLESS_WORKER_SERVICE_LABEL: &str = "ray.io/headless-worker-svc";
 /// Head-pod annotation: the hash of the spec the pod was made from (Recreate strategy).
 pub const UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION: &str = "ray.io/upgrade-strategy-recreate-hash";
 /// Head-pod annotation: the operator version that made the pod.
@@ -45,7 +55,7 @@ pub const KUBERAY_OPERATOR_MANAGER: &str = "ray.io/kuberay-operator";
 /// The KubeRay release whose behaviour these controllers model.
 pub const MODELLED_VERSION: &str = "v1.7.0";
 
-/// The component name on KubeRay's events (`mgr.GetEventRecorderFor("raycluster-controller")`).
+/// The `reportingController` of KubeRay's RayCluster events (`mgr.GetEventRecorder("raycluster-controller")`).
 pub const EVENT_COMPONENT: &str = "raycluster-controller";
 
 /// KubeRay's feature gates (`ray-operator/pkg/features/features.go`, v1.7.0), as a row names
@@ -56,9 +66,12 @@ pub const EVENT_COMPONENT: &str = "raycluster-controller";
 pub enum KubeRayGate {
     /// Beta, on: RayCluster `status.conditions`.
     RayClusterStatusConditions,
-    /// Beta: RayJob `deletionStrategy`; also what allows suspending a worker group.
+    /// Beta, on: RayJob `deletionStrategy`; also what allows suspending a worker group
+    /// (`workerGroupSpecs[].suspend`), which is refused while it is off.
     RayJobDeletionPolicy,
-    /// Beta: `ray.io/worker-group-replica-index` labels on multi-host groups.
+    /// Beta, on: `ray.io/worker-group-replica-index` on every worker; for multi-host groups
+    /// (`numOfHosts > 1`) also the replica name and host index, and replicas created, scaled and
+    /// deleted whole (`reconcileMultiHostWorkerGroup`).
     RayMultiHostIndexing,
     /// Beta, on: RayService `NewClusterWithIncrementalUpgrade`.
     RayServiceIncrementalUpgrade,
@@ -160,8 +173,8 @@ pub fn default_feature_gates() -> BTreeMap<KubeRayGate, bool> {
     use KubeRayGate::*;
     [
         (RayClusterStatusConditions, true),
-        (RayJobDeletionPolicy, false),
-        (RayMultiHostIndexing, false),
+        (RayJobDeletionPolicy, true),
+        (RayMultiHostIndexing, true),
         (RayServiceIncrementalUpgrade, true),
         (RayCronJob, false),
         (SidecarSubmitterRestart, false),

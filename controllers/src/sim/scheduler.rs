@@ -1,6 +1,8 @@
 //! A simulated kube-scheduler: binds pending pods to nodes they fit, through the
 //! `pods/{name}/binding` subresource, and marks the others `PodScheduled=False/Unschedulable`
-//! with kube-scheduler's message. It records the `Scheduled` and `FailedScheduling` events.
+//! with kube-scheduler's message. It records the `Scheduled` (action `Binding`) and
+//! `FailedScheduling` (action `Scheduling`) events through events.k8s.io/v1, reported by the
+//! scheduler's profile name (`default-scheduler`), as kube-scheduler 1.37 does.
 //!
 //! Filters, in kube-scheduler's order (a node fails on the first filter that rejects it):
 //! NodeUnschedulable (`spec.unschedulable` unless tolerated), TaintToleration (NoSchedule and
@@ -68,6 +70,13 @@ impl Scheduler {
 
     /// Watches pods and nodes and schedules until a fatal error; drop the future to stop it.
     pub async fn run(self) -> Result<(), SimError> {
+        tokio::select! {
+            result = self.schedule() => result,
+            () = self.events.run_series_upkeep() => Ok(()),
+        }
+    }
+
+    async fn schedule(&self) -> Result<(), SimError> {
         let (pods, nodes, mut events) = super::watch_pods_and_nodes(&self.client);
         let mut assumed: HashMap<String, (String, Resources)> = HashMap::new();
         let mut last_written: HashMap<String, String> = HashMap::new();
@@ -177,7 +186,7 @@ impl Scheduler {
         match api.create_subresource::<Value, Value>("binding", &name, &PostParams::default(), &binding).await {
             Ok(_) => {
                 let message = format!("Successfully assigned {ns}/{name} to {node}");
-                self.events.publish(&reference(pod), EventType::Normal, "Scheduled", message).await;
+                self.events.eventf(&reference(pod), None, EventType::Normal, "Scheduled", "Binding", message).await;
                 Ok(true)
             }
             Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(false),
@@ -211,7 +220,9 @@ impl Scheduler {
         let patch = json!({"metadata": {"uid": pod.metadata.uid}, "status": {"conditions": conditions}});
         match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(patch)).await {
             Ok(_) => {
-                self.events.publish(&reference(pod), EventType::Warning, "FailedScheduling", message.to_string()).await;
+                self.events
+                    .eventf(&reference(pod), None, EventType::Warning, "FailedScheduling", "Scheduling", message.to_string())
+                    .await;
                 Ok(())
             }
             Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),

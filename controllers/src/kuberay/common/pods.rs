@@ -47,11 +47,10 @@ fn ray_labels(rc: &RayCluster, node_type: &str, group: &str, template: &PodTempl
     labels.entry("app.kubernetes.io/name".into()).or_insert_with(|| "kuberay".into());
     labels.entry("app.kubernetes.io/created-by".into()).or_insert_with(|| "kuberay-operator".into());
     // ... and never these.
-    let identifier: String = format!("{cluster}-{node_type}").chars().take(63).collect();
+    labels.insert(RAY_ID_LABEL.into(), identifier(&cluster, node_type));
     labels.insert(RAY_CLUSTER_LABEL.into(), cluster);
     labels.insert(RAY_NODE_TYPE_LABEL.into(), node_type.into());
     labels.insert(RAY_GROUP_LABEL.into(), group.into());
-    labels.insert(RAY_ID_LABEL.into(), identifier.trim_end_matches(['-', '.', '_']).to_string());
     labels.insert(RAY_IS_RAY_NODE_LABEL.into(), "yes".into());
     labels
 }
@@ -160,10 +159,30 @@ pub(crate) fn head_pod(rc: &RayCluster, hash: &str, cfg: &KubeRayConfig) -> Pod 
     pod
 }
 
-/// A worker pod of `group`.
-pub(crate) fn worker_pod(rc: &RayCluster, group: &WorkerGroupSpec, cfg: &KubeRayConfig) -> Pod {
+/// Where a worker pod sits in its group under the `RayMultiHostIndexing` gate
+/// (`DefaultWorkerPodTemplate`): every worker carries its replica's index; a worker of a
+/// multi-host group (`numOfHosts > 1`) also carries its replica's name and its host index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReplicaIndex {
+    /// `ray.io/worker-group-replica-index`: the lowest index no live replica uses.
+    pub replica: usize,
+    /// `ray.io/worker-group-replica-name` (multi-host only): `<group>-<5 random characters>`.
+    pub name: Option<String>,
+    /// `ray.io/replica-host-index` (multi-host only): 0 to numOfHosts-1.
+    pub host: usize,
+}
+
+/// A worker pod of `group`; `index` is given when the `RayMultiHostIndexing` gate is on.
+pub(crate) fn worker_pod(rc: &RayCluster, group: &WorkerGroupSpec, index: Option<&ReplicaIndex>, cfg: &KubeRayConfig) -> Pod {
     let template = &group.template;
-    let labels = ray_labels(rc, "worker", &group.group_name, template);
+    let mut labels = ray_labels(rc, "worker", &group.group_name, template);
+    if let Some(index) = index {
+        labels.insert(RAY_WORKER_REPLICA_INDEX_LABEL.into(), index.replica.to_string());
+        if group.num_of_hosts.unwrap_or(1) > 1 {
+            labels.insert(RAY_WORKER_REPLICA_NAME_LABEL.into(), index.name.clone().unwrap_or_default());
+            labels.insert(RAY_HOST_INDEX_LABEL.into(), index.host.to_string());
+        }
+    }
     let annotations = template.metadata.as_ref().and_then(|m| m.annotations.clone()).unwrap_or_default();
     let name = Err(format!("{}-worker-", prefix(&format!("{}-{}", rc.name_any(), group.group_name))));
     let mut pod = build_pod(rc, template, labels, annotations, name);
@@ -178,7 +197,40 @@ pub(crate) fn worker_pod(rc: &RayCluster, group: &WorkerGroupSpec, cfg: &KubeRay
 
 /// Labels that select a cluster's head service (`RayClusterHeadServiceListOptions`).
 pub(crate) fn head_service_selector(rc: &RayCluster) -> String {
-    format!("{RAY_CLUSTER_LABEL}={},{RAY_NODE_TYPE_LABEL}=head", rc.name_any())
+    let cluster = rc.name_any();
+    format!("{RAY_CLUSTER_LABEL}={cluster},{RAY_NODE_TYPE_LABEL}=head,{RAY_ID_LABEL}={}", identifier(&cluster, "head"))
+}
+
+/// `utils.CheckLabel(utils.GenerateIdentifier(cluster, nodeType))`.
+fn identifier(cluster: &str, node_type: &str) -> String {
+    let id: String = format!("{cluster}-{node_type}").chars().take(63).collect();
+    id.trim_end_matches(['-', '.', '_']).to_string()
+}
+
+/// Labels that select a cluster's headless worker service (`RayClusterHeadlessServiceListOptions`).
+pub(crate) fn headless_service_selector(rc: &RayCluster) -> String {
+    format!("{RAY_HEADLESS_WORKER_SERVICE_LABEL}={}", rc.name_any())
+}
+
+/// `<cluster>-headless`, the headless service for the peer traffic of multi-host worker groups
+/// (`BuildHeadlessServiceForRayCluster`): it selects the cluster's workers, ready or not.
+pub(crate) fn headless_service(rc: &RayCluster) -> Service {
+    let cluster = rc.name_any();
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": format!("{cluster}-headless"),
+            "namespace": rc.namespace(),
+            "labels": {RAY_HEADLESS_WORKER_SERVICE_LABEL: cluster},
+            "ownerReferences": [owner_reference(rc)],
+        },
+        "spec": {
+            "clusterIP": "None",
+            "selector": {RAY_CLUSTER_LABEL: cluster, RAY_NODE_TYPE_LABEL: "worker"},
+            "type": "ClusterIP",
+            "publishNotReadyAddresses": true,
+        },
+    }))
+    .unwrap_or_default()
 }
 
 /// The head service: headless unless configured otherwise, ports from the head container's

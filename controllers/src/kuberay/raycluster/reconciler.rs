@@ -1,24 +1,34 @@
 //! The RayCluster reconcile loop (`RayClusterReconciler.rayClusterReconcile` and
 //! `reconcilePods`), driven by a kube-runtime `Controller` watching RayClusters and the pods and
-//! services they own.
+//! services they own, with controller-runtime's triggers: a RayCluster wakes the controller only
+//! when its generation, labels or annotations change (a status write does not), an error is
+//! retried with per-object exponential back-off (5 ms doubling, up to 1000 s), a pass that
+//! changed the status looks again after 2 s, and any other pass after 300 s.
 
 use super::status::{self, SuspendStatus, condition_true, suspend_status};
 use crate::Clock;
-use crate::crds::RayCluster;
-use crate::events::{EventRecorder, EventType};
-use crate::kuberay::common::pods::{head_pod, head_service, head_service_selector, serve_service, worker_pod};
+use crate::crds::{RayCluster, WorkerGroupSpec};
+use crate::events::{EventRecorder, EventType, reference};
+use crate::kuberay::common::pods::{
+    ReplicaIndex, head_pod, head_service, head_service_selector, headless_service, headless_service_selector,
+    serve_service, worker_pod,
+};
 use crate::kuberay::*;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
-use kube::{Resource, ResourceExt};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::ResourceExt;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
 
-/// Why a reconcile pass could not finish; the controller requeues after `status_requeue`.
+/// Why a reconcile pass could not finish; the controller retries with back-off.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
     /// An API call failed.
@@ -33,17 +43,29 @@ pub enum ReconcileError {
     Requeue(String),
 }
 
-/// Which kind of Ray pod a deletion is about (for KubeRay's event reasons).
-#[derive(Clone, Copy)]
-enum PodKind {
-    Head,
-    Worker,
+/// KubeRay's event actions (`utils.K8sEventAction`).
+mod action {
+    pub const CREATE: &str = "Create";
+    pub const DELETE: &str = "Delete";
+    pub const VALIDATE: &str = "Validate";
 }
 
 /// A failed step of `reconcilePods`, with the `ReplicaFailure` reason it maps to (if any).
 struct StepError {
     replica_failure: Option<&'static str>,
     error: ReconcileError,
+}
+
+impl StepError {
+    /// `errstd.Join(utils.ErrFailed..., err)`: the reason marks the `ReplicaFailure` condition,
+    /// whose message is the joined error, `<reason>\n<error>`.
+    fn replica(reason: &'static str, e: kube::Error) -> Self {
+        Self { replica_failure: Some(reason), error: ReconcileError::Requeue(format!("{reason}\n{}", go_error(&e))) }
+    }
+
+    fn plain(message: String) -> Self {
+        Self { replica_failure: None, error: ReconcileError::Requeue(message) }
+    }
 }
 
 impl From<ReconcileError> for StepError {
@@ -57,12 +79,156 @@ fn api_err(context: impl Into<String>) -> impl FnOnce(kube::Error) -> ReconcileE
     move |source| ReconcileError::Api { context, source }
 }
 
+/// What Go's `err.Error()` says for an API error: the Status message.
+fn go_error(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => s.message.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404)
 }
 
-fn is_conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 409)
+/// Go's `%v` of a `[]string`: `[a b c]`.
+fn go_strings(items: &[String]) -> String {
+    format!("[{}]", items.join(" "))
+}
+
+/// Go's `%v` of a `metav1.Time` (`time.Time.String()` in UTC).
+fn go_time(t: Option<&Time>) -> String {
+    match t {
+        Some(t) => t.0.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string(),
+        None => "0001-01-01 00:00:00 +0000 UTC".into(),
+    }
+}
+
+/// Go's `%v` of a `*corev1.ContainerStateTerminated` (the generated `String()`, `nil` for nil).
+fn go_terminated(t: Option<&ContainerStateTerminated>) -> String {
+    let Some(t) = t else { return "nil".into() };
+    format!(
+        "&ContainerStateTerminated{{ExitCode:{},Signal:{},Reason:{},Message:{},StartedAt:{},FinishedAt:{},ContainerID:{},}}",
+        t.exit_code,
+        t.signal.unwrap_or(0),
+        t.reason.as_deref().unwrap_or(""),
+        t.message.as_deref().unwrap_or(""),
+        go_time(t.started_at.as_ref()),
+        go_time(t.finished_at.as_ref()),
+        t.container_id.as_deref().unwrap_or(""),
+    )
+}
+
+/// `getRayContainerStateTerminated`: the Ray container (the first one) found by name among the
+/// container statuses; none found counts as not terminated.
+fn ray_container_terminated(pod: &Pod) -> Option<&ContainerStateTerminated> {
+    let name = pod.spec.as_ref()?.containers.first()?.name.as_str();
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|c| c.name == name)?
+        .state
+        .as_ref()?
+        .terminated
+        .as_ref()
+}
+
+fn phase(pod: &Pod) -> &str {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+}
+
+fn restart_policy(pod: &Pod) -> &str {
+    pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).unwrap_or("")
+}
+
+/// `; Pod status: ...; Pod restart policy: ...; Ray container terminated status: ...`, the tail of
+/// KubeRay's messages about a deleted unhealthy pod.
+fn pod_state(pod: &Pod) -> String {
+    format!(
+        "Pod status: {}; Pod restart policy: {}; Ray container terminated status: {}",
+        phase(pod),
+        restart_policy(pod),
+        go_terminated(ray_container_terminated(pod))
+    )
+}
+
+/// What the scale expectations wait for (`expectations.ScaleAction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ScaleAction {
+    Create,
+    Delete,
+}
+
+/// One expected pod (`expectations.rayPod`).
+#[derive(Debug, Clone)]
+struct ExpectedPod {
+    cluster: String,
+    /// The worker group, or `""` for the head.
+    group: String,
+    action: ScaleAction,
+    recorded: tokio::time::Instant,
+}
+
+/// `expectations.RayClusterScaleExpectation`: after creating or deleting a pod, its group is not
+/// reconciled again until the pod exists (at most 30 s) or is gone for good (not merely
+/// terminating), so that no pass acts on a view that does not show its own writes yet.
+#[derive(Default)]
+struct ScaleExpectations {
+    /// By `namespace/pod`.
+    items: Mutex<HashMap<String, ExpectedPod>>,
+}
+
+/// `expectations.ExpectationsTimeout`.
+const EXPECTATIONS_TIMEOUT: Duration = Duration::from_secs(30);
+/// The head's group in the expectations.
+const HEAD_GROUP: &str = "";
+
+impl ScaleExpectations {
+    fn expect(&self, ns: &str, cluster: &str, group: &str, pod: &str, action: ScaleAction) {
+        let item = ExpectedPod {
+            cluster: cluster.into(),
+            group: group.into(),
+            action,
+            recorded: tokio::time::Instant::now(),
+        };
+        self.items.lock().insert(format!("{ns}/{pod}"), item);
+    }
+
+    /// `IsSatisfied`: every expected pod of the group is there (or timed out) or gone; those
+    /// that are satisfied are forgotten, and the first that is not stops the check.
+    async fn satisfied(&self, pods: &Api<Pod>, ns: &str, cluster: &str, group: &str) -> bool {
+        let mut pending: Vec<(String, ExpectedPod)> = self
+            .items
+            .lock()
+            .iter()
+            .filter(|(k, e)| k.starts_with(&format!("{ns}/")) && e.cluster == cluster && e.group == group)
+            .map(|(k, e)| (k.clone(), e.clone()))
+            .collect();
+        pending.sort_by(|a, b| a.0.cmp(&b.0));
+        for (key, expected) in pending {
+            let name = key.split_once('/').map(|(_, n)| n).unwrap_or_default();
+            let exists = match pods.get_opt(name).await {
+                Ok(p) => p.is_some(),
+                Err(_) => return false,
+            };
+            let done = match expected.action {
+                ScaleAction::Create => exists || expected.recorded + EXPECTATIONS_TIMEOUT < tokio::time::Instant::now(),
+                ScaleAction::Delete => !exists,
+            };
+            if !done {
+                return false;
+            }
+            self.items.lock().remove(&key);
+        }
+        true
+    }
+
+    /// `Delete`: forget every expectation of the cluster.
+    fn forget_cluster(&self, ns: &str, cluster: &str) {
+        self.items.lock().retain(|k, e| !(k.starts_with(&format!("{ns}/")) && e.cluster == cluster));
+    }
 }
 
 /// The RayCluster controller: configuration, a client and an event recorder.
@@ -72,13 +238,41 @@ pub struct RayClusterReconciler {
     config: KubeRayConfig,
     recorder: EventRecorder,
     paused: Arc<std::sync::atomic::AtomicBool>,
+    expectations: ScaleExpectations,
+    /// Consecutive failed passes per cluster, for the back-off of controller-runtime's
+    /// default rate limiter.
+    failures: Mutex<HashMap<ObjectRef<RayCluster>, u32>>,
+    /// Seeds the random suffixes of multi-host replica names.
+    random: Mutex<u64>,
+}
+
+/// Controller-runtime's `GenerationChangedPredicate || LabelChangedPredicate ||
+/// AnnotationChangedPredicate` on RayClusters: a change of anything else (the status) does not
+/// wake the controller.
+fn generation_labels_annotations(rc: &RayCluster) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    rc.metadata.generation.hash(&mut h);
+    rc.metadata.labels.hash(&mut h);
+    rc.metadata.annotations.hash(&mut h);
+    Some(h.finish())
 }
 
 impl RayClusterReconciler {
     /// A reconciler writing through `client`, reading time from `clock`.
     pub fn new(client: kube::Client, clock: Clock, config: KubeRayConfig) -> Self {
         let recorder = EventRecorder::new(client.clone(), clock.clone(), EVENT_COMPONENT);
-        Self { client, clock, config, recorder, paused: Arc::default() }
+        let seed = clock.now().as_nanosecond() as u64 | 1;
+        Self {
+            client,
+            clock,
+            config,
+            recorder,
+            paused: Arc::default(),
+            expectations: ScaleExpectations::default(),
+            failures: Mutex::default(),
+            random: Mutex::new(seed),
+        }
     }
 
     /// A switch that stops and resumes reconciling (an operator that is down, say for an
@@ -125,25 +319,37 @@ impl RayClusterReconciler {
         let pods: Api<Pod> = Api::all(client.clone());
         let services: Api<Service> = Api::all(client.clone());
         let ray_nodes = watcher::Config::default().labels(&format!("{RAY_IS_RAY_NODE_LABEL}=yes"));
-        let requeue = self.config.status_requeue;
-        Controller::new(clusters, watcher::Config::default())
+        let (reader, writer) = reflector::store();
+        let trigger = watcher(clusters, watcher::Config::default())
+            .default_backoff()
+            .reflect(writer)
+            .applied_objects()
+            .predicate_filter(generation_labels_annotations, Default::default());
+        let me = Arc::new(self);
+        let controller = Controller::for_stream(trigger, reader)
             .owns(pods, ray_nodes)
-            .owns(services, watcher::Config::default().labels(RAY_CLUSTER_LABEL))
+            .owns(services, watcher::Config::default())
             .run(
                 |rc, me: Arc<Self>| async move { me.reconcile(&rc).await },
-                move |_, err, _| {
+                |rc, err, me: Arc<Self>| {
                     tracing::info!(error = %err, "RayCluster reconcile failed; requeue");
-                    Action::requeue(requeue)
+                    let mut failures = me.failures.lock();
+                    let n = failures.entry(ObjectRef::from_obj(rc.as_ref())).or_insert(0);
+                    let backoff = Duration::from_millis(5).saturating_mul(1u32 << (*n).min(30));
+                    *n += 1;
+                    Action::requeue(backoff.min(Duration::from_secs(1000)))
                 },
-                Arc::new(self),
+                me.clone(),
             )
-            .for_each(|_| futures::future::ready(()))
-            .await;
+            .for_each(|_| futures::future::ready(()));
+        tokio::select! {
+            () = controller => {}
+            () = me.recorder.run_series_upkeep() => {}
+        }
     }
 
-    async fn event(&self, rc: &RayCluster, kind: EventType, reason: &str, message: String) {
-        let r: ObjectReference = rc.object_ref(&());
-        self.recorder.publish(&r, kind, reason, message).await;
+    async fn event(&self, rc: &RayCluster, kind: EventType, reason: &str, action: &str, message: String) {
+        self.recorder.eventf(&reference(rc), None, kind, reason, action, message).await;
     }
 
     fn now(&self) -> Time {
@@ -154,11 +360,20 @@ impl RayClusterReconciler {
     /// One reconcile pass for the cluster `rc` names (read afresh from the API).
     pub async fn reconcile(&self, rc: &RayCluster) -> Result<Action, ReconcileError> {
         if self.paused.load(std::sync::atomic::Ordering::SeqCst) {
-            return Ok(Action::requeue(std::time::Duration::from_secs(1)));
+            return Ok(Action::requeue(Duration::from_secs(1)));
         }
+        let result = self.reconcile_cluster(rc).await;
+        if result.is_ok() {
+            self.failures.lock().remove(&ObjectRef::from_obj(rc));
+        }
+        result
+    }
+
+    async fn reconcile_cluster(&self, rc: &RayCluster) -> Result<Action, ReconcileError> {
         let ns = rc.namespace().unwrap_or_else(|| "default".into());
         let api: Api<RayCluster> = Api::namespaced(self.client.clone(), &ns);
         let Some(rc) = api.get_opt(&rc.name_any()).await.map_err(api_err("read the RayCluster"))? else {
+            self.expectations.forget_cluster(&ns, &rc.name_any());
             return Ok(Action::await_change());
         };
         let id = format!("{ns}/{}", rc.name_any());
@@ -167,53 +382,40 @@ impl RayClusterReconciler {
             return Ok(Action::await_change());
         }
         if let Err(e) = validate_metadata(&rc) {
-            self.event(
-                &rc,
-                EventType::Warning,
-                "InvalidRayClusterMetadata",
-                format!("The RayCluster metadata is invalid {id}: {e}"),
-            )
-            .await;
+            let message = format!("The RayCluster metadata is invalid {id}: {e}");
+            self.event(&rc, EventType::Warning, "InvalidRayClusterMetadata", action::VALIDATE, message).await;
             return Ok(Action::await_change());
         }
         if let Err(e) = validate_spec(&rc, &self.config) {
-            self.event(
-                &rc,
-                EventType::Warning,
-                "InvalidRayClusterSpec",
-                format!("The RayCluster spec is invalid {id}: {e}"),
-            )
-            .await;
+            let message = format!("The RayCluster spec is invalid {id}: {e}");
+            self.event(&rc, EventType::Warning, "InvalidRayClusterSpec", action::VALIDATE, message).await;
             return Ok(Action::await_change());
         }
+        if let Some(warning) = autoscaler_v1_restart_policy_warning(&rc) {
+            let message = format!("RayCluster spec warning {id}: {warning}");
+            self.event(&rc, EventType::Warning, "InvalidRayClusterSpec", action::VALIDATE, message).await;
+        }
         if let Err(e) = validate_upgrade_strategy(&rc) {
-            self.event(
-                &rc,
-                EventType::Warning,
-                "InvalidRayClusterSpec",
-                format!("The RayCluster UpgradeStrategy is invalid {id}: {e}"),
-            )
-            .await;
+            let message = format!("The RayCluster UpgradeStrategy is invalid {id}: {e}");
+            self.event(&rc, EventType::Warning, "InvalidRayClusterSpec", action::VALIDATE, message).await;
             return Ok(Action::await_change());
         }
         if condition_true(rc.status.as_ref(), status::SUSPENDING)
             && condition_true(rc.status.as_ref(), status::SUSPENDED)
         {
             let e = "invalid RayCluster State: rayv1.RayClusterSuspending and rayv1.RayClusterSuspended conditions should not be both true";
-            self.event(
-                &rc,
-                EventType::Warning,
-                "InvalidRayClusterStatus",
-                format!("The RayCluster status is invalid {id}, {e}"),
-            )
-            .await;
+            let message = format!("The RayCluster status is invalid {id}, {e}");
+            self.event(&rc, EventType::Warning, "InvalidRayClusterStatus", action::VALIDATE, message).await;
             return Err(ReconcileError::Requeue(e.into()));
         }
         if rc.metadata.deletion_timestamp.is_some() {
             return Ok(Action::await_change());
         }
 
-        let mut step = self.reconcile_head_service(&rc).await.map_err(StepError::from);
+        let mut step = self.reconcile_head_service(&rc).await;
+        if step.is_ok() {
+            step = self.reconcile_headless_service(&rc).await;
+        }
         if step.is_ok() {
             step = self.reconcile_serve_service(&rc).await.map_err(StepError::from);
         }
@@ -228,69 +430,88 @@ impl RayClusterReconciler {
             .map_err(api_err("list the cluster's pods"))?
             .items;
         let svc_api: Api<Service> = Api::namespaced(self.client.clone(), &ns);
-        let head_svc = svc_api
+        let head_services = svc_api
             .list(&ListParams::default().labels(&head_service_selector(&rc)))
             .await
             .map_err(api_err("list the head service"))?
-            .items
-            .into_iter()
-            .next();
+            .items;
         let failure = step.as_ref().err().and_then(|e| e.replica_failure.map(|r| (r, e.error.to_string())));
-        let new = status::calculate(&rc, &pods, head_svc.as_ref(), failure, step.is_err(), &self.config, self.now());
-        let old = rc.status.clone().unwrap_or_default();
-        let changed = status::inconsistent(&old, &new);
-        if changed {
-            let mut updated = rc.clone();
-            updated.status = Some(new);
-            match api.replace_status(&rc.name_any(), &PostParams::default(), &updated).await {
-                Ok(_) => {}
-                Err(e) if is_conflict(&e) => return Ok(Action::requeue(self.config.status_requeue)),
-                Err(e) => return Err(api_err("update the RayCluster status")(e)),
+        let calculated =
+            status::calculate(&rc, &pods, &head_services, failure, step.is_err(), &self.config, self.now());
+        let mut changed = false;
+        let mut update_error = None;
+        match &calculated {
+            Err(e) => tracing::info!(cluster = %id, error = %e, "got an error when calculating the new status"),
+            Ok(new) => {
+                changed = status::inconsistent(&rc.status.clone().unwrap_or_default(), new);
+                if changed {
+                    let mut updated = rc.clone();
+                    updated.status = Some(new.clone());
+                    if let Err(e) = api.replace_status(&rc.name_any(), &PostParams::default(), &updated).await {
+                        update_error = Some(api_err("update the RayCluster status")(e));
+                    }
+                }
             }
         }
-        match step {
-            Err(e) => Err(e.error),
-            Ok(()) if changed => Ok(Action::requeue(self.config.status_requeue)),
-            Ok(()) => Ok(Action::requeue(self.config.default_requeue)),
+        // Errors in order: the pass, the status calculation, the status update.
+        if let Err(e) = step {
+            return Err(e.error);
+        }
+        if let Err(e) = calculated {
+            return Err(ReconcileError::Requeue(e));
+        }
+        if let Some(e) = update_error {
+            return Err(e);
+        }
+        Ok(Action::requeue(if changed { self.config.status_requeue } else { self.config.default_requeue }))
+    }
+
+    /// Creates a service KubeRay owns (`createService`): an event either way.
+    async fn create_service(&self, rc: &RayCluster, svc: Service) -> Result<(), StepError> {
+        let ns = rc.namespace().unwrap_or_default();
+        let api: Api<Service> = Api::namespaced(self.client.clone(), &ns);
+        let name = svc.name_any();
+        match api.create(&PostParams::default(), &svc).await {
+            Ok(_) => {
+                let message = format!("Created service {ns}/{name}");
+                self.event(rc, EventType::Normal, "CreatedService", action::CREATE, message).await;
+                Ok(())
+            }
+            Err(e) => {
+                let message = format!("Failed creating service {ns}/{name}, {}", go_error(&e));
+                self.event(rc, EventType::Warning, "FailedToCreateService", action::CREATE, message).await;
+                Err(api_err(format!("create service {name}"))(e).into())
+            }
         }
     }
 
-    async fn reconcile_head_service(&self, rc: &RayCluster) -> Result<(), ReconcileError> {
+    async fn reconcile_head_service(&self, rc: &RayCluster) -> Result<(), StepError> {
         let api: Api<Service> = Api::namespaced(self.client.clone(), &rc.namespace().unwrap_or_default());
         let existing = api
             .list(&ListParams::default().labels(&head_service_selector(rc)))
             .await
             .map_err(api_err("list the head service"))?;
         match existing.items.len() {
-            0 => {}
-            1 => return Ok(()),
-            n => return Err(ReconcileError::Requeue(format!("{n} head service found"))),
+            0 => self.create_service(rc, head_service(rc, &self.config)).await,
+            1 => Ok(()),
+            n => Err(StepError::plain(format!("{n} head service found"))),
         }
-        let svc = head_service(rc, &self.config);
-        let name = svc.name_any();
-        match api.create(&PostParams::default(), &svc).await {
-            Ok(_) => {
-                self.event(
-                    rc,
-                    EventType::Normal,
-                    "CreatedService",
-                    format!("Created service {}/{name}", rc.namespace().unwrap_or_default()),
-                )
-                .await;
-                Ok(())
-            }
-            Err(e) if matches!(&e, kube::Error::Api(s) if s.code == 409) => Ok(()),
-            Err(e) => {
-                self.event(
-                    rc,
-                    EventType::Warning,
-                    "FailedToCreateService",
-                    format!("Failed creating service {}/{name}, {e}", rc.namespace().unwrap_or_default()),
-                )
-                .await;
-                Err(api_err("create the head service")(e))
-            }
+    }
+
+    /// `reconcileHeadlessService`: a cluster with a multi-host group gets `<cluster>-headless`.
+    async fn reconcile_headless_service(&self, rc: &RayCluster) -> Result<(), StepError> {
+        if !rc.spec.worker_group_specs.iter().any(|g| g.num_of_hosts.unwrap_or(1) > 1) {
+            return Ok(());
         }
+        let api: Api<Service> = Api::namespaced(self.client.clone(), &rc.namespace().unwrap_or_default());
+        let existing = api
+            .list(&ListParams::default().labels(&headless_service_selector(rc)))
+            .await
+            .map_err(api_err("list the headless service"))?;
+        if !existing.items.is_empty() {
+            return Ok(());
+        }
+        self.create_service(rc, headless_service(rc)).await
     }
 
     async fn reconcile_serve_service(&self, rc: &RayCluster) -> Result<(), ReconcileError> {
@@ -302,30 +523,27 @@ impl RayClusterReconciler {
         if api.get_opt(&svc.name_any()).await.map_err(api_err("read the serve service"))?.is_some() {
             return Ok(());
         }
-        match api.create(&PostParams::default(), &svc).await {
-            Ok(_) => Ok(()),
-            Err(e) if matches!(&e, kube::Error::Api(s) if s.code == 409) => Ok(()),
-            Err(e) => Err(api_err("create the serve service")(e)),
-        }
+        api.create(&PostParams::default(), &svc).await.map_err(api_err("create the serve service"))?;
+        Ok(())
     }
 
     /// Deletes every pod matching `selector` with one delete-collection, unless all of them are
-    /// already terminating (`deleteAllPods`). Returns whether it deleted anything.
-    async fn delete_all_pods(&self, rc: &RayCluster, selector: &str) -> Result<bool, kube::Error> {
+    /// already terminating (`deleteAllPods`).
+    async fn delete_all_pods(&self, rc: &RayCluster, selector: &str) -> Result<(), kube::Error> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &rc.namespace().unwrap_or_default());
         let pods = api.list(&ListParams::default().labels(selector)).await?;
-        let active = pods.items.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).count();
-        if active == 0 {
-            return Ok(false);
+        if pods.items.iter().any(|p| p.metadata.deletion_timestamp.is_none()) {
+            api.delete_collection(&DeleteParams::default(), &ListParams::default().labels(selector)).await?;
         }
-        api.delete_collection(&DeleteParams::default(), &ListParams::default().labels(selector)).await?;
-        Ok(true)
+        Ok(())
     }
 
     async fn reconcile_pods(&self, rc: &RayCluster) -> Result<(), StepError> {
         let ns = rc.namespace().unwrap_or_default();
-        let id = format!("{ns}/{}", rc.name_any());
-        let cluster_sel = format!("{RAY_CLUSTER_LABEL}={}", rc.name_any());
+        let cluster = rc.name_any();
+        let id = format!("{ns}/{cluster}");
+        let cluster_sel = format!("{RAY_CLUSTER_LABEL}={cluster}");
+        let hash = spec_hash_with(&rc.spec, &self.config);
         let gate = self.config.gate(KubeRayGate::RayClusterStatusConditions);
         let mut suspend = suspend_status(rc);
         if self.config.defective(Defect::NonAtomicSuspend)
@@ -334,27 +552,15 @@ impl RayClusterReconciler {
         {
             suspend = SuspendStatus::None;
         }
+        // Suspending: every pod goes, in every pass until none is left.
         if suspend == SuspendStatus::Suspending || (!gate && rc.spec.suspend == Some(true)) {
             if let Err(e) = self.delete_all_pods(rc, &cluster_sel).await {
-                self.event(
-                    rc,
-                    EventType::Warning,
-                    "FailedToDeletePodCollection",
-                    format!("Failed deleting Pods due to suspension for RayCluster {id}, {e}"),
-                )
-                .await;
-                return Err(StepError {
-                    replica_failure: Some("FailedDeleteAllPods"),
-                    error: api_err("delete all pods")(e),
-                });
+                let message = format!("Failed deleting Pods due to suspension for RayCluster {id}, {}", go_error(&e));
+                self.event(rc, EventType::Warning, "FailedToDeletePodCollection", action::DELETE, message).await;
+                return Err(StepError::replica("FailedDeleteAllPods", e));
             }
-            self.event(
-                rc,
-                EventType::Normal,
-                "DeletedPod",
-                format!("Deleted Pods for RayCluster {id} due to suspension"),
-            )
-            .await;
+            let message = format!("Deleted Pods for RayCluster {id} due to suspension");
+            self.event(rc, EventType::Normal, "DeletedPod", action::DELETE, message).await;
             return Ok(());
         }
         if gate && (suspend == SuspendStatus::Suspended || rc.spec.suspend == Some(true)) {
@@ -363,231 +569,396 @@ impl RayClusterReconciler {
         }
 
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
-        let head_sel = format!("{cluster_sel},{RAY_NODE_TYPE_LABEL}=head");
-        let head_pods =
-            pods.list(&ListParams::default().labels(&head_sel)).await.map_err(api_err("list head pods"))?.items;
-        let hash = spec_hash_with(&rc.spec, &self.config);
-        if self.should_recreate_for_upgrade(rc, &head_pods, &hash).await {
+        if self.should_recreate_for_upgrade(rc, &hash).await {
             if self.config.defective(Defect::CreateDuringRecreate) {
-                for p in
-                    pods.list(&ListParams::default().labels(&cluster_sel)).await.map_err(api_err("list pods"))?.items
+                for p in pods.list(&ListParams::default().labels(&cluster_sel)).await.map_err(api_err("list pods"))?.items
                 {
                     let _ = pods.delete(&p.name_any(), &DeleteParams::default()).await;
                 }
                 let _ = pods.create(&PostParams::default(), &head_pod(rc, &hash, &self.config)).await;
                 return Ok(());
             }
-            match self.delete_all_pods(rc, &cluster_sel).await {
-                Ok(true) => {
-                    self.event(rc, EventType::Normal, "DeletedPod", format!("Deleted all Pods for RayCluster {id} because its spec changed and upgradeStrategy is Recreate")).await;
-                }
-                Ok(false) => {}
-                Err(e) => {
-                    self.event(
-                        rc,
-                        EventType::Warning,
-                        "FailedToDeletePodCollection",
-                        format!("Failed deleting Pods for RayCluster {id} for the Recreate upgradeStrategy, {e}"),
-                    )
-                    .await;
-                    return Err(StepError {
-                        replica_failure: Some("FailedDeleteAllPods"),
-                        error: api_err("delete all pods")(e),
-                    });
-                }
+            // Every pass that still finds the old head deletes (what is not yet terminating) and
+            // says so again; no pod is created in such a pass.
+            if let Err(e) = self.delete_all_pods(rc, &cluster_sel).await {
+                let message = format!(
+                    "Failed deleting Pods due to spec change with Recreate upgradeStrategy for RayCluster {id}, {}",
+                    go_error(&e)
+                );
+                self.event(rc, EventType::Warning, "FailedToDeletePodCollection", action::DELETE, message).await;
+                return Err(StepError::replica("FailedDeleteAllPods", e));
             }
-            // No pod is created in the pass that deletes them.
+            self.expectations.forget_cluster(&ns, &cluster);
+            let message = format!("Deleted all Pods for RayCluster {id} due to spec change with Recreate upgradeStrategy");
+            self.event(rc, EventType::Normal, "DeletedPod", action::DELETE, message).await;
             return Ok(());
         }
 
-        match head_pods.len() {
-            0 => {
-                let pinned = rc.annotations().get(DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION).map(String::as_str)
-                    == Some("true")
-                    && condition_true(rc.status.as_ref(), status::PROVISIONED);
-                if !pinned {
+        let head_sel = format!("{cluster_sel},{RAY_NODE_TYPE_LABEL}=head");
+        let head_pods =
+            pods.list(&ListParams::default().labels(&head_sel)).await.map_err(api_err("list head pods"))?.items;
+        if !self.expectations.satisfied(&pods, &ns, &cluster, HEAD_GROUP).await {
+            tracing::info!(cluster = %id, "head expectations not satisfied; reconcile the head later");
+        } else {
+            match head_pods.len() {
+                0 => {
+                    let pinned = rc.annotations().get(DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION).map(String::as_str)
+                        == Some("true")
+                        && condition_true(rc.status.as_ref(), status::PROVISIONED);
+                    if pinned {
+                        // Not even the workers are reconciled in this pass.
+                        return Ok(());
+                    }
                     let pod = head_pod(rc, &hash, &self.config);
                     match pods.create(&PostParams::default(), &pod).await {
                         Ok(created) => {
-                            self.event(
-                                rc,
-                                EventType::Normal,
-                                "CreatedHeadPod",
-                                format!("Created head Pod {ns}/{}", created.name_any()),
-                            )
-                            .await;
+                            self.expectations.expect(&ns, &cluster, HEAD_GROUP, &created.name_any(), ScaleAction::Create);
+                            let message = format!("Created head Pod {ns}/{}", created.name_any());
+                            self.event(rc, EventType::Normal, "CreatedHeadPod", action::CREATE, message).await;
                         }
                         Err(e) => {
-                            self.event(
-                                rc,
-                                EventType::Warning,
-                                "FailedToCreateHeadPod",
-                                format!(
-                                    "Failed to create head Pod {ns}/{}, {e}",
-                                    pod.metadata
-                                        .generate_name
-                                        .clone()
-                                        .or(pod.metadata.name.clone())
-                                        .unwrap_or_default()
-                                ),
-                            )
-                            .await;
-                            return Err(StepError {
-                                replica_failure: Some("FailedCreateHeadPod"),
-                                error: api_err("create the head pod")(e),
-                            });
+                            // The pod has only a generateName, so Go prints an empty name.
+                            let name = pod.metadata.name.clone().unwrap_or_default();
+                            let message = format!("Failed to create head Pod {ns}/{name}, {}", go_error(&e));
+                            self.event(rc, EventType::Warning, "FailedToCreateHeadPod", action::CREATE, message).await;
+                            return Err(StepError::replica("FailedCreateHeadPod", e));
                         }
                     }
                 }
-            }
-            1 => {
-                let head = &head_pods[0];
-                if let Some(reason) = should_delete_pod(head, "head") {
-                    let message = format!("Deleted head Pod {ns}/{}; {reason}", head.name_any());
-                    self.delete_pod(rc, &pods, &head.name_any(), PodKind::Head, message).await?;
-                    return Err(ReconcileError::Requeue(reason).into());
+                1 => {
+                    let head = &head_pods[0];
+                    if let Some(reason) = should_delete_pod(head, "head") {
+                        let name = head.name_any();
+                        if let Err(e) = pods.delete(&name, &DeleteParams::default()).await {
+                            let message = format!("Failed deleting head Pod {ns}/{name}; {}, {}", pod_state(head), go_error(&e));
+                            self.event(rc, EventType::Warning, "FailedToDeleteHeadPod", action::DELETE, message).await;
+                            return Err(StepError::replica("FailedDeleteHeadPod", e));
+                        }
+                        self.expectations.expect(&ns, &cluster, HEAD_GROUP, &name, ScaleAction::Delete);
+                        let message = format!("Deleted head Pod {ns}/{name}; {}", pod_state(head));
+                        self.event(rc, EventType::Normal, "DeletedHeadPod", action::DELETE, message).await;
+                        return Err(StepError::plain(reason));
+                    }
                 }
-            }
-            n => {
-                // More than one head pod (only if someone made one by hand): keep the first.
-                tracing::info!(cluster = %id, heads = n, "multiple head pods found; deleting the extra ones");
-                for extra in &head_pods[1..] {
-                    let message = format!("Deleted head Pod {ns}/{}", extra.name_any());
-                    self.delete_pod(rc, &pods, &extra.name_any(), PodKind::Head, message).await?;
+                n => {
+                    // Someone made a head by hand: KubeRay refuses to go on, and deletes nothing.
+                    let names: Vec<String> = head_pods.iter().map(|p| p.name_any()).collect();
+                    return Err(StepError::plain(format!(
+                        "{n} head pods found {}. Please delete extra head pods",
+                        go_strings(&names)
+                    )));
                 }
             }
         }
 
-        let autoscaling = rc.spec.enable_in_tree_autoscaling == Some(true);
         for group in &rc.spec.worker_group_specs {
-            let group_sel =
-                format!("{cluster_sel},{RAY_GROUP_LABEL}={},{RAY_NODE_TYPE_LABEL}=worker", group.group_name);
-            if group.suspend == Some(true) {
-                if let Err(e) = self.delete_all_pods(rc, &group_sel).await {
-                    self.event(
-                        rc,
-                        EventType::Warning,
-                        "FailedToDeleteWorkerPodCollection",
-                        format!(
-                            "Failed deleting worker Pods for suspended group {} of RayCluster {id}, {e}",
-                            group.group_name
-                        ),
-                    )
-                    .await;
-                    return Err(StepError {
-                        replica_failure: Some("FailedDeleteWorkerPod"),
-                        error: api_err("delete a suspended group's pods")(e),
-                    });
-                }
+            if !self.expectations.satisfied(&pods, &ns, &cluster, &group.group_name).await {
+                tracing::info!(cluster = %id, group = %group.group_name, "group expectations not satisfied; reconcile later");
                 continue;
             }
-            let worker_pods =
-                pods.list(&ListParams::default().labels(&group_sel)).await.map_err(api_err("list worker pods"))?.items;
-            let mut deleted = std::collections::BTreeSet::new();
-            for p in &worker_pods {
-                let Some(reason) = should_delete_pod(p, "worker") else { continue };
-                let message = format!("Deleted worker Pod {ns}/{}; {reason}", p.name_any());
-                if self.delete_pod(rc, &pods, &p.name_any(), PodKind::Worker, message).await? {
-                    deleted.insert(p.name_any());
+            self.reconcile_group(rc, &pods, group).await?;
+        }
+        Ok(())
+    }
+
+    async fn reconcile_group(&self, rc: &RayCluster, pods: &Api<Pod>, group: &WorkerGroupSpec) -> Result<(), StepError> {
+        let ns = rc.namespace().unwrap_or_default();
+        let cluster = rc.name_any();
+        let id = format!("{ns}/{cluster}");
+        let name = &group.group_name;
+        let group_sel = format!("{RAY_CLUSTER_LABEL}={cluster},{RAY_GROUP_LABEL}={name}");
+        let desired = status::desired_replicas(group).max(0) as usize;
+        let worker_pods =
+            pods.list(&ListParams::default().labels(&group_sel)).await.map_err(api_err("list worker pods"))?.items;
+
+        if group.suspend == Some(true) {
+            if let Err(e) = self.delete_all_pods(rc, &group_sel).await {
+                let message = format!(
+                    "Failed deleting worker Pods for suspended group {name} in RayCluster {id}, {}",
+                    go_error(&e)
+                );
+                self.event(rc, EventType::Warning, "FailedToDeleteWorkerPodCollection", action::DELETE, message).await;
+                return Err(StepError::replica("FailedDeleteWorkerPod", e));
+            }
+            let message = format!("Deleted all pods for suspended worker group {name} in RayCluster {id}");
+            self.event(rc, EventType::Normal, "DeletedWorkerPod", action::DELETE, message).await;
+            return Ok(());
+        }
+
+        let indexing = self.config.gate(KubeRayGate::RayMultiHostIndexing);
+        if indexing && group.num_of_hosts.unwrap_or(1) > 1 {
+            return self.reconcile_multi_host_group(rc, pods, group, worker_pods).await;
+        }
+
+        // Unhealthy workers go first; nothing is created in a pass that deleted one.
+        let mut deleted = BTreeSet::new();
+        for p in &worker_pods {
+            if should_delete_pod(p, "worker").is_none() {
+                continue;
+            }
+            let pod_name = p.name_any();
+            deleted.insert(pod_name.clone());
+            if let Err(e) = pods.delete(&pod_name, &DeleteParams::default()).await {
+                let message = format!("Failed deleting worker Pod {ns}/{pod_name}; {}, {}", pod_state(p), go_error(&e));
+                self.event(rc, EventType::Warning, "FailedToDeleteWorkerPod", action::DELETE, message).await;
+                return Err(StepError::replica("FailedDeleteWorkerPod", e));
+            }
+            self.expectations.expect(&ns, &cluster, name, &pod_name, ScaleAction::Delete);
+            let message = format!("Deleted worker Pod {ns}/{pod_name}; {}", pod_state(p));
+            self.event(rc, EventType::Normal, "DeletedWorkerPod", action::DELETE, message).await;
+        }
+        if !deleted.is_empty() {
+            return Err(StepError::plain(format!("delete {} unhealthy worker Pods", deleted.len())));
+        }
+
+        // Named pods always go, whatever replicas says; the list is left for the autoscaler to clear.
+        for victim in group.scale_strategy.iter().flat_map(|s| s.workers_to_delete.iter()) {
+            match pods.delete(victim, &DeleteParams::default()).await {
+                Ok(_) => {
+                    self.expectations.expect(&ns, &cluster, name, victim, ScaleAction::Delete);
+                    deleted.insert(victim.clone());
+                    let message = format!("Deleted pod {ns}/{victim}");
+                    self.event(rc, EventType::Normal, "DeletedWorkerPod", action::DELETE, message).await;
+                }
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => {
+                    let message = format!("Failed deleting pod {ns}/{victim}, {}", go_error(&e));
+                    self.event(rc, EventType::Warning, "FailedToDeleteWorkerPod", action::DELETE, message).await;
+                    return Err(StepError::replica("FailedDeleteWorkerPod", e));
                 }
             }
-            if !deleted.is_empty() {
-                // No creation in a pass that removed unhealthy workers.
-                return Err(ReconcileError::Requeue(format!("Delete {} unhealthy worker Pods.", deleted.len())).into());
+        }
+        let running: Vec<&Pod> = worker_pods.iter().filter(|p| !deleted.contains(&p.name_any())).collect();
+        let mut used_indices: BTreeSet<usize> = BTreeSet::new();
+        if indexing {
+            used_indices.extend(running.iter().filter_map(|p| replica_index(p)));
+        }
+        if desired > running.len() {
+            let mut next = 0usize;
+            for _ in running.len()..desired {
+                let index = indexing.then(|| {
+                    while used_indices.contains(&next) {
+                        next += 1;
+                    }
+                    used_indices.insert(next);
+                    ReplicaIndex { replica: next, name: None, host: 0 }
+                });
+                self.create_worker(rc, pods, group, index.as_ref()).await?;
             }
-            // Named pods always go, whatever replicas says; the list is left for the autoscaler to clear.
-            for name in group.scale_strategy.iter().flat_map(|s| s.workers_to_delete.iter()) {
-                let message = format!("Deleted worker Pod {ns}/{name}");
-                if self.delete_pod(rc, &pods, name, PodKind::Worker, message).await? {
-                    deleted.insert(name.clone());
-                }
-            }
-            let running: Vec<&Pod> = worker_pods.iter().filter(|p| !deleted.contains(&p.name_any())).collect();
-            let desired = status::desired_replicas(group) as i64;
-            let diff = desired - running.len() as i64;
-            if diff > 0 {
-                for _ in 0..diff {
-                    let pod = worker_pod(rc, group, &self.config);
-                    match pods.create(&PostParams::default(), &pod).await {
-                        Ok(created) => {
-                            self.event(
-                                rc,
-                                EventType::Normal,
-                                "CreatedWorkerPod",
-                                format!("Created worker Pod {ns}/{}", created.name_any()),
-                            )
-                            .await;
-                        }
+        } else if desired < running.len() {
+            let autoscaling = rc.spec.enable_in_tree_autoscaling == Some(true);
+            if !autoscaling || self.config.random_pod_delete {
+                for p in running.iter().take(running.len() - desired) {
+                    let pod_name = p.name_any();
+                    match pods.delete(&pod_name, &DeleteParams::default()).await {
+                        Ok(_) => {}
+                        Err(e) if is_not_found(&e) => {}
                         Err(e) => {
-                            self.event(
-                                rc,
-                                EventType::Warning,
-                                "FailedToCreateWorkerPod",
-                                format!(
-                                    "Failed to create worker Pod {ns}/{}, {e}",
-                                    pod.metadata.generate_name.clone().unwrap_or_default()
-                                ),
-                            )
-                            .await;
-                            return Err(StepError {
-                                replica_failure: Some("FailedCreateWorkerPod"),
-                                error: api_err("create a worker pod")(e),
-                            });
+                            let message = format!("Failed deleting Pod {ns}/{pod_name}, {}", go_error(&e));
+                            self.event(rc, EventType::Warning, "FailedToDeleteWorkerPod", action::DELETE, message).await;
+                            return Err(StepError::replica("FailedDeleteWorkerPod", e));
                         }
                     }
-                }
-            } else if diff < 0 && (!autoscaling || self.config.random_pod_delete) {
-                for p in running.iter().take((-diff) as usize) {
-                    let message = format!("Deleted Pod {ns}/{}", p.name_any());
-                    self.delete_pod(rc, &pods, &p.name_any(), PodKind::Worker, message).await?;
+                    self.expectations.expect(&ns, &cluster, name, &pod_name, ScaleAction::Delete);
+                    let message = format!("Deleted Pod {ns}/{pod_name}");
+                    self.event(rc, EventType::Normal, "DeletedWorkerPod", action::DELETE, message).await;
                 }
             }
         }
         Ok(())
     }
 
-    /// Deletes one pod as KubeRay does: a Normal event on success, a Warning event and a
-    /// `ReplicaFailure`-marked error on failure; a pod already gone is no error. Returns whether
-    /// this call deleted it.
-    async fn delete_pod(
+    /// `createWorkerPod` / `createWorkerPodWithIndex`.
+    async fn create_worker(
         &self,
         rc: &RayCluster,
         pods: &Api<Pod>,
-        name: &str,
-        kind: PodKind,
-        message: String,
-    ) -> Result<bool, StepError> {
-        let (deleted, failed, failure, what) = match kind {
-            PodKind::Head => ("DeletedHeadPod", "FailedToDeleteHeadPod", "FailedDeleteHeadPod", "head Pod"),
-            PodKind::Worker => ("DeletedWorkerPod", "FailedToDeleteWorkerPod", "FailedDeleteWorkerPod", "worker Pod"),
-        };
-        match pods.delete(name, &DeleteParams::default()).await {
-            Ok(_) => {
-                self.event(rc, EventType::Normal, deleted, message).await;
-                Ok(true)
+        group: &WorkerGroupSpec,
+        index: Option<&ReplicaIndex>,
+    ) -> Result<(), StepError> {
+        let ns = rc.namespace().unwrap_or_default();
+        let cluster = rc.name_any();
+        let pod = worker_pod(rc, group, index, &self.config);
+        match pods.create(&PostParams::default(), &pod).await {
+            Ok(created) => {
+                self.expectations.expect(&ns, &cluster, &group.group_name, &created.name_any(), ScaleAction::Create);
+                let message = format!("Created worker Pod {ns}/{}", created.name_any());
+                self.event(rc, EventType::Normal, "CreatedWorkerPod", action::CREATE, message).await;
+                Ok(())
             }
-            Err(e) if is_not_found(&e) => Ok(false),
             Err(e) => {
-                let ns = rc.namespace().unwrap_or_default();
-                self.event(rc, EventType::Warning, failed, format!("Failed deleting {what} {ns}/{name}, {e}")).await;
-                Err(StepError { replica_failure: Some(failure), error: api_err(format!("delete {what} {name}"))(e) })
+                let message = format!("Failed to create worker Pod for the cluster {ns}/{cluster}, {}", go_error(&e));
+                self.event(rc, EventType::Warning, "FailedToCreateWorkerPod", action::CREATE, message).await;
+                Err(StepError::replica("FailedCreateWorkerPod", e))
             }
         }
+    }
+
+    /// `deletePods`: deletes the pods of whole multi-host replicas, one event each.
+    async fn delete_replica_pods(
+        &self,
+        rc: &RayCluster,
+        pods: &Api<Pod>,
+        group: &str,
+        victims: &[&Pod],
+        reason: &str,
+    ) -> Result<(), StepError> {
+        let ns = rc.namespace().unwrap_or_default();
+        for p in victims {
+            let pod_name = p.name_any();
+            match pods.delete(&pod_name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(e) if is_not_found(&e) => continue,
+                Err(e) => {
+                    let message = format!(
+                        "Failed deleting worker Pod {ns}/{pod_name} for group {group}; {}, {}",
+                        pod_state(p),
+                        go_error(&e)
+                    );
+                    self.event(rc, EventType::Warning, "FailedToDeleteWorkerPod", action::DELETE, message).await;
+                    return Err(StepError::replica("FailedDeleteWorkerPod", e));
+                }
+            }
+            self.expectations.expect(&ns, &rc.name_any(), group, &pod_name, ScaleAction::Delete);
+            let message = format!("Deleted worker Pod {ns}/{pod_name} for group {group}: {reason}");
+            self.event(rc, EventType::Normal, "DeletedWorkerPod", action::DELETE, message).await;
+        }
+        Ok(())
+    }
+
+    /// `utils.GenerateRayWorkerReplicaGroupName`: `<group>-<5 characters of apimachinery's
+    /// random alphabet>`.
+    fn replica_name(&self, group: &str) -> String {
+        const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+        let mut state = self.random.lock();
+        let suffix: String = (0..5)
+            .map(|_| {
+                // xorshift64*
+                *state ^= *state >> 12;
+                *state ^= *state << 25;
+                *state ^= *state >> 27;
+                let r = state.wrapping_mul(0x2545_F491_4F6C_DD1D);
+                ALPHABET[(r >> 33) as usize % ALPHABET.len()] as char
+            })
+            .collect();
+        format!("{group}-{suffix}")
+    }
+
+    /// `reconcileMultiHostWorkerGroup`: a group with `numOfHosts > 1` under the
+    /// `RayMultiHostIndexing` gate lives and dies by whole replicas of `numOfHosts` pods that
+    /// share a `ray.io/worker-group-replica-name`.
+    async fn reconcile_multi_host_group(
+        &self,
+        rc: &RayCluster,
+        pods: &Api<Pod>,
+        group: &WorkerGroupSpec,
+        worker_pods: Vec<Pod>,
+    ) -> Result<(), StepError> {
+        let name = &group.group_name;
+        let hosts = group.num_of_hosts.unwrap_or(1).max(1) as usize;
+        let mut replicas: BTreeMap<String, Vec<&Pod>> = BTreeMap::new();
+        for p in &worker_pods {
+            if let Some(replica) = p.labels().get(RAY_WORKER_REPLICA_NAME_LABEL) {
+                replicas.entry(replica.clone()).or_default().push(p);
+            }
+        }
+        // A replica missing a host (one was deleted from outside) is taken down whole.
+        if let Some((replica, members)) = replicas.iter().find(|(_, members)| members.len() < hosts) {
+            self.delete_replica_pods(rc, pods, name, members, "cleanup of incomplete multi-host group").await?;
+            return Err(StepError::plain(format!("cleaned up incomplete replica group {replica}, requeueing")));
+        }
+        // A replica with an unhealthy host is taken down whole; its replacement is created below.
+        let mut deleted: BTreeSet<String> = BTreeSet::new();
+        for p in &worker_pods {
+            if deleted.contains(&p.name_any()) {
+                continue;
+            }
+            let Some(reason) = should_delete_pod(p, "worker") else { continue };
+            let replica = p.labels().get(RAY_WORKER_REPLICA_NAME_LABEL).cloned().unwrap_or_default();
+            let Some(members) = replicas.get(&replica) else { continue };
+            self.delete_replica_pods(rc, pods, name, members, &reason).await?;
+            deleted.extend(members.iter().map(|m| m.name_any()));
+        }
+        // The autoscaler names one pod; its whole replica goes.
+        let named = group.scale_strategy.iter().flat_map(|s| s.workers_to_delete.iter()).collect::<Vec<_>>();
+        if !named.is_empty() {
+            let mut victims: BTreeMap<String, &Pod> = BTreeMap::new();
+            for victim in named {
+                if let Some(p) = worker_pods.iter().find(|p| &p.name_any() == victim) {
+                    let replica = p.labels().get(RAY_WORKER_REPLICA_NAME_LABEL).cloned().unwrap_or_default();
+                    for m in replicas.get(&replica).into_iter().flatten() {
+                        victims.insert(m.name_any(), m);
+                    }
+                }
+            }
+            if !victims.is_empty() {
+                let list: Vec<&Pod> = victims.values().copied().collect();
+                self.delete_replica_pods(rc, pods, name, &list, "autoscaler scale-down request").await?;
+                return Err(StepError::plain(format!(
+                    "deleted {} worker Pods based on ScaleStrategy, requeueing",
+                    list.len()
+                )));
+            }
+        }
+        let valid: Vec<(&String, &Vec<&Pod>)> =
+            replicas.iter().filter(|(_, members)| members.iter().all(|m| !deleted.contains(&m.name_any()))).collect();
+        let desired_pods = status::desired_replicas(group).max(0) as usize;
+        if desired_pods % hosts != 0 {
+            return Err(StepError::plain(format!(
+                "desired worker pods ({desired_pods}) is not a multiple of NumOfHosts ({hosts}) for group {name}"
+            )));
+        }
+        let desired = desired_pods / hosts;
+        let mut used: BTreeSet<usize> =
+            valid.iter().filter_map(|(_, members)| members.first().and_then(|p| replica_index(p))).collect();
+        if desired > valid.len() {
+            let mut next = 0usize;
+            for _ in valid.len()..desired {
+                while used.contains(&next) {
+                    next += 1;
+                }
+                used.insert(next);
+                let replica_name = self.replica_name(name);
+                for host in 0..hosts {
+                    let index = ReplicaIndex { replica: next, name: Some(replica_name.clone()), host };
+                    self.create_worker(rc, pods, group, Some(&index)).await?;
+                }
+            }
+        } else if desired < valid.len() {
+            let autoscaling = rc.spec.enable_in_tree_autoscaling == Some(true);
+            if !autoscaling || self.config.random_pod_delete {
+                for (_, members) in valid.iter().take(valid.len() - desired) {
+                    self.delete_replica_pods(rc, pods, name, members, "scaling down").await?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `shouldRecreatePodsForUpgrade`: Recreate, a head pod, and a non-empty hash annotation that
     /// differs from the spec's. A head pod stamped by another operator version gets fresh
     /// annotations instead (an operator upgrade alone must not recreate pods).
-    async fn should_recreate_for_upgrade(&self, rc: &RayCluster, head_pods: &[Pod], hash: &str) -> bool {
+    async fn should_recreate_for_upgrade(&self, rc: &RayCluster, hash: &str) -> bool {
         let recreate = rc.spec.upgrade_strategy.as_ref().and_then(|u| u.type_.as_deref()) == Some("Recreate");
-        let Some(head) = head_pods.first().filter(|_| recreate) else { return false };
+        if !recreate {
+            return false;
+        }
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &rc.namespace().unwrap_or_default());
+        let head_sel = format!("{RAY_CLUSTER_LABEL}={},{RAY_NODE_TYPE_LABEL}=head", rc.name_any());
+        let head_pods = match api.list(&ListParams::default().labels(&head_sel)).await {
+            Ok(l) => l.items,
+            Err(e) => {
+                tracing::info!(error = %e, "failed to list head pods for the upgrade check");
+                return false;
+            }
+        };
+        let Some(head) = head_pods.first() else { return false };
         let annotations = head.annotations();
         let version = annotations.get(KUBERAY_VERSION_ANNOTATION).map(String::as_str).unwrap_or("");
         if !version.is_empty()
             && version != self.config.kuberay_version
             && !self.config.defective(Defect::NoVersionSkip)
         {
-            let api: Api<Pod> = Api::namespaced(self.client.clone(), &rc.namespace().unwrap_or_default());
             let mut pod = head.clone();
             let a = pod.metadata.annotations.get_or_insert_with(BTreeMap::new);
             a.insert(UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION.into(), hash.into());
@@ -602,34 +973,27 @@ impl RayClusterReconciler {
     }
 }
 
-/// `shouldDeletePod`: a pod that will not come back by itself. Failed/Succeeded pods, and
-/// Running pods whose Ray container terminated, unless restartPolicy Always will restart them.
-/// Returns the reason to delete.
+/// `ray.io/worker-group-replica-index` of a worker, if it has a valid one.
+fn replica_index(pod: &Pod) -> Option<usize> {
+    pod.labels().get(RAY_WORKER_REPLICA_INDEX_LABEL).and_then(|i| i.parse().ok())
+}
+
+/// `shouldDeletePod`: a pod that will not come back by itself, with the reason KubeRay gives.
+/// Failed or Succeeded pods, whatever their restart policy; Running pods whose Ray container
+/// terminated, only with `restartPolicy: Never` (Always and OnFailure are left to the kubelet).
 fn should_delete_pod(pod: &Pod, node_type: &str) -> Option<String> {
-    let spec = pod.spec.as_ref()?;
-    let always = spec.restart_policy.as_deref().unwrap_or("Always") == "Always";
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("");
-    let policy = spec.restart_policy.clone().unwrap_or_else(|| "Always".into());
+    let name = pod.name_any();
+    let phase = phase(pod);
     if phase == "Failed" || phase == "Succeeded" {
-        return (!always).then(|| {
-            format!(
-                "The {node_type} Pod {} status is {phase} which is a terminal state and it will not restart. KubeRay will delete the Pod and create new Pods in the next reconciliation if necessary.",
-                pod.name_any()
-            )
-        });
-    }
-    let ray_container = spec.containers.first().map(|c| c.name.clone()).unwrap_or_default();
-    let terminated = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.name == ray_container))
-        .and_then(|c| c.state.as_ref())
-        .and_then(|s| s.terminated.as_ref());
-    if phase == "Running" && terminated.is_some() && !always {
         return Some(format!(
-            "The Pod status of the {node_type} Pod {} is Running, and the Ray container terminated. The container is unable to restart due to its restart policy {policy}, so KubeRay will delete it.",
-            pod.name_any()
+            "The {node_type} Pod {name} status is {phase} which is a terminal state. KubeRay will delete the Pod and create new Pods in the next reconciliation if necessary."
+        ));
+    }
+    let terminated = ray_container_terminated(pod);
+    if phase == "Running" && terminated.is_some() && restart_policy(pod) == "Never" {
+        return Some(format!(
+            "The Pod status of the {node_type} Pod {name} is {phase}, and the Ray container terminated status is {}. The container is unable to restart due to its restart policy Never, so KubeRay will delete it.",
+            go_terminated(terminated)
         ));
     }
     None
@@ -641,18 +1005,37 @@ fn validate_metadata(rc: &RayCluster) -> Result<(), String> {
     if name.len() > 53 {
         return Err("RayCluster name should be no more than 53 characters".into());
     }
-    let dns1035 = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !name.ends_with('-');
-    if !dns1035 {
-        return Err(format!(
-            "RayCluster name should be a valid DNS1035 label: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character, got {name:?}"
-        ));
+    let errs = apimachinery::validation::dns1035_label_errors(&name);
+    if !errs.is_empty() {
+        return Err(format!("RayCluster name should be a valid DNS1035 label: {}", go_strings(&errs)));
     }
     Ok(())
 }
 
-/// `ValidateRayClusterSpec`, for the fields modelled here.
+/// `autoscalerOptions.version` of the spec, if set.
+fn autoscaler_version(rc: &RayCluster) -> Option<&str> {
+    rc.spec.extra.get("autoscalerOptions").and_then(|o| o.get("version")).and_then(|v| v.as_str())
+}
+
+/// The warning KubeRay emits (and carries on) when autoscaler v1 is asked for explicitly and a
+/// worker group restarts its pods.
+fn autoscaler_v1_restart_policy_warning(rc: &RayCluster) -> Option<String> {
+    if rc.spec.enable_in_tree_autoscaling != Some(true) || autoscaler_version(rc) != Some("v1") {
+        return None;
+    }
+    let groups: Vec<&str> = rc
+        .spec
+        .worker_group_specs
+        .iter()
+        .filter(|g| g.template.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).is_some_and(|p| !p.is_empty() && p != "Never"))
+        .map(|g| g.group_name.as_str())
+        .collect();
+    (!groups.is_empty()).then(|| {
+        format!("restartPolicy for worker groups [{}] should be Never or unset when using autoscaler V1", groups.join(", "))
+    })
+}
+
+/// `ValidateRayClusterSpec`, for the fields modelled here, in KubeRay's order.
 fn validate_spec(rc: &RayCluster, cfg: &KubeRayConfig) -> Result<(), String> {
     let head = rc.spec.head_group_spec.template.spec.as_ref();
     if head.is_none_or(|s| s.containers.is_empty()) {
@@ -660,37 +1043,37 @@ fn validate_spec(rc: &RayCluster, cfg: &KubeRayConfig) -> Result<(), String> {
     }
     let autoscaling = rc.spec.enable_in_tree_autoscaling == Some(true);
     for g in &rc.spec.worker_group_specs {
+        let name = &g.group_name;
         if g.template.spec.as_ref().is_none_or(|s| s.containers.is_empty()) {
             return Err("workerGroupSpec should have at least one container".into());
         }
         if !autoscaling && (g.min_replicas.is_none() || g.max_replicas.is_none()) {
             return Err(format!(
-                "worker group {} must set both minReplicas and maxReplicas when autoscaling is disabled",
-                g.group_name
+                "worker group {name} must set both minReplicas and maxReplicas when autoscaling is disabled"
             ));
         }
-        if g.min_replicas.is_some_and(|m| m < 0) {
-            return Err(format!("minReplicas of worker group {} must be nonnegative", g.group_name));
+        if let Some(min) = g.min_replicas.filter(|m| *m < 0) {
+            return Err(format!("worker group {name} has negative minReplicas {min}"));
         }
-        if g.max_replicas.is_some_and(|m| m < 0) {
-            return Err(format!("maxReplicas of worker group {} must be nonnegative", g.group_name));
+        if let Some(max) = g.max_replicas.filter(|m| *m < 0) {
+            return Err(format!("worker group {name} has negative maxReplicas {max}"));
         }
         if let (Some(min), Some(max)) = (g.min_replicas, g.max_replicas)
             && min > max
         {
-            return Err(format!(
-                "minReplicas ({min}) of worker group {} is greater than maxReplicas ({max})",
-                g.group_name
-            ));
+            return Err(format!("worker group {name} has minReplicas {min} greater than maxReplicas {max}"));
         }
-        if g.suspend == Some(true) {
-            if !cfg.gate(KubeRayGate::RayJobDeletionPolicy) {
-                return Err("suspending worker groups is currently available when the RayJobDeletionPolicy feature gate is enabled".into());
-            }
-            if autoscaling {
-                return Err("suspending worker groups is not currently supported with Autoscaler enabled".into());
-            }
-        }
+    }
+    if !cfg.gate(KubeRayGate::RayJobDeletionPolicy)
+        && let Some(g) = rc.spec.worker_group_specs.iter().find(|g| g.suspend == Some(true))
+    {
+        return Err(format!(
+            "worker group {} can be suspended only when the RayJobDeletionPolicy feature gate is enabled",
+            g.group_name
+        ));
+    }
+    if autoscaling && let Some(g) = rc.spec.worker_group_specs.iter().find(|g| g.suspend == Some(true)) {
+        return Err(format!("worker group {} cannot be suspended with Autoscaler enabled", g.group_name));
     }
     Ok(())
 }
@@ -698,13 +1081,68 @@ fn validate_spec(rc: &RayCluster, cfg: &KubeRayConfig) -> Result<(), String> {
 /// `ValidateRayClusterUpgradeOptions`.
 fn validate_upgrade_strategy(rc: &RayCluster) -> Result<(), String> {
     let Some(t) = rc.spec.upgrade_strategy.as_ref().and_then(|u| u.type_.as_deref()) else { return Ok(()) };
+    if t != "Recreate" && t != "None" {
+        return Err(format!(
+            "The RayCluster spec is invalid: Spec.UpgradeStrategy.Type value {t} is invalid, valid options are Recreate or None"
+        ));
+    }
     if let Some(origin) =
         rc.labels().get(RAY_ORIGINATED_FROM_CRD_LABEL).filter(|o| *o == "RayJob" || *o == "RayService")
     {
         return Err(format!("upgradeStrategy cannot be set when RayCluster is created by {origin}"));
     }
-    if t != "Recreate" && t != "None" {
-        return Err(format!("invalid value for UpgradeStrategy Type: {t:?}, must be one of [Recreate None]"));
-    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{ContainerState, ContainerStatus, PodSpec, PodStatus};
+    use serde_json::json;
+
+    fn pod(phase: &str, policy: &str, terminated: bool) -> Pod {
+        let state = if terminated {
+            json!({"terminated": {"exitCode": 1, "reason": "Error", "startedAt": "2026-11-24T06:59:29Z",
+                                  "finishedAt": "2026-11-24T07:00:01Z", "containerID": "containerd://abc"}})
+        } else {
+            json!({"running": {"startedAt": "2026-11-24T06:59:29Z"}})
+        };
+        Pod {
+            metadata: kube::api::ObjectMeta { name: Some("p".into()), ..Default::default() },
+            spec: Some(PodSpec {
+                containers: vec![serde_json::from_value(json!({"name": "ray-worker"})).unwrap()],
+                restart_policy: Some(policy.into()),
+                ..Default::default()
+            }),
+            status: Some(PodStatus {
+                phase: Some(phase.into()),
+                container_statuses: Some(vec![ContainerStatus {
+                    name: "ray-worker".into(),
+                    state: Some(serde_json::from_value::<ContainerState>(state).unwrap()),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn terminated_state_prints_like_go() {
+        let p = pod("Failed", "Never", true);
+        assert_eq!(
+            go_terminated(ray_container_terminated(&p)),
+            "&ContainerStateTerminated{ExitCode:1,Signal:0,Reason:Error,Message:,StartedAt:2026-11-24 06:59:29 +0000 UTC,FinishedAt:2026-11-24 07:00:01 +0000 UTC,ContainerID:containerd://abc,}"
+        );
+        assert_eq!(go_terminated(None), "nil");
+    }
+
+    #[test]
+    fn terminal_pods_go_whatever_the_restart_policy() {
+        assert!(should_delete_pod(&pod("Failed", "Always", true), "worker").is_some());
+        assert!(should_delete_pod(&pod("Succeeded", "OnFailure", true), "worker").is_some());
+        assert!(should_delete_pod(&pod("Running", "Never", true), "worker").is_some());
+        assert!(should_delete_pod(&pod("Running", "OnFailure", true), "worker").is_none());
+        assert!(should_delete_pod(&pod("Running", "Always", true), "worker").is_none());
+        assert!(should_delete_pod(&pod("Running", "Never", false), "worker").is_none());
+    }
 }

@@ -50,7 +50,7 @@ pub(crate) fn desired_replicas(group: &WorkerGroupSpec) -> i32 {
         Some(r) if r > max => max,
         Some(r) => r,
     };
-    replicas.saturating_mul(group.num_of_hosts.unwrap_or(1).max(1))
+    replicas.saturating_mul(group.num_of_hosts.unwrap_or(1))
 }
 
 fn phase(p: &Pod) -> &str {
@@ -119,16 +119,9 @@ fn desired_resources(rc: &RayCluster) -> [Quantity; 4] {
     [get("cpu"), get("memory"), gpu, get("google.com/tpu")]
 }
 
-/// `meta.SetStatusCondition`: the transition time moves only when the status changes.
-pub(crate) fn set_condition(
-    conds: &mut Vec<Condition>,
-    t: &str,
-    status: bool,
-    reason: &str,
-    message: &str,
-    now: &Time,
-    generation: Option<i64>,
-) {
+/// `meta.SetStatusCondition`: the transition time moves only when the status changes. KubeRay
+/// sets no `observedGeneration` on its conditions.
+pub(crate) fn set_condition(conds: &mut Vec<Condition>, t: &str, status: bool, reason: &str, message: &str, now: &Time) {
     let status = if status { "True" } else { "False" }.to_string();
     if let Some(c) = conds.iter_mut().find(|c| c.type_ == t) {
         if c.status != status {
@@ -137,7 +130,7 @@ pub(crate) fn set_condition(
         c.status = status;
         c.reason = reason.into();
         c.message = message.into();
-        c.observed_generation = generation;
+        c.observed_generation = None;
     } else {
         conds.push(Condition {
             type_: t.into(),
@@ -145,7 +138,7 @@ pub(crate) fn set_condition(
             reason: reason.into(),
             message: message.into(),
             last_transition_time: now.clone(),
-            observed_generation: generation,
+            observed_generation: None,
         });
     }
 }
@@ -154,103 +147,123 @@ fn remove_condition(conds: &mut Vec<Condition>, t: &str) {
     conds.retain(|c| c.type_ != t);
 }
 
-/// `HeadPodReady` from the head pod's Ready condition: `HeadPodRunningAndReady` when ready; else
-/// the pod's reason, with `ContainersNotReady` replaced by the first waiting or terminated
-/// container's reason.
+/// `FindHeadPodReadyCondition`: `HeadPodReady` follows the head pod's Ready condition (status and
+/// message); its reason is the pod's reason, `HeadPodRunningAndReady` when ready without one,
+/// `Unknown` without a Ready condition. `ContainersNotReady` is replaced by the first container
+/// that is waiting or terminated: its reason, and `<container>: <message>` appended to the message.
 fn head_pod_ready(head: &Pod) -> (bool, String, String) {
     let Some(c) = ready_condition(head) else {
         return (false, "Unknown".into(), String::new());
     };
-    if c.status == "True" {
-        return (true, "HeadPodRunningAndReady".into(), c.message.clone().unwrap_or_default());
+    let ready = c.status == "True";
+    let mut message = c.message.clone().unwrap_or_default();
+    let mut reason = c.reason.clone().unwrap_or_default();
+    if ready && reason.is_empty() {
+        reason = "HeadPodRunningAndReady".into();
     }
-    let mut reason = c.reason.clone().unwrap_or_else(|| "Unknown".into());
+    let mut condition_reason = if reason.is_empty() { "Unknown".to_string() } else { reason.clone() };
     if reason == "ContainersNotReady" {
         let statuses = head.status.as_ref().and_then(|s| s.container_statuses.as_ref());
-        if let Some(r) = statuses.into_iter().flatten().find_map(|s| {
+        let first = statuses.into_iter().flatten().find_map(|s| {
             let st = s.state.as_ref()?;
-            st.waiting
-                .as_ref()
-                .and_then(|w| w.reason.clone())
-                .or_else(|| st.terminated.as_ref().and_then(|t| t.reason.clone()))
-        }) {
-            reason = r;
+            if let Some(w) = &st.waiting {
+                Some((w.reason.clone().unwrap_or_default(), format!("{}: {}", s.name, w.message.clone().unwrap_or_default())))
+            } else {
+                st.terminated.as_ref().map(|t| {
+                    (t.reason.clone().unwrap_or_default(), format!("{}: {}", s.name, t.message.clone().unwrap_or_default()))
+                })
+            }
+        });
+        if let Some((r, m)) = first {
+            if !message.is_empty() {
+                message.push_str("; ");
+            }
+            message.push_str(&m);
+            condition_reason = r;
         }
     }
-    (false, reason, c.message.clone().unwrap_or_default())
+    (ready, condition_reason, message)
 }
 
-/// The new status after a reconcile pass (the cluster itself is not changed).
+/// Why the status cannot be calculated (`calculateStatus` fails, and nothing is written).
+pub(crate) fn head_pod<'a>(pods: &'a [Pod]) -> Result<Option<&'a Pod>, String> {
+    let heads: Vec<&Pod> = pods.iter().filter(|p| is_head(p)).collect();
+    match heads.len() {
+        0 => Ok(None),
+        1 => Ok(Some(heads[0])),
+        _ => Err("found multiple heads".into()),
+    }
+}
+
+fn is_head(p: &Pod) -> bool {
+    p.labels().get(RAY_NODE_TYPE_LABEL).map(String::as_str) == Some("head")
+}
+
+/// The new status after a reconcile pass (the cluster itself is not changed), or why it cannot
+/// be calculated (`calculateStatus` with `updateEndpoints`/`updateHeadInfo`): more than one head
+/// pod, no head service, or a head service without a cluster IP.
 pub(crate) fn calculate(
     rc: &RayCluster,
     pods: &[Pod],
-    head_svc: Option<&Service>,
+    head_services: &[Service],
     failure: Option<(&str, String)>,
     reconcile_failed: bool,
     cfg: &KubeRayConfig,
     now: Time,
-) -> RayClusterStatus {
+) -> Result<RayClusterStatus, String> {
     let old = rc.status.clone().unwrap_or_default();
     let mut s = old.clone();
-    let generation = rc.metadata.generation;
-    match failure {
-        Some((reason, message)) => {
-            set_condition(&mut s.conditions, REPLICA_FAILURE, true, reason, &message, &now, generation)
+    let gate = cfg.gate(KubeRayGate::RayClusterStatusConditions);
+    if gate {
+        match failure {
+            Some((reason, message)) => set_condition(&mut s.conditions, REPLICA_FAILURE, true, reason, &message, &now),
+            None if !reconcile_failed => remove_condition(&mut s.conditions, REPLICA_FAILURE),
+            None => {}
         }
-        None if !reconcile_failed => remove_condition(&mut s.conditions, REPLICA_FAILURE),
-        None => {}
     }
+    s.observed_generation = rc.metadata.generation;
     let workers: Vec<&Pod> = pods.iter().filter(|p| is_worker(p)).collect();
     s.ready_worker_replicas = workers
         .iter()
         .filter(|p| phase(p) == "Running" && ready_condition(p).is_some_and(|c| c.status == "True"))
         .count() as i32;
     s.available_worker_replicas = workers.iter().filter(|p| phase(p) == "Running").count() as i32;
-    let live: Vec<&WorkerGroupSpec> = rc.spec.worker_group_specs.iter().filter(|g| g.suspend != Some(true)).collect();
-    s.desired_worker_replicas = live.iter().map(|g| desired_replicas(g)).fold(0i32, |a, b| a.saturating_add(b));
+    let groups = &rc.spec.worker_group_specs;
+    let live: Vec<&WorkerGroupSpec> = groups.iter().filter(|g| g.suspend != Some(true)).collect();
+    s.desired_worker_replicas = groups.iter().map(desired_replicas).fold(0i32, |a, b| a.saturating_add(b));
     s.min_worker_replicas = live
         .iter()
         .map(|g| g.min_replicas.unwrap_or(0).saturating_mul(g.num_of_hosts.unwrap_or(1)))
         .fold(0i32, |a, b| a.saturating_add(b));
     s.max_worker_replicas = live
         .iter()
-        .map(|g| g.max_replicas.unwrap_or(i32::MAX).saturating_mul(g.num_of_hosts.unwrap_or(1)))
-        .fold(0i32, |a, b| a.saturating_add(b));
+        .map(|g| i64::from(g.max_replicas.unwrap_or(i32::MAX)) * i64::from(g.num_of_hosts.unwrap_or(1)))
+        .sum::<i64>()
+        .clamp(0, i64::from(i32::MAX)) as i32;
     let [cpu, memory, gpu, tpu] = desired_resources(rc);
     s.desired_cpu = Some(cpu.to_string());
     s.desired_memory = Some(memory.to_string());
     s.desired_gpu = Some(gpu.to_string());
     s.desired_tpu = Some(tpu.to_string());
 
-    let all_up = !reconcile_failed && pods.len() == s.desired_worker_replicas as usize + 1 && all_pods_running(pods);
-    if all_up {
+    if !reconcile_failed && pods.len() == s.desired_worker_replicas as usize + 1 && all_pods_running(pods) {
         // `ready` is sticky: it is only ever replaced by `suspended`.
         s.state = Some("ready".into());
         s.reason = None;
     }
-    if rc.spec.suspend == Some(true) && pods.is_empty() {
-        s.state = Some("suspended".into());
-    }
 
-    if cfg.gate(KubeRayGate::RayClusterStatusConditions) {
-        let head = pods.iter().find(|p| !is_worker(p));
-        match head {
+    if gate {
+        match head_pod(pods)? {
             Some(h) => {
                 let (ready, reason, message) = head_pod_ready(h);
-                set_condition(&mut s.conditions, HEAD_POD_READY, ready, &reason, &message, &now, generation);
+                set_condition(&mut s.conditions, HEAD_POD_READY, ready, &reason, &message, &now);
             }
-            None => set_condition(
-                &mut s.conditions,
-                HEAD_POD_READY,
-                false,
-                "HeadPodNotFound",
-                "Head Pod not found",
-                &now,
-                generation,
-            ),
+            None => set_condition(&mut s.conditions, HEAD_POD_READY, false, "HeadPodNotFound", "Head Pod not found", &now),
         }
-        if !condition_true(Some(&s), PROVISIONED) {
-            if all_up {
+        let suspend = suspend_status(rc);
+        // Provisioned is written until all pods run for the first time, and again after a suspension.
+        if !condition_true(Some(&s), PROVISIONED) && suspend != SuspendStatus::Suspended {
+            if all_pods_running(pods) {
                 set_condition(
                     &mut s.conditions,
                     PROVISIONED,
@@ -258,7 +271,6 @@ pub(crate) fn calculate(
                     "AllPodRunningAndReadyFirstTime",
                     "All Ray Pods are ready for the first time",
                     &now,
-                    generation,
                 );
             } else {
                 set_condition(
@@ -268,13 +280,12 @@ pub(crate) fn calculate(
                     "RayClusterPodsProvisioning",
                     "RayCluster Pods are being provisioned for first time",
                     &now,
-                    generation,
                 );
             }
         }
-        match suspend_status(rc) {
+        match suspend {
             SuspendStatus::Suspending if cfg.defective(Defect::NonAtomicSuspend) && rc.spec.suspend != Some(true) => {
-                set_condition(&mut s.conditions, SUSPENDING, false, SUSPENDING, "", &now, generation);
+                set_condition(&mut s.conditions, SUSPENDING, false, SUSPENDING, "", &now);
             }
             SuspendStatus::Suspending => {
                 if pods.is_empty() {
@@ -285,60 +296,68 @@ pub(crate) fn calculate(
                         "RayClusterPodsProvisioning",
                         "RayCluster has been suspended",
                         &now,
-                        generation,
                     );
-                    set_condition(&mut s.conditions, SUSPENDING, false, SUSPENDING, "", &now, generation);
-                    set_condition(&mut s.conditions, SUSPENDED, true, SUSPENDED, "", &now, generation);
+                    set_condition(&mut s.conditions, SUSPENDING, false, SUSPENDING, "", &now);
+                    set_condition(&mut s.conditions, SUSPENDED, true, SUSPENDED, "", &now);
                 }
             }
+            // Only an explicit `suspend: false` resumes; removing the field leaves it suspended.
             SuspendStatus::Suspended => {
-                if rc.spec.suspend != Some(true) {
-                    set_condition(&mut s.conditions, SUSPENDED, false, SUSPENDED, "", &now, generation);
+                if rc.spec.suspend == Some(false) {
+                    set_condition(&mut s.conditions, SUSPENDED, false, SUSPENDED, "", &now);
                 }
             }
             SuspendStatus::None => {
-                if rc.spec.suspend == Some(true) {
-                    set_condition(&mut s.conditions, SUSPENDING, true, SUSPENDING, "", &now, generation);
-                    set_condition(&mut s.conditions, SUSPENDED, false, SUSPENDED, "", &now, generation);
-                }
+                set_condition(&mut s.conditions, SUSPENDED, false, SUSPENDED, "", &now);
+                let suspending = rc.spec.suspend == Some(true);
+                set_condition(&mut s.conditions, SUSPENDING, suspending, SUSPENDING, "", &now);
             }
         }
     }
 
+    if rc.spec.suspend == Some(true) && pods.is_empty() {
+        s.state = Some("suspended".into());
+    }
+
+    // `updateEndpoints`: the first head service's named ports, merged into what was there.
+    if let Some(svc) = head_services.first() {
+        let endpoints = s.endpoints.get_or_insert_with(BTreeMap::new);
+        for p in svc.spec.as_ref().and_then(|sp| sp.ports.as_ref()).into_iter().flatten() {
+            let Some(name) = p.name.as_ref().filter(|n| !n.is_empty()) else { continue };
+            use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+            let value = match (p.node_port.filter(|n| *n != 0), &p.target_port) {
+                (Some(np), _) => np.to_string(),
+                (None, Some(IntOrString::Int(i))) if *i != 0 => i.to_string(),
+                (None, Some(IntOrString::String(t))) if !t.is_empty() => t.clone(),
+                _ => continue,
+            };
+            endpoints.insert(name.clone(), value);
+        }
+    }
+
+    // `updateHeadInfo` and `getHeadServiceIPAndName`.
+    let head = head_pod(pods)?;
+    let pod_ip = head.and_then(|h| h.status.as_ref()).and_then(|st| st.pod_ip.clone()).filter(|ip| !ip.is_empty());
+    let mut info = HeadInfo { pod_ip: pod_ip.clone(), pod_name: head.map(|h| h.name_any()), ..HeadInfo::default() };
+    let svc = match head_services {
+        [] => return Err(format!("unable to find head service. cluster name {}", rc.name_any())),
+        [svc] => svc,
+        _ => return Err(format!("found multiple head services. cluster name {}", rc.name_any())),
+    };
+    info.service_name = Some(svc.name_any());
+    info.service_ip = match svc.spec.as_ref().and_then(|sp| sp.cluster_ip.as_deref()).unwrap_or("") {
+        "" => return Err(format!("head service IP is empty. cluster name {}", rc.name_any())),
+        "None" => pod_ip,
+        ip => Some(ip.to_string()),
+    };
+    s.head = Some(info);
+    s.last_update_time = Some(fmt_time(&now));
     if s.state != old.state
         && let Some(state) = &s.state
     {
         s.state_transition_times.get_or_insert_with(BTreeMap::new).insert(state.clone(), fmt_time(&now));
     }
-
-    // Head info and endpoints (`updateHeadInfo`, `updateEndpoints`).
-    let head = pods.iter().find(|p| !is_worker(p));
-    let pod_ip = head.and_then(|h| h.status.as_ref()).and_then(|st| st.pod_ip.clone());
-    let mut info = HeadInfo { pod_ip: pod_ip.clone(), pod_name: head.map(|h| h.name_any()), ..HeadInfo::default() };
-    if let Some(svc) = head_svc {
-        info.service_name = Some(svc.name_any());
-        let cluster_ip = svc.spec.as_ref().and_then(|sp| sp.cluster_ip.clone());
-        info.service_ip = match cluster_ip.as_deref() {
-            Some("None") | None => pod_ip,
-            Some(ip) => Some(ip.to_string()),
-        };
-        let mut endpoints = BTreeMap::new();
-        for p in svc.spec.as_ref().and_then(|sp| sp.ports.as_ref()).into_iter().flatten() {
-            let Some(name) = &p.name else { continue };
-            let value = match (p.node_port, &p.target_port) {
-                (Some(np), _) => np.to_string(),
-                (None, Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(i))) => i.to_string(),
-                (None, Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s))) => s.clone(),
-                (None, None) => p.port.to_string(),
-            };
-            endpoints.insert(name.clone(), value);
-        }
-        s.endpoints = if endpoints.is_empty() { None } else { Some(endpoints) };
-    }
-    s.head = if info == HeadInfo::default() { None } else { Some(info) };
-    s.last_update_time = Some(fmt_time(&now));
-    s.observed_generation = generation;
-    s
+    Ok(s)
 }
 
 /// Whether the new status must be written: only these fields count, not lastUpdateTime,
