@@ -66,3 +66,21 @@ fn recreating_on_an_operator_upgrade_is_caught_by_rc_4() {
 fn a_suspend_that_can_be_cancelled_is_caught_by_rc_7() {
     assert_caught(Defect::NonAtomicSuspend, &["rc-7"], &["rc-suspend-and-resume"]);
 }
+
+#[test]
+fn keeping_a_failed_pod_with_restart_policy_always_is_caught_by_the_evicted_worker_row() {
+    assert_caught(
+        Defect::TerminalPodKeptWithRestartAlways,
+        &["rc-evicted-worker-with-restart-always-is-replaced"],
+        &["rc-failed-worker-deleted-and-replaced", "rc-crashing-worker-with-restart-always-is-kept"],
+    );
+}
+
+#[test]
+fn deleting_extra_head_pods_is_caught_by_the_extra_head_row() {
+    assert_caught(
+        Defect::ExtraHeadPodsDeleted,
+        &["rc-extra-head-pod-stops-reconciling"],
+        &["rc-provisions-head-worker-and-service", "rc-deleted-worker-is-replaced"],
+    );
+}

@@ -46,6 +46,8 @@ pub const RAY_HEADLESS_WORKER_SERVICE_LABEL: &str = "ray.io/headless-worker-svc"
 pub const UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION: &str = "ray.io/upgrade-strategy-recreate-hash";
 /// Head-pod annotation: the operator version that made the pod.
 pub const KUBERAY_VERSION_ANNOTATION: &str = "ray.io/kuberay-version";
+/// Head-pod (and cluster) annotation: whether GCS fault tolerance is on (`"true"`/`"false"`).
+pub const RAY_FT_ENABLED_ANNOTATION: &str = "ray.io/ft-enabled";
 /// Cluster annotation: do not recreate a missing head once provisioned (RayJob sidecar mode).
 pub const DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION: &str = "ray.io/disable-provisioned-head-restart";
 /// Cluster annotation that asks for the `<cluster>-serve-svc` service.
@@ -150,6 +152,10 @@ pub enum Defect {
     NoVersionSkip,
     /// Suspend is not atomic: flipping `suspend` back cancels a suspension in progress.
     NonAtomicSuspend,
+    /// A Failed pod with `restartPolicy: Always` is left to the kubelet (it never restarts it).
+    TerminalPodKeptWithRestartAlways,
+    /// Extra head pods are deleted instead of stopping the reconcile.
+    ExtraHeadPodsDeleted,
 }
 
 impl Default for KubeRayConfig {

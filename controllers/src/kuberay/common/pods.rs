@@ -149,6 +149,10 @@ pub(crate) fn head_pod(rc: &RayCluster, hash: &str, cfg: &KubeRayConfig) -> Pod 
     let mut annotations = template.metadata.as_ref().and_then(|m| m.annotations.clone()).unwrap_or_default();
     annotations.insert(UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION.into(), hash.into());
     annotations.insert(KUBERAY_VERSION_ANNOTATION.into(), cfg.kuberay_version.clone());
+    // `configureGCSFaultTolerance`: the head always says whether GCS fault tolerance is on.
+    let ft = rc.annotations().get(RAY_FT_ENABLED_ANNOTATION).is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        || rc.spec.extra.contains_key("gcsFaultToleranceOptions");
+    annotations.insert(RAY_FT_ENABLED_ANNOTATION.into(), ft.to_string());
     let p = prefix(&rc.name_any());
     let name = if cfg.deterministic_head_pod_name { Ok(format!("{p}-head")) } else { Err(format!("{p}-head-")) };
     let mut pod = build_pod(rc, template, labels, annotations, name);
@@ -274,7 +278,8 @@ pub(crate) fn head_service(rc: &RayCluster, cfg: &KubeRayConfig) -> Service {
     let service_type = rc.spec.head_group_spec.service_type.clone().unwrap_or_else(|| "ClusterIP".into());
     let headless = service_type == "ClusterIP" && !cfg.head_cluster_ip_service;
     let mut spec = json!({
-        "selector": {RAY_CLUSTER_LABEL: cluster, RAY_NODE_TYPE_LABEL: "head"},
+        // `BuildServiceForHeadPod`: the selector is the service's own labels.
+        "selector": labels,
         "type": service_type,
         "ports": ports.iter().map(|(n, p)| json!({"name": n, "port": p, "targetPort": p, "protocol": "TCP", "appProtocol": "tcp"})).collect::<Vec<_>>(),
     });
@@ -288,7 +293,7 @@ pub(crate) fn head_service(rc: &RayCluster, cfg: &KubeRayConfig) -> Service {
             "name": head_service_name(rc),
             "namespace": rc.namespace(),
             "labels": labels,
-            "annotations": annotations,
+            "annotations": (!annotations.is_empty()).then_some(annotations),
             "ownerReferences": [owner_reference(rc)],
         },
         "spec": spec,

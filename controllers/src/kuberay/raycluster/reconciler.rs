@@ -627,7 +627,7 @@ impl RayClusterReconciler {
                 }
                 1 => {
                     let head = &head_pods[0];
-                    if let Some(reason) = should_delete_pod(head, "head") {
+                    if let Some(reason) = should_delete_pod(head, "head", &self.config) {
                         let name = head.name_any();
                         if let Err(e) = pods.delete(&name, &DeleteParams::default()).await {
                             let message = format!("Failed deleting head Pod {ns}/{name}; {}, {}", pod_state(head), go_error(&e));
@@ -638,6 +638,11 @@ impl RayClusterReconciler {
                         let message = format!("Deleted head Pod {ns}/{name}; {}", pod_state(head));
                         self.event(rc, EventType::Normal, "DeletedHeadPod", action::DELETE, message).await;
                         return Err(StepError::plain(reason));
+                    }
+                }
+                _ if self.config.defective(Defect::ExtraHeadPodsDeleted) => {
+                    for extra in &head_pods[1..] {
+                        let _ = pods.delete(&extra.name_any(), &DeleteParams::default()).await;
                     }
                 }
                 n => {
@@ -693,7 +698,7 @@ impl RayClusterReconciler {
         // Unhealthy workers go first; nothing is created in a pass that deleted one.
         let mut deleted = BTreeSet::new();
         for p in &worker_pods {
-            if should_delete_pod(p, "worker").is_none() {
+            if should_delete_pod(p, "worker", &self.config).is_none() {
                 continue;
             }
             let pod_name = p.name_any();
@@ -873,7 +878,7 @@ impl RayClusterReconciler {
             if deleted.contains(&p.name_any()) {
                 continue;
             }
-            let Some(reason) = should_delete_pod(p, "worker") else { continue };
+            let Some(reason) = should_delete_pod(p, "worker", &self.config) else { continue };
             let replica = p.labels().get(RAY_WORKER_REPLICA_NAME_LABEL).cloned().unwrap_or_default();
             let Some(members) = replicas.get(&replica) else { continue };
             self.delete_replica_pods(rc, pods, name, members, &reason).await?;
@@ -981,9 +986,12 @@ fn replica_index(pod: &Pod) -> Option<usize> {
 /// `shouldDeletePod`: a pod that will not come back by itself, with the reason KubeRay gives.
 /// Failed or Succeeded pods, whatever their restart policy; Running pods whose Ray container
 /// terminated, only with `restartPolicy: Never` (Always and OnFailure are left to the kubelet).
-fn should_delete_pod(pod: &Pod, node_type: &str) -> Option<String> {
+fn should_delete_pod(pod: &Pod, node_type: &str, cfg: &KubeRayConfig) -> Option<String> {
     let name = pod.name_any();
     let phase = phase(pod);
+    if cfg.defective(Defect::TerminalPodKeptWithRestartAlways) && restart_policy(pod) == "Always" {
+        return None;
+    }
     if phase == "Failed" || phase == "Succeeded" {
         return Some(format!(
             "The {node_type} Pod {name} status is {phase} which is a terminal state. KubeRay will delete the Pod and create new Pods in the next reconciliation if necessary."
@@ -1136,13 +1144,17 @@ mod tests {
         assert_eq!(go_terminated(None), "nil");
     }
 
+    fn should_delete_pod_default(p: &Pod, node_type: &str) -> Option<String> {
+        should_delete_pod(p, node_type, &KubeRayConfig::default())
+    }
+
     #[test]
     fn terminal_pods_go_whatever_the_restart_policy() {
-        assert!(should_delete_pod(&pod("Failed", "Always", true), "worker").is_some());
-        assert!(should_delete_pod(&pod("Succeeded", "OnFailure", true), "worker").is_some());
-        assert!(should_delete_pod(&pod("Running", "Never", true), "worker").is_some());
-        assert!(should_delete_pod(&pod("Running", "OnFailure", true), "worker").is_none());
-        assert!(should_delete_pod(&pod("Running", "Always", true), "worker").is_none());
-        assert!(should_delete_pod(&pod("Running", "Never", false), "worker").is_none());
+        assert!(should_delete_pod_default(&pod("Failed", "Always", true), "worker").is_some());
+        assert!(should_delete_pod_default(&pod("Succeeded", "OnFailure", true), "worker").is_some());
+        assert!(should_delete_pod_default(&pod("Running", "Never", true), "worker").is_some());
+        assert!(should_delete_pod_default(&pod("Running", "OnFailure", true), "worker").is_none());
+        assert!(should_delete_pod_default(&pod("Running", "Always", true), "worker").is_none());
+        assert!(should_delete_pod_default(&pod("Running", "Never", false), "worker").is_none());
     }
 }
