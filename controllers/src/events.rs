@@ -178,10 +178,10 @@ impl EventRecorder {
                 }
             }
         };
-        if let Some(cached) = to_record {
-            if let Err(e) = self.record(&cached).await {
-                tracing::warn!(error = %e, reason, "cannot record event");
-            }
+        if let Some(cached) = to_record
+            && let Err(e) = self.record(&cached).await
+        {
+            tracing::warn!(error = %e, reason, "cannot record event");
         }
     }
 

@@ -221,7 +221,14 @@ impl Scheduler {
         match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(patch)).await {
             Ok(_) => {
                 self.events
-                    .eventf(&reference(pod), None, EventType::Warning, "FailedScheduling", "Scheduling", message.to_string())
+                    .eventf(
+                        &reference(pod),
+                        None,
+                        EventType::Warning,
+                        "FailedScheduling",
+                        "Scheduling",
+                        message.to_string(),
+                    )
                     .await;
                 Ok(())
             }

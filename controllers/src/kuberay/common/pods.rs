@@ -177,7 +177,12 @@ pub(crate) struct ReplicaIndex {
 }
 
 /// A worker pod of `group`; `index` is given when the `RayMultiHostIndexing` gate is on.
-pub(crate) fn worker_pod(rc: &RayCluster, group: &WorkerGroupSpec, index: Option<&ReplicaIndex>, cfg: &KubeRayConfig) -> Pod {
+pub(crate) fn worker_pod(
+    rc: &RayCluster,
+    group: &WorkerGroupSpec,
+    index: Option<&ReplicaIndex>,
+    cfg: &KubeRayConfig,
+) -> Pod {
     let template = &group.template;
     let mut labels = ray_labels(rc, "worker", &group.group_name, template);
     if let Some(index) = index {

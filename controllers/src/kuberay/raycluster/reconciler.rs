@@ -18,11 +18,11 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use kube::ResourceExt;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -187,12 +187,8 @@ const HEAD_GROUP: &str = "";
 
 impl ScaleExpectations {
     fn expect(&self, ns: &str, cluster: &str, group: &str, pod: &str, action: ScaleAction) {
-        let item = ExpectedPod {
-            cluster: cluster.into(),
-            group: group.into(),
-            action,
-            recorded: tokio::time::Instant::now(),
-        };
+        let item =
+            ExpectedPod { cluster: cluster.into(), group: group.into(), action, recorded: tokio::time::Instant::now() };
         self.items.lock().insert(format!("{ns}/{pod}"), item);
     }
 
@@ -571,7 +567,8 @@ impl RayClusterReconciler {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
         if self.should_recreate_for_upgrade(rc, &hash).await {
             if self.config.defective(Defect::CreateDuringRecreate) {
-                for p in pods.list(&ListParams::default().labels(&cluster_sel)).await.map_err(api_err("list pods"))?.items
+                for p in
+                    pods.list(&ListParams::default().labels(&cluster_sel)).await.map_err(api_err("list pods"))?.items
                 {
                     let _ = pods.delete(&p.name_any(), &DeleteParams::default()).await;
                 }
@@ -589,7 +586,8 @@ impl RayClusterReconciler {
                 return Err(StepError::replica("FailedDeleteAllPods", e));
             }
             self.expectations.forget_cluster(&ns, &cluster);
-            let message = format!("Deleted all Pods for RayCluster {id} due to spec change with Recreate upgradeStrategy");
+            let message =
+                format!("Deleted all Pods for RayCluster {id} due to spec change with Recreate upgradeStrategy");
             self.event(rc, EventType::Normal, "DeletedPod", action::DELETE, message).await;
             return Ok(());
         }
@@ -612,7 +610,13 @@ impl RayClusterReconciler {
                     let pod = head_pod(rc, &hash, &self.config);
                     match pods.create(&PostParams::default(), &pod).await {
                         Ok(created) => {
-                            self.expectations.expect(&ns, &cluster, HEAD_GROUP, &created.name_any(), ScaleAction::Create);
+                            self.expectations.expect(
+                                &ns,
+                                &cluster,
+                                HEAD_GROUP,
+                                &created.name_any(),
+                                ScaleAction::Create,
+                            );
                             let message = format!("Created head Pod {ns}/{}", created.name_any());
                             self.event(rc, EventType::Normal, "CreatedHeadPod", action::CREATE, message).await;
                         }
@@ -630,7 +634,8 @@ impl RayClusterReconciler {
                     if let Some(reason) = should_delete_pod(head, "head", &self.config) {
                         let name = head.name_any();
                         if let Err(e) = pods.delete(&name, &DeleteParams::default()).await {
-                            let message = format!("Failed deleting head Pod {ns}/{name}; {}, {}", pod_state(head), go_error(&e));
+                            let message =
+                                format!("Failed deleting head Pod {ns}/{name}; {}, {}", pod_state(head), go_error(&e));
                             self.event(rc, EventType::Warning, "FailedToDeleteHeadPod", action::DELETE, message).await;
                             return Err(StepError::replica("FailedDeleteHeadPod", e));
                         }
@@ -666,7 +671,12 @@ impl RayClusterReconciler {
         Ok(())
     }
 
-    async fn reconcile_group(&self, rc: &RayCluster, pods: &Api<Pod>, group: &WorkerGroupSpec) -> Result<(), StepError> {
+    async fn reconcile_group(
+        &self,
+        rc: &RayCluster,
+        pods: &Api<Pod>,
+        group: &WorkerGroupSpec,
+    ) -> Result<(), StepError> {
         let ns = rc.namespace().unwrap_or_default();
         let cluster = rc.name_any();
         let id = format!("{ns}/{cluster}");
@@ -760,7 +770,8 @@ impl RayClusterReconciler {
                         Err(e) if is_not_found(&e) => {}
                         Err(e) => {
                             let message = format!("Failed deleting Pod {ns}/{pod_name}, {}", go_error(&e));
-                            self.event(rc, EventType::Warning, "FailedToDeleteWorkerPod", action::DELETE, message).await;
+                            self.event(rc, EventType::Warning, "FailedToDeleteWorkerPod", action::DELETE, message)
+                                .await;
                             return Err(StepError::replica("FailedDeleteWorkerPod", e));
                         }
                     }
@@ -908,7 +919,7 @@ impl RayClusterReconciler {
         let valid: Vec<(&String, &Vec<&Pod>)> =
             replicas.iter().filter(|(_, members)| members.iter().all(|m| !deleted.contains(&m.name_any()))).collect();
         let desired_pods = status::desired_replicas(group).max(0) as usize;
-        if desired_pods % hosts != 0 {
+        if !desired_pods.is_multiple_of(hosts) {
             return Err(StepError::plain(format!(
                 "desired worker pods ({desired_pods}) is not a multiple of NumOfHosts ({hosts}) for group {name}"
             )));
@@ -1035,11 +1046,20 @@ fn autoscaler_v1_restart_policy_warning(rc: &RayCluster) -> Option<String> {
         .spec
         .worker_group_specs
         .iter()
-        .filter(|g| g.template.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).is_some_and(|p| !p.is_empty() && p != "Never"))
+        .filter(|g| {
+            g.template
+                .spec
+                .as_ref()
+                .and_then(|s| s.restart_policy.as_deref())
+                .is_some_and(|p| !p.is_empty() && p != "Never")
+        })
         .map(|g| g.group_name.as_str())
         .collect();
     (!groups.is_empty()).then(|| {
-        format!("restartPolicy for worker groups [{}] should be Never or unset when using autoscaler V1", groups.join(", "))
+        format!(
+            "restartPolicy for worker groups [{}] should be Never or unset when using autoscaler V1",
+            groups.join(", ")
+        )
     })
 }
 

@@ -121,7 +121,14 @@ fn desired_resources(rc: &RayCluster) -> [Quantity; 4] {
 
 /// `meta.SetStatusCondition`: the transition time moves only when the status changes. KubeRay
 /// sets no `observedGeneration` on its conditions.
-pub(crate) fn set_condition(conds: &mut Vec<Condition>, t: &str, status: bool, reason: &str, message: &str, now: &Time) {
+pub(crate) fn set_condition(
+    conds: &mut Vec<Condition>,
+    t: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    now: &Time,
+) {
     let status = if status { "True" } else { "False" }.to_string();
     if let Some(c) = conds.iter_mut().find(|c| c.type_ == t) {
         if c.status != status {
@@ -167,10 +174,16 @@ fn head_pod_ready(head: &Pod) -> (bool, String, String) {
         let first = statuses.into_iter().flatten().find_map(|s| {
             let st = s.state.as_ref()?;
             if let Some(w) = &st.waiting {
-                Some((w.reason.clone().unwrap_or_default(), format!("{}: {}", s.name, w.message.clone().unwrap_or_default())))
+                Some((
+                    w.reason.clone().unwrap_or_default(),
+                    format!("{}: {}", s.name, w.message.clone().unwrap_or_default()),
+                ))
             } else {
                 st.terminated.as_ref().map(|t| {
-                    (t.reason.clone().unwrap_or_default(), format!("{}: {}", s.name, t.message.clone().unwrap_or_default()))
+                    (
+                        t.reason.clone().unwrap_or_default(),
+                        format!("{}: {}", s.name, t.message.clone().unwrap_or_default()),
+                    )
                 })
             }
         });
@@ -185,8 +198,8 @@ fn head_pod_ready(head: &Pod) -> (bool, String, String) {
     (ready, condition_reason, message)
 }
 
-/// Why the status cannot be calculated (`calculateStatus` fails, and nothing is written).
-pub(crate) fn head_pod<'a>(pods: &'a [Pod]) -> Result<Option<&'a Pod>, String> {
+/// The head pod (`common.GetRayClusterHeadPod`): none, one, or an error when there are several.
+pub(crate) fn head_pod(pods: &[Pod]) -> Result<Option<&Pod>, String> {
     let heads: Vec<&Pod> = pods.iter().filter(|p| is_head(p)).collect();
     match heads.len() {
         0 => Ok(None),
@@ -258,7 +271,9 @@ pub(crate) fn calculate(
                 let (ready, reason, message) = head_pod_ready(h);
                 set_condition(&mut s.conditions, HEAD_POD_READY, ready, &reason, &message, &now);
             }
-            None => set_condition(&mut s.conditions, HEAD_POD_READY, false, "HeadPodNotFound", "Head Pod not found", &now),
+            None => {
+                set_condition(&mut s.conditions, HEAD_POD_READY, false, "HeadPodNotFound", "Head Pod not found", &now)
+            }
         }
         let suspend = suspend_status(rc);
         // Provisioned is written until all pods run for the first time, and again after a suspension.
