@@ -10,9 +10,8 @@ use crate::kuberay::common::pods::{head_pod, head_service, head_service_selector
 use crate::kuberay::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, Service};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
@@ -90,32 +89,9 @@ impl RayClusterReconciler {
     /// Installs the RayCluster CRD (create, or replace if present) and waits until the server
     /// reports it Established, so RayClusters can be written right after.
     pub async fn install_crd(client: &kube::Client) -> Result<(), ReconcileError> {
-        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-        let crd = crate::crds::raycluster::raycluster_crd();
-        let name = crd.name_any();
-        match api.create(&PostParams::default(), &crd).await {
-            Ok(_) => {}
-            Err(e) if matches!(&e, kube::Error::Api(s) if s.code == 409) => {
-                let patch = serde_json::json!({"spec": crd.spec});
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(api_err("update the RayCluster CRD"))?;
-            }
-            Err(e) => return Err(api_err("create the RayCluster CRD")(e)),
-        }
-        let established = |c: &CustomResourceDefinition| {
-            c.status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"))
-        };
-        for _ in 0..600 {
-            if api.get_opt(&name).await.map_err(api_err("read the RayCluster CRD"))?.as_ref().is_some_and(established) {
-                return Ok(());
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-        Err(ReconcileError::Requeue("the RayCluster CRD did not become Established within 60s".into()))
+        crate::crds::install(client, &[crate::crds::raycluster::raycluster_crd()])
+            .await
+            .map_err(|e| ReconcileError::Requeue(e.to_string()))
     }
 
     /// Runs the controller until the watches end (the API server goes away).

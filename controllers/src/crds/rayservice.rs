@@ -1,0 +1,213 @@
+//! `ray.io/v1` RayService, as KubeRay v1.7.0 defines it (`ray-operator/apis/ray/v1/rayservice_types.go`).
+//!
+//! The fields the reference reconciler reads are typed; the rest of the spec is kept in `extra`
+//! so a read-modify-write keeps the whole object. `rayClusterConfig` is the RayCluster spec type,
+//! so the child cluster and the spec hash are built from exactly what the user wrote.
+
+use super::raycluster::{RayClusterSpec, RayClusterStatus};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::CustomResource;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The RayService CRD manifest (see the file's header for what it keeps of the upstream one).
+pub const RAYSERVICE_CRD_YAML: &str = include_str!("ray.io_rayservices.yaml");
+
+/// The RayService CRD, parsed from [`RAYSERVICE_CRD_YAML`].
+pub fn rayservice_crd() -> CustomResourceDefinition {
+    // A constant manifest checked by a unit test below, so parsing cannot fail at run time.
+    serde_saphyr::from_str(RAYSERVICE_CRD_YAML).unwrap_or_default()
+}
+
+/// `spec.upgradeStrategy.type` values (`RayServiceUpgradeType`). The CRD has no enum: the
+/// controller refuses anything else through validation.
+pub mod upgrade_type {
+    /// Blue/green: a full new cluster, then the services switch.
+    pub const NEW_CLUSTER: &str = "NewCluster";
+    /// Gradual: target capacity and Gateway API traffic stepping (gate `RayServiceIncrementalUpgrade`).
+    pub const NEW_CLUSTER_WITH_INCREMENTAL_UPGRADE: &str = "NewClusterWithIncrementalUpgrade";
+    /// No new cluster on a spec change.
+    pub const NONE: &str = "None";
+}
+
+/// `RayService.spec`.
+#[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "ray.io",
+    version = "v1",
+    kind = "RayService",
+    plural = "rayservices",
+    namespaced,
+    status = "RayServiceStatuses",
+    schema = "disabled"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct RayServiceSpec {
+    /// How long a cluster that is neither active nor pending lives on (default 60 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ray_cluster_deletion_delay_seconds: Option<i32>,
+    /// A Service template for `<rs>-serve-svc` (ignored in incremental mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serve_service: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_strategy: Option<RayServiceUpgradeStrategy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_by: Option<String>,
+    /// The Serve multi-application config, as YAML.
+    #[serde(default, rename = "serveConfigV2", skip_serializing_if = "String::is_empty")]
+    pub serve_config_v2: String,
+    /// The spec of every RayCluster this service makes.
+    #[serde(default, rename = "rayClusterConfig")]
+    pub ray_cluster_spec: RayClusterSpec,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exclude_head_pod_from_serve_svc: bool,
+    /// Top-level suspend (KubeRay v1.7.0): delete everything the service owns.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub suspend: bool,
+    /// Fields the reconciler does not read (the deprecated unhealthy thresholds, ...).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// `spec.upgradeStrategy`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RayServiceUpgradeStrategy {
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_upgrade_options: Option<ClusterUpgradeOptions>,
+}
+
+/// `spec.upgradeStrategy.clusterUpgradeOptions` (incremental upgrade).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterUpgradeOptions {
+    /// Target-capacity step (CRD default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_surge_percent: Option<i32>,
+    /// Traffic step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_size_percent: Option<i32>,
+    /// Seconds between traffic steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_seconds: Option<i32>,
+    #[serde(default)]
+    pub gateway_class_name: String,
+}
+
+/// `RayService.status` (Go type `RayServiceStatuses`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RayServiceStatuses {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_update_time: Option<Time>,
+    /// Deprecated: `Running` iff the Ready condition is True, else empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub service_status: String,
+    #[serde(default, skip_serializing_if = "RayServiceStatus::is_empty")]
+    pub active_service_status: RayServiceStatus,
+    #[serde(default, skip_serializing_if = "RayServiceStatus::is_empty")]
+    pub pending_service_status: RayServiceStatus,
+    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    pub num_serve_endpoints: i32,
+    #[serde(default, skip_serializing_if = "is_zero_i64")]
+    pub observed_generation: i64,
+}
+
+fn is_zero_i32(n: &i32) -> bool {
+    *n == 0
+}
+
+fn is_zero_i64(n: &i64) -> bool {
+    *n == 0
+}
+
+/// One cluster's part of the status (`activeServiceStatus`, `pendingServiceStatus`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RayServiceStatus {
+    #[serde(default, rename = "applicationStatuses", skip_serializing_if = "BTreeMap::is_empty")]
+    pub applications: BTreeMap<String, AppStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_capacity: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic_routed_percent: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_traffic_migrated_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ray_cluster_name: String,
+    /// A copy of the cluster's status, for observability only.
+    #[serde(default, skip_serializing_if = "is_default_cluster_status")]
+    pub ray_cluster_status: RayClusterStatus,
+}
+
+fn is_default_cluster_status(s: &RayClusterStatus) -> bool {
+    *s == RayClusterStatus::default()
+}
+
+impl RayServiceStatus {
+    /// Whether nothing is set (`RayServiceStatus{}`).
+    pub fn is_empty(&self) -> bool {
+        *self == RayServiceStatus::default()
+    }
+}
+
+/// One Serve application's status.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppStatus {
+    #[serde(default, rename = "serveDeploymentStatuses", skip_serializing_if = "BTreeMap::is_empty")]
+    pub deployments: BTreeMap<String, ServeDeploymentStatus>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// One Serve deployment's status.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServeDeploymentStatus {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_crd_manifest_parses_and_carries_the_upgrade_option_defaults() {
+        let crd = rayservice_crd();
+        assert_eq!(crd.metadata.name.as_deref(), Some("rayservices.ray.io"));
+        let v1 = crd.spec.versions.iter().find(|v| v.name == "v1").expect("v1 served");
+        assert!(v1.storage && v1.served);
+        let schema = serde_json::to_value(&v1.schema).unwrap();
+        let spec = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"];
+        let options = &spec["upgradeStrategy"]["properties"]["clusterUpgradeOptions"];
+        assert_eq!(options["properties"]["maxSurgePercent"]["default"], 100);
+        assert_eq!(options["required"], serde_json::json!(["gatewayClassName", "intervalSeconds", "stepSizePercent"]));
+        assert_eq!(spec["rayClusterConfig"]["required"], serde_json::json!(["headGroupSpec"]));
+        assert_eq!(spec["rayClusterDeletionDelaySeconds"]["minimum"], 0);
+    }
+
+    #[test]
+    fn a_sample_round_trips_through_the_types() {
+        let rs: RayService = serde_json::from_value(serde_json::json!({
+            "apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "s"},
+            "spec": {"serveConfigV2": "applications: []", "upgradeStrategy": {"type": "NewCluster"},
+                     "rayClusterConfig": {"headGroupSpec": {"template": {}}}, "serviceUnhealthySecondThreshold": 9},
+        }))
+        .unwrap();
+        assert_eq!(rs.spec.extra["serviceUnhealthySecondThreshold"], 9);
+        let back = serde_json::to_value(&rs).unwrap();
+        assert_eq!(back["spec"]["upgradeStrategy"]["type"], "NewCluster");
+        assert!(back["spec"].get("suspend").is_none());
+    }
+}
