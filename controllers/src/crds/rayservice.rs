@@ -32,6 +32,38 @@ pub mod upgrade_type {
     pub const NONE: &str = "None";
 }
 
+/// Condition types of `RayService.status.conditions` (`RayServiceConditionType`).
+pub mod condition {
+    /// Serving: True while some serve endpoint is ready.
+    pub const READY: &str = "Ready";
+    /// True whenever both an active and a pending cluster are named.
+    pub const UPGRADE_IN_PROGRESS: &str = "UpgradeInProgress";
+    /// Incremental upgrades only: traffic goes back to the active cluster.
+    pub const ROLLBACK_IN_PROGRESS: &str = "RollbackInProgress";
+    /// `spec.suspend` is being carried out (owned resources being deleted).
+    pub const SUSPENDING: &str = "Suspending";
+    /// Everything the service owned is gone.
+    pub const SUSPENDED: &str = "Suspended";
+}
+
+/// Condition reasons (`RayServiceConditionReason`).
+pub mod reason {
+    #![allow(missing_docs)]
+    pub const INITIALIZING: &str = "Initializing";
+    pub const INITIALIZING_TIMEOUT: &str = "InitializingTimeout";
+    pub const ZERO_SERVE_ENDPOINTS: &str = "ZeroServeEndpoints";
+    pub const NON_ZERO_SERVE_ENDPOINTS: &str = "NonZeroServeEndpoints";
+    pub const BOTH_ACTIVE_PENDING_CLUSTERS_EXIST: &str = "BothActivePendingClustersExist";
+    pub const NO_PENDING_CLUSTER: &str = "NoPendingCluster";
+    pub const NO_ACTIVE_CLUSTER: &str = "NoActiveCluster";
+    pub const VALIDATION_FAILED: &str = "ValidationFailed";
+    pub const DESIRED_CLUSTER_SPEC_CHANGED: &str = "DesiredClusterSpecChanged";
+    pub const SUSPEND_REQUESTED: &str = "SuspendRequested";
+    pub const SUSPEND_IN_PROGRESS: &str = "SuspendInProgress";
+    pub const SUSPEND_COMPLETE: &str = "SuspendComplete";
+    pub const RAY_SERVICE_RESUMED: &str = "RayServiceResumed";
+}
+
 /// `RayService.spec`.
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[kube(
@@ -194,7 +226,7 @@ mod tests {
         assert_eq!(options["properties"]["maxSurgePercent"]["default"], 100);
         assert_eq!(options["required"], serde_json::json!(["gatewayClassName", "intervalSeconds", "stepSizePercent"]));
         assert_eq!(spec["rayClusterConfig"]["required"], serde_json::json!(["headGroupSpec"]));
-        assert_eq!(spec["rayClusterDeletionDelaySeconds"]["minimum"], 0);
+        assert_eq!(spec["rayClusterDeletionDelaySeconds"]["minimum"].as_f64(), Some(0.0));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use super::status::{self, SuspendStatus, condition_true, suspend_status};
 use crate::Clock;
 use crate::crds::RayCluster;
 use crate::events::{EventRecorder, EventType};
+use crate::kuberay::common::validation::{validate_cluster_name, validate_cluster_spec};
 use crate::kuberay::common::pods::{head_pod, head_service, head_service_selector, serve_service, worker_pod};
 use crate::kuberay::*;
 use futures::StreamExt;
@@ -142,7 +143,7 @@ impl RayClusterReconciler {
             tracing::info!(cluster = %id, "skipping RayCluster managed by a custom controller");
             return Ok(Action::await_change());
         }
-        if let Err(e) = validate_metadata(&rc) {
+        if let Err(e) = validate_cluster_name(&rc.name_any()) {
             self.event(
                 &rc,
                 EventType::Warning,
@@ -152,7 +153,7 @@ impl RayClusterReconciler {
             .await;
             return Ok(Action::await_change());
         }
-        if let Err(e) = validate_spec(&rc, &self.config) {
+        if let Err(e) = validate_cluster_spec(&rc.spec, &self.config) {
             self.event(
                 &rc,
                 EventType::Warning,
@@ -609,66 +610,6 @@ fn should_delete_pod(pod: &Pod, node_type: &str) -> Option<String> {
         ));
     }
     None
-}
-
-/// `ValidateRayClusterMetadata`: the name must be a DNS-1035 label of at most 53 characters.
-fn validate_metadata(rc: &RayCluster) -> Result<(), String> {
-    let name = rc.name_any();
-    if name.len() > 53 {
-        return Err("RayCluster name should be no more than 53 characters".into());
-    }
-    let dns1035 = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !name.ends_with('-');
-    if !dns1035 {
-        return Err(format!(
-            "RayCluster name should be a valid DNS1035 label: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character, got {name:?}"
-        ));
-    }
-    Ok(())
-}
-
-/// `ValidateRayClusterSpec`, for the fields modelled here.
-fn validate_spec(rc: &RayCluster, cfg: &KubeRayConfig) -> Result<(), String> {
-    let head = rc.spec.head_group_spec.template.spec.as_ref();
-    if head.is_none_or(|s| s.containers.is_empty()) {
-        return Err("headGroupSpec should have at least one container".into());
-    }
-    let autoscaling = rc.spec.enable_in_tree_autoscaling == Some(true);
-    for g in &rc.spec.worker_group_specs {
-        if g.template.spec.as_ref().is_none_or(|s| s.containers.is_empty()) {
-            return Err("workerGroupSpec should have at least one container".into());
-        }
-        if !autoscaling && (g.min_replicas.is_none() || g.max_replicas.is_none()) {
-            return Err(format!(
-                "worker group {} must set both minReplicas and maxReplicas when autoscaling is disabled",
-                g.group_name
-            ));
-        }
-        if g.min_replicas.is_some_and(|m| m < 0) {
-            return Err(format!("minReplicas of worker group {} must be nonnegative", g.group_name));
-        }
-        if g.max_replicas.is_some_and(|m| m < 0) {
-            return Err(format!("maxReplicas of worker group {} must be nonnegative", g.group_name));
-        }
-        if let (Some(min), Some(max)) = (g.min_replicas, g.max_replicas)
-            && min > max
-        {
-            return Err(format!(
-                "minReplicas ({min}) of worker group {} is greater than maxReplicas ({max})",
-                g.group_name
-            ));
-        }
-        if g.suspend == Some(true) {
-            if !cfg.gate(KubeRayGate::RayJobDeletionPolicy) {
-                return Err("suspending worker groups is currently available when the RayJobDeletionPolicy feature gate is enabled".into());
-            }
-            if autoscaling {
-                return Err("suspending worker groups is not currently supported with Autoscaler enabled".into());
-            }
-        }
-    }
-    Ok(())
 }
 
 /// `ValidateRayClusterUpgradeOptions`.

@@ -119,7 +119,7 @@ fn desired_resources(rc: &RayCluster) -> [Quantity; 4] {
     [get("cpu"), get("memory"), gpu, get("google.com/tpu")]
 }
 
-/// `meta.SetStatusCondition`: the transition time moves only when the status changes.
+/// `meta.SetStatusCondition` with a True/False status.
 pub(crate) fn set_condition(
     conds: &mut Vec<Condition>,
     t: &str,
@@ -129,29 +129,11 @@ pub(crate) fn set_condition(
     now: &Time,
     generation: Option<i64>,
 ) {
-    let status = if status { "True" } else { "False" }.to_string();
-    if let Some(c) = conds.iter_mut().find(|c| c.type_ == t) {
-        if c.status != status {
-            c.last_transition_time = now.clone();
-        }
-        c.status = status;
-        c.reason = reason.into();
-        c.message = message.into();
-        c.observed_generation = generation;
-    } else {
-        conds.push(Condition {
-            type_: t.into(),
-            status,
-            reason: reason.into(),
-            message: message.into(),
-            last_transition_time: now.clone(),
-            observed_generation: generation,
-        });
-    }
+    crate::kuberay::common::conditions::set(conds, t, status, reason, message, now, generation);
 }
 
 fn remove_condition(conds: &mut Vec<Condition>, t: &str) {
-    conds.retain(|c| c.type_ != t);
+    crate::kuberay::common::conditions::remove(conds, t);
 }
 
 /// `HeadPodReady` from the head pod's Ready condition: `HeadPodRunningAndReady` when ready; else
