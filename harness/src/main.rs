@@ -252,9 +252,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let needs = kproof::suite::Needs { settings: settings_from_flags(&args.settings)?, ..Default::default() };
         let server_clock = server.clock();
         let clock = controllers::Clock::from_fn(move || server_clock.now());
-        let actors = kproof::actors::start_actors(&factories, |name| server.client_as(name.as_str()), clock, &needs)
-            .await
-            .map_err(|e| anyhow::anyhow!(e))?;
+        let network = controllers::sim::SimNetwork::new();
+        let actors =
+            kproof::actors::start_actors(&factories, |name| server.client_as(name.as_str()), clock, &needs, &network)
+                .await
+                .map_err(|e| anyhow::anyhow!(e))?;
         let running = actors.names();
         kproof::actors::announce(&server.client_as("kproof"), &running).await.context("cannot announce the actors")?;
         let names: Vec<&str> = running.iter().map(|n| n.as_str()).collect();

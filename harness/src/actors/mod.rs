@@ -2,19 +2,30 @@
 //! [`ActorFactory`] that the in-process backend starts for the rows that name it
 //! (`actor:NAME`), each with the row's own gates and settings, and `kproof serve` starts once.
 
+pub mod autoscaler;
 pub mod echo;
+pub mod endpoints;
+pub mod gateway;
 pub mod kubelet;
 pub mod kuberay;
+pub mod rayhead;
 pub mod scheduler;
+pub mod traffic;
 
+pub use autoscaler::AutoscalerFactory;
 pub use echo::EchoControllerFactory;
+pub use endpoints::EndpointsFactory;
+pub use gateway::GatewayFactory;
 pub use kubelet::KubeletFactory;
 pub use kuberay::KubeRayFactory;
+pub use rayhead::RayHeadFactory;
 pub use scheduler::SchedulerFactory;
+pub use traffic::TrafficFactory;
 
 use crate::backend::InProcessBackend;
 use crate::engine::runner::Knobs;
 use crate::suite::{ActorName, Needs};
+use controllers::sim::SimNetwork;
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -39,7 +50,16 @@ pub trait ActorFactory: Send + Sync {
     }
     /// Starts it against `client`, reading time from `clock`, configured with the row's gates
     /// and settings for this actor (typed, so they were checked when the suite loaded).
-    fn start(&self, client: kube::Client, clock: controllers::Clock, needs: &Needs) -> Result<Box<dyn Actor>, String>;
+    /// `network` is the row's simulated cluster network: actors that serve HTTP (the Ray heads)
+    /// register on it, actors that call pods and services (KubeRay, the autoscaler, the data
+    /// plane) send through it.
+    fn start(
+        &self,
+        client: kube::Client,
+        clock: controllers::Clock,
+        needs: &Needs,
+        network: &SimNetwork,
+    ) -> Result<Box<dyn Actor>, String>;
 }
 
 /// The actors running for one row, by name; their knobs are what knob steps turn.
@@ -67,20 +87,24 @@ impl Knobs for ActorSet {
     }
 }
 
-/// Runs the setup of each factory, then starts them in order; `Err` is the first failure, named.
+/// Runs the setup of each factory, then starts them in order on `network` (the simulated
+/// cluster network the row's actors share; serve it over TCP with
+/// [`controllers::sim::serve_http_proxy`] for processes outside); `Err` is the first failure, named.
 pub async fn start_actors(
     factories: &[Arc<dyn ActorFactory>],
     client_for: impl Fn(ActorName) -> kube::Client,
     clock: controllers::Clock,
     needs: &Needs,
+    network: &SimNetwork,
 ) -> Result<ActorSet, String> {
     for f in factories {
         f.setup(client_for(f.name())).await.map_err(|e| format!("setting up {}: {e}", f.name()))?;
     }
     let mut actors = BTreeMap::new();
     for f in factories {
-        let actor =
-            f.start(client_for(f.name()), clock.clone(), needs).map_err(|e| format!("starting {}: {e}", f.name()))?;
+        let actor = f
+            .start(client_for(f.name()), clock.clone(), needs, network)
+            .map_err(|e| format!("starting {}: {e}", f.name()))?;
         actors.insert(f.name(), actor);
     }
     Ok(ActorSet(Mutex::new(actors)))
@@ -88,7 +112,16 @@ pub async fn start_actors(
 
 /// Every reference actor, in start order.
 pub fn reference_actors() -> Vec<Arc<dyn ActorFactory>> {
-    vec![Arc::new(KubeRayFactory::default()), Arc::new(SchedulerFactory), Arc::new(KubeletFactory)]
+    vec![
+        Arc::new(KubeRayFactory::default()),
+        Arc::new(SchedulerFactory),
+        Arc::new(KubeletFactory),
+        Arc::new(EndpointsFactory),
+        Arc::new(RayHeadFactory),
+        Arc::new(AutoscalerFactory),
+        Arc::new(GatewayFactory),
+        Arc::new(TrafficFactory),
+    ]
 }
 
 /// The in-process backend with every reference actor (each started only for the rows that

@@ -324,6 +324,26 @@ impl Linter<'_> {
             | Expectation::AtLeast { event, .. } => {
                 self.event(at, label, event, strings);
             }
+            Expectation::Sequence(seq) => {
+                self.event(at, label, &seq.event, strings);
+                strings.extend(seq.paths.iter().cloned());
+                if seq.paths.is_empty() {
+                    self.report(at, format!("{label}: `paths` is empty: name the fields whose values form the sequence"));
+                }
+                if seq.values.is_empty() {
+                    self.report(at, format!("{label}: `values` is empty"));
+                }
+                if seq.paths.len() > 1 {
+                    for (i, v) in seq.values.iter().enumerate() {
+                        if v.as_array().is_none_or(|a| a.len() != seq.paths.len()) {
+                            self.report(
+                                at,
+                                format!("{label}: `values[{i}]` must be a list of {} values, one per path", seq.paths.len()),
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -461,6 +461,31 @@ pub enum Expectation {
     Count { n: usize, event: EventMatch },
     /// At least `n` writes match.
     AtLeast { n: usize, event: EventMatch },
+    /// On the timeline, the values at `paths` of the writes matching `event` (one value per
+    /// path, `null` when absent), with consecutive repeats folded into one, are exactly
+    /// `values` in this order — or, with `subsequence: true`, `values` appear among them in
+    /// this order. With one path each value is that path's; with several, a list in path order.
+    Sequence(Box<SequenceMatch>),
+}
+
+/// What a [`Expectation::Sequence`] checks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SequenceMatch {
+    /// Which writes (usually a kind and a name).
+    pub event: EventMatch,
+    /// Dotted paths read from each matching write.
+    pub paths: Vec<String>,
+    /// The expected values, oldest first.
+    pub values: Vec<Value>,
+    /// `values` need only appear in order among the observed ones, not be all of them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub subsequence: bool,
+    /// Every change (each observed value after the first) comes at least this long after the
+    /// previous one, by the backend's clock (write times have whole seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub min_gap: Option<DurationStr>,
 }
 
 impl Expectation {
@@ -474,6 +499,7 @@ impl Expectation {
             Expectation::AtMost { .. } => "atMost",
             Expectation::Count { .. } => "count",
             Expectation::AtLeast { .. } => "atLeast",
+            Expectation::Sequence(_) => "sequence",
         }
     }
 }

@@ -30,7 +30,7 @@ pub use validation::{validate_cluster_upgrade_options, validate_metadata, valida
 use crate::Clock;
 use crate::crds::rayservice::{RayService, RayServiceStatuses, condition, reason};
 use crate::crds::{RayCluster, RayServiceSpec};
-use crate::events::{EventRecorder, EventType};
+use crate::events::{EventAction, EventType, EventsV1Recorder};
 use crate::kuberay::common::conditions;
 use crate::kuberay::common::names::NameGenerator;
 use crate::kuberay::common::suspend::{self, SuspendStep};
@@ -114,13 +114,29 @@ pub fn is_zero_downtime_upgrade_enabled(spec: &RayServiceSpec, cfg: &KubeRayConf
     }
 }
 
+/// The `K8sEventAction` KubeRay records with each event reason of the RayService controller.
+fn action_for(reason: &str) -> EventAction {
+    let verb = reason.strip_prefix("FailedTo").unwrap_or(reason);
+    if verb.starts_with("Create") {
+        EventAction::Create
+    } else if verb.starts_with("Update") {
+        EventAction::Update
+    } else if verb.starts_with("Delete") {
+        EventAction::Delete
+    } else if reason.starts_with("Invalid") {
+        EventAction::Validate
+    } else {
+        EventAction::Reconcile
+    }
+}
+
 /// The RayService controller: configuration, clients and its in-memory state (the Serve config
 /// cache and the deletion times of dangling clusters, both lost on a restart as upstream's).
 pub struct RayServiceReconciler {
     client: kube::Client,
     clock: Clock,
     config: KubeRayConfig,
-    recorder: EventRecorder,
+    recorder: EventsV1Recorder,
     http: Arc<dyn ClusterHttp>,
     paused: Arc<AtomicBool>,
     /// `ServeConfigs`: `<ns>/<rayservice>` → cluster → the `serveConfigV2` last submitted to it.
@@ -143,7 +159,7 @@ impl RayServiceReconciler {
     /// A reconciler writing through `client`, reading time from `clock`, reaching dashboards and
     /// Serve proxies through `http`.
     pub fn new(client: kube::Client, clock: Clock, config: KubeRayConfig, http: Arc<dyn ClusterHttp>) -> Self {
-        let recorder = EventRecorder::new(client.clone(), clock.clone(), RAYSERVICE_EVENT_COMPONENT);
+        let recorder = EventsV1Recorder::new(client.clone(), clock.clone(), RAYSERVICE_EVENT_COMPONENT);
         let names = Mutex::new(NameGenerator::seeded(config.name_seed));
         Self {
             client,
@@ -218,26 +234,31 @@ impl RayServiceReconciler {
         Time(jiff::Timestamp::from_second(t.as_second()).unwrap_or(t))
     }
 
+    /// Records an event about the service, with the action KubeRay passes for that reason.
     async fn event(&self, rs: &RayService, kind: EventType, reason: &str, message: String) {
         let r: ObjectReference = rs.object_ref(&());
-        self.recorder.publish(&r, kind, reason, message).await;
+        self.recorder.publish(&r, kind, reason, action_for(reason), message).await;
     }
 
-    async fn write_status(&self, rs: &RayService, status: RayServiceStatuses) -> Result<(), RayServiceError> {
+    /// `r.Status().Update`: writes the status; like controller-runtime's client, takes the
+    /// server's answer into `rs` (so a second write in the same pass carries the new
+    /// resourceVersion).
+    async fn write_status(&self, rs: &mut RayService, status: RayServiceStatuses) -> Result<(), RayServiceError> {
         let api: Api<RayService> = Api::namespaced(self.client.clone(), &rs.namespace().unwrap_or_default());
         let mut updated = rs.clone();
         updated.status = Some(status);
-        api.replace_status(&rs.name_any(), &PostParams::default(), &updated)
+        *rs = api
+            .replace_status(&rs.name_any(), &PostParams::default(), &updated)
             .await
-            .map(|_| ())
-            .map_err(api_err("update the RayService status"))
+            .map_err(api_err("update the RayService status"))?;
+        Ok(())
     }
 
     /// Writes the status when `InconsistentRayServiceStatuses` says it changed, stamping
     /// `lastUpdateTime`.
     async fn write_status_if_changed(
         &self,
-        rs: &RayService,
+        rs: &mut RayService,
         original: &RayServiceStatuses,
         status: &mut RayServiceStatuses,
     ) -> Result<(), RayServiceError> {
@@ -300,14 +321,14 @@ impl RayServiceReconciler {
                 generation,
             );
             status.last_update_time = Some(now);
-            self.write_status(&rs, status).await?;
+            self.write_status(&mut rs, status).await?;
             return Ok(Action::await_change());
         }
 
         // Like upstream, the status is written even when the suspend step failed; the step's
         // error wins.
         let suspended = self.handle_suspend(&rs, &mut status).await;
-        let written = self.write_status_if_changed(&rs, &original, &mut status).await;
+        let written = self.write_status_if_changed(&mut rs, &original, &mut status).await;
         let outcome = suspended?;
         written?;
         if let SuspendOutcome::Stop(action) = outcome {
@@ -402,7 +423,7 @@ impl RayServiceReconciler {
         if let Some(message) = timed_out {
             self.event(&rs, EventType::Warning, "RayServiceInitializingTimeout", message).await;
         }
-        self.write_status_if_changed(&rs, &original, &mut status).await?;
+        self.write_status_if_changed(&mut rs, &original, &mut status).await?;
         Ok(Action::requeue(SERVICE_DEFAULT_REQUEUE))
     }
 
