@@ -81,7 +81,7 @@ pub struct RayAutoscaler {
 
 /// CPU (millicores) a worker of `group` offers.
 fn group_cpu_millis(group: &WorkerGroupSpec) -> i64 {
-    let from_params = group.ray_start_params.get("num-cpus").and_then(|n| crate::quantity::Quantity::parse(n.trim_matches('"')));
+    let from_params = group.ray_start_params.as_ref().and_then(|p| p.get("num-cpus")).and_then(|n| crate::quantity::Quantity::parse(n.trim_matches('"')));
     let container = group.template.spec.as_ref().and_then(|s| s.containers.first());
     let resource = |limits: bool| {
         container

@@ -104,10 +104,10 @@ pub(crate) fn service_ports(spec: &crate::crds::RayClusterSpec) -> BTreeMap<Stri
     ports
 }
 
-fn ray_start_command(head: bool, params: &BTreeMap<String, String>, head_address: &str) -> String {
+fn ray_start_command(head: bool, params: Option<&BTreeMap<String, String>>, head_address: &str) -> String {
     let mut cmd =
         if head { "ray start --head".to_string() } else { format!("ray start --address={head_address}:6379") };
-    let mut args: BTreeMap<String, String> = params.clone();
+    let mut args: BTreeMap<String, String> = params.cloned().unwrap_or_default();
     if head {
         args.entry("dashboard-host".into()).or_insert_with(|| "0.0.0.0".into());
     }
@@ -201,7 +201,7 @@ pub(crate) fn head_pod(rc: &RayCluster, hash: &str, cfg: &KubeRayConfig) -> Pod 
     let p = prefix(&rc.name_any());
     let name = if cfg.deterministic_head_pod_name { Ok(format!("{p}-head")) } else { Err(format!("{p}-head-")) };
     let mut pod = build_pod(rc, template, labels, annotations, name);
-    let start = ray_start_command(true, &rc.spec.head_group_spec.ray_start_params, "");
+    let start = ray_start_command(true, rc.spec.head_group_spec.ray_start_params.as_ref(), "");
     if let Some(c) = pod.spec.as_mut().and_then(|s| s.containers.first_mut()) {
         inject_ray_container(c, rc, true, start, cfg);
     }
@@ -217,7 +217,7 @@ pub(crate) fn worker_pod(rc: &RayCluster, group: &WorkerGroupSpec, cfg: &KubeRay
     let mut pod = build_pod(rc, template, labels, annotations, name);
     let ns = rc.namespace().unwrap_or_else(|| "default".into());
     let address = format!("{}.{ns}.svc.cluster.local", head_service_name(rc));
-    let start = ray_start_command(false, &group.ray_start_params, &address);
+    let start = ray_start_command(false, group.ray_start_params.as_ref(), &address);
     if let Some(c) = pod.spec.as_mut().and_then(|s| s.containers.first_mut()) {
         inject_ray_container(c, rc, false, start, cfg);
     }
