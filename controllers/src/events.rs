@@ -193,7 +193,14 @@ impl EventsV1Recorder {
 
     /// Records an event about `regarding`. Failures are logged, never returned: an event that
     /// cannot be written must not fail the reconcile that emitted it.
-    pub async fn publish(&self, regarding: &ObjectReference, kind: EventType, reason: &str, action: EventAction, note: String) {
+    pub async fn publish(
+        &self,
+        regarding: &ObjectReference,
+        kind: EventType,
+        reason: &str,
+        action: EventAction,
+        note: String,
+    ) {
         let now = self.clock.now();
         // Series that ended (unobserved for 6 minutes) are written one last time and forgotten.
         let ended: Vec<SeriesEntry> = {
@@ -209,7 +216,12 @@ impl EventsV1Recorder {
             self.patch_series(e).await;
         }
         let key = (
-            format!("{}/{}/{}", regarding.namespace.clone().unwrap_or_default(), regarding.name.clone().unwrap_or_default(), regarding.uid.clone().unwrap_or_default()),
+            format!(
+                "{}/{}/{}",
+                regarding.namespace.clone().unwrap_or_default(),
+                regarding.name.clone().unwrap_or_default(),
+                regarding.uid.clone().unwrap_or_default()
+            ),
             reason.to_string(),
             action.as_str().to_string(),
         );
@@ -261,8 +273,7 @@ impl EventsV1Recorder {
         let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.client.clone(), &ns);
         match api.create(&PostParams::default(), &event).await {
             Ok(_) => {
-                let entry =
-                    SeriesEntry { namespace: ns, name, count: None, last_observed: now, last_written: now };
+                let entry = SeriesEntry { namespace: ns, name, count: None, last_observed: now, last_written: now };
                 self.cache.lock().insert(key, entry);
             }
             Err(e) => tracing::warn!(error = %e, reason, "cannot record event"),

@@ -253,7 +253,11 @@ mod tests {
         let names: Vec<_> = crds.iter().map(|c| c.metadata.name.clone().unwrap_or_default()).collect();
         assert_eq!(
             names,
-            ["gatewayclasses.gateway.networking.k8s.io", "gateways.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io"]
+            [
+                "gatewayclasses.gateway.networking.k8s.io",
+                "gateways.gateway.networking.k8s.io",
+                "httproutes.gateway.networking.k8s.io"
+            ]
         );
         for crd in &crds {
             let stored: Vec<_> = crd.spec.versions.iter().filter(|v| v.storage).map(|v| v.name.as_str()).collect();
@@ -261,8 +265,8 @@ mod tests {
             assert_eq!(crd.spec.versions.len(), 2);
         }
         let route = serde_json::to_value(&crds[2].spec.versions[0].schema).unwrap();
-        let backend = &route["openAPIV3Schema"]["properties"]["spec"]["properties"]["rules"]["items"]["properties"]
-            ["backendRefs"]["items"]["properties"];
+        let backend = &route["openAPIV3Schema"]["properties"]["spec"]["properties"]["rules"]["items"]["properties"]["backendRefs"]
+            ["items"]["properties"];
         assert_eq!(backend["weight"]["default"], 1);
         assert_eq!(backend["kind"]["default"], "Service");
     }

@@ -63,10 +63,11 @@ pub async fn install(client: &kube::Client, crds: &[CustomResourceDefinition]) -
         };
         let mut ok = false;
         for _ in 0..600 {
-            let found = api
-                .get_opt(&name)
-                .await
-                .map_err(|source| CrdInstallError::Api { what: "read", name: name.clone(), source })?;
+            let found = api.get_opt(&name).await.map_err(|source| CrdInstallError::Api {
+                what: "read",
+                name: name.clone(),
+                source,
+            })?;
             if found.as_ref().is_some_and(established) {
                 ok = true;
                 break;

@@ -81,7 +81,11 @@ pub struct RayAutoscaler {
 
 /// CPU (millicores) a worker of `group` offers.
 fn group_cpu_millis(group: &WorkerGroupSpec) -> i64 {
-    let from_params = group.ray_start_params.as_ref().and_then(|p| p.get("num-cpus")).and_then(|n| crate::quantity::Quantity::parse(n.trim_matches('"')));
+    let from_params = group
+        .ray_start_params
+        .as_ref()
+        .and_then(|p| p.get("num-cpus"))
+        .and_then(|n| crate::quantity::Quantity::parse(n.trim_matches('"')));
     let container = group.template.spec.as_ref().and_then(|s| s.containers.first());
     let resource = |limits: bool| {
         container
@@ -201,7 +205,9 @@ impl RayAutoscaler {
             let name = rc.name_any();
             let cluster_pods: Vec<&Arc<Pod>> = all_pods
                 .iter()
-                .filter(|p| p.namespace().as_deref() == Some(ns.as_str()) && p.labels().get("ray.io/cluster") == Some(&name))
+                .filter(|p| {
+                    p.namespace().as_deref() == Some(ns.as_str()) && p.labels().get("ray.io/cluster") == Some(&name)
+                })
                 .collect();
             let head_cpu = cluster_pods
                 .iter()
@@ -222,7 +228,8 @@ impl RayAutoscaler {
                             && p.metadata.deletion_timestamp.is_none()
                     })
                     .collect();
-                let listed: Vec<String> = group.scale_strategy.iter().flat_map(|s| s.workers_to_delete.clone()).collect();
+                let listed: Vec<String> =
+                    group.scale_strategy.iter().flat_map(|s| s.workers_to_delete.clone()).collect();
                 let still_there: Vec<String> =
                     listed.iter().filter(|n| cluster_pods.iter().any(|p| &p.name_any() == *n)).cloned().collect();
                 let path = format!("/spec/workerGroupSpecs/{i}");
@@ -235,7 +242,9 @@ impl RayAutoscaler {
                     if now >= since + self.config.idle_timeout {
                         surplus_since.remove(&key);
                         workers.retain(|p| !still_there.contains(&p.name_any()));
-                        workers.sort_by_key(|p| std::cmp::Reverse((p.metadata.creation_timestamp.as_ref().map(|t| t.0), p.name_any())));
+                        workers.sort_by_key(|p| {
+                            std::cmp::Reverse((p.metadata.creation_timestamp.as_ref().map(|t| t.0), p.name_any()))
+                        });
                         let mut to_delete = still_there.clone();
                         to_delete.extend(workers.iter().take((current - need) as usize).map(|p| p.name_any()));
                         group_ops.push(json!({"op": "add", "path": format!("{path}/replicas"), "value": need}));
@@ -261,7 +270,9 @@ impl RayAutoscaler {
                 Err(e) => return Err(SimError::Invalid(format!("autoscaler patch for {ns}/{name}: {e}"))),
             };
             match api.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch)).await {
-                Ok(_) => tracing::info!(cluster = %format!("{ns}/{name}"), demand_millis = demand, "autoscaler: scaled worker groups"),
+                Ok(_) => {
+                    tracing::info!(cluster = %format!("{ns}/{name}"), demand_millis = demand, "autoscaler: scaled worker groups")
+                }
                 Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 || s.code == 422 => {}
                 Err(e) => return Err(SimError::api(format!("scaling RayCluster {ns}/{name}"))(e)),
             }

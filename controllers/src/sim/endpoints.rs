@@ -146,7 +146,12 @@ impl EndpointSliceController {
         Err(SimError::WatchEnded("pod, service or EndpointSlice"))
     }
 
-    async fn pass(&self, pods: &Store<Pod>, services: &Store<Service>, slices: &Store<EndpointSlice>) -> Result<(), SimError> {
+    async fn pass(
+        &self,
+        pods: &Store<Pod>,
+        services: &Store<Service>,
+        slices: &Store<EndpointSlice>,
+    ) -> Result<(), SimError> {
         let all_pods = pods.state();
         let mut by_service: BTreeMap<(String, String), Vec<Arc<EndpointSlice>>> = BTreeMap::new();
         for s in slices.state() {
@@ -204,7 +209,9 @@ impl EndpointSliceController {
                         match api.replace(&current.name_any(), &PostParams::default(), &slice).await {
                             Ok(_) => {}
                             Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                            Err(e) => return Err(SimError::api(format!("updating the EndpointSlice of {ns}/{name}"))(e)),
+                            Err(e) => {
+                                return Err(SimError::api(format!("updating the EndpointSlice of {ns}/{name}"))(e));
+                            }
                         }
                     }
                     for extra in existing.iter().skip(1) {

@@ -127,7 +127,11 @@ impl GatewayHandle {
                     k.program_delay = match value {
                         Value::Null => None,
                         Value::String(s) => Some(super::parse_duration(s).map_err(|e| format!("knob {knob}: {e}"))?),
-                        other => return Err(format!("knob {knob} takes a duration string such as \"30s\" (or null), not {other}")),
+                        other => {
+                            return Err(format!(
+                                "knob {knob} takes a duration string such as \"30s\" (or null), not {other}"
+                            ));
+                        }
                     }
                 }
                 other => return Err(format!("unknown gateway knob {other:?} (known: {})", KNOBS.join(", "))),
@@ -151,7 +155,15 @@ fn knob_on(choice: &Option<LabelSelector>, obj: &impl ResourceExt, annotation: &
 }
 
 /// A condition as JSON, keeping the previous transition time when the status did not change.
-fn condition(previous: &[Value], type_: &str, ok: bool, reason: &str, message: &str, generation: Option<i64>, now: &str) -> Value {
+fn condition(
+    previous: &[Value],
+    type_: &str,
+    ok: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: &str,
+) -> Value {
     let status = if ok { "True" } else { "False" };
     let since = previous
         .iter()
@@ -296,8 +308,9 @@ impl GatewayController {
                 let at = seen + program_delay;
                 wake = Some(wake.map_or(at, |w| w.min(at)));
             }
-            let programmed =
-                accepted && delay_over && !knob_on(&knobs.gateway_not_programmed, gw.as_ref(), "gateway-not-programmed");
+            let programmed = accepted
+                && delay_over
+                && !knob_on(&knobs.gateway_not_programmed, gw.as_ref(), "gateway-not-programmed");
             if accepted {
                 accepted_gateways.push((ns.clone(), name.clone()));
             }
@@ -319,7 +332,11 @@ impl GatewayController {
                     "Accepted",
                     accepted,
                     if accepted { "Accepted" } else { "Invalid" },
-                    if accepted { "Accepted by kproof's simulated gateway" } else { "Not accepted (kproof knob gateway-not-accepted)" },
+                    if accepted {
+                        "Accepted by kproof's simulated gateway"
+                    } else {
+                        "Not accepted (kproof knob gateway-not-accepted)"
+                    },
                     generation,
                     &now,
                 ),
@@ -393,7 +410,9 @@ impl GatewayController {
                 .rules
                 .iter()
                 .flat_map(|r| &r.backend_refs)
-                .filter(|b| b.kind.as_deref().is_none_or(|k| k == "Service") && b.group.as_deref().is_none_or(str::is_empty))
+                .filter(|b| {
+                    b.kind.as_deref().is_none_or(|k| k == "Service") && b.group.as_deref().is_none_or(str::is_empty)
+                })
                 .filter_map(|b| {
                     let bns = b.namespace.clone().unwrap_or_else(|| rns.clone());
                     services
@@ -404,10 +423,10 @@ impl GatewayController {
                 .collect();
             for parent in &route.spec.parent_refs {
                 let gw_ns = parent.namespace.clone().unwrap_or_else(|| rns.clone());
-                let Some(gw) = all_gateways
-                    .iter()
-                    .find(|g| refers_to(parent, &rns, &g.namespace().unwrap_or_default(), &g.name_any()) && g.namespace().as_deref() == Some(gw_ns.as_str()))
-                else {
+                let Some(gw) = all_gateways.iter().find(|g| {
+                    refers_to(parent, &rns, &g.namespace().unwrap_or_default(), &g.name_any())
+                        && g.namespace().as_deref() == Some(gw_ns.as_str())
+                }) else {
                     continue;
                 };
                 if !mine.contains(&gw.spec.gateway_class_name) {
@@ -419,7 +438,8 @@ impl GatewayController {
                     .and_then(|p| p["conditions"].as_array().cloned())
                     .unwrap_or_default();
                 let gateway_accepted = accepted_gateways.contains(&(gw_ns.clone(), parent.name.clone()));
-                let accepted = gateway_accepted && !knob_on(&knobs.route_not_accepted, route.as_ref(), "route-not-accepted");
+                let accepted =
+                    gateway_accepted && !knob_on(&knobs.route_not_accepted, route.as_ref(), "route-not-accepted");
                 let generation = route.metadata.generation;
                 let accepted_message = if accepted {
                     "Accepted by kproof's simulated gateway"

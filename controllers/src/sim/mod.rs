@@ -49,9 +49,9 @@ pub mod selector;
 pub mod traffic;
 
 pub use kubelet::{Kubelet, KubeletConfig, KubeletHandle, KubeletSettings};
+pub use network::{ClusterHttp, SimNetwork, serve_http_proxy};
 pub use nodes::{NodeFixtureError, builtin_pool, parse_nodes, register_nodes};
 pub use scheduler::{Scheduler, SchedulerConfig};
-pub use network::{ClusterHttp, SimNetwork, serve_http_proxy};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;

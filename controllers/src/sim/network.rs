@@ -101,9 +101,11 @@ fn split_authority(authority: &str) -> (String, u16) {
 
 /// The authority a request is for: the URI's (absolute form), else the `Host` header.
 fn authority_of<B>(request: &http::Request<B>) -> Option<String> {
-    request.uri().authority().map(|a| a.to_string()).or_else(|| {
-        request.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()).map(str::to_string)
-    })
+    request
+        .uri()
+        .authority()
+        .map(|a| a.to_string())
+        .or_else(|| request.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()).map(str::to_string))
 }
 
 impl SimNetwork {

@@ -241,7 +241,11 @@ impl RayHeadHandle {
 pub struct RayHead {
     client: kube::Client,
     shared: Arc<Shared>,
-    writers: Option<(reflector::store::Writer<Pod>, reflector::store::Writer<Service>, reflector::store::Writer<RayCluster>)>,
+    writers: Option<(
+        reflector::store::Writer<Pod>,
+        reflector::store::Writer<Service>,
+        reflector::store::Writer<RayCluster>,
+    )>,
 }
 
 impl RayHead {
@@ -258,14 +262,8 @@ impl RayHead {
             deploy_delay: config.deploy_delay,
             replica_start_delay: config.replica_start_delay,
         };
-        let shared = Arc::new(Shared {
-            config,
-            knobs: Mutex::new(knobs),
-            serve: Mutex::default(),
-            pods,
-            services,
-            clusters,
-        });
+        let shared =
+            Arc::new(Shared { config, knobs: Mutex::new(knobs), serve: Mutex::default(), pods, services, clusters });
         Self { client, shared, writers: Some((pod_writer, svc_writer, rc_writer)) }
     }
 
@@ -285,11 +283,12 @@ impl RayHead {
     /// ends; drop the future to stop.
     pub async fn run(mut self) -> Result<(), SimError> {
         let Some((pod_writer, svc_writer, rc_writer)) = self.writers.take() else { return Ok(()) };
-        let pods = watcher(Api::<Pod>::all(self.client.clone()), watcher::Config::default().labels("ray.io/is-ray-node=yes"))
-            .default_backoff()
-            .reflect(pod_writer)
-            .map(|_| ())
-            .boxed();
+        let pods =
+            watcher(Api::<Pod>::all(self.client.clone()), watcher::Config::default().labels("ray.io/is-ray-node=yes"))
+                .default_backoff()
+                .reflect(pod_writer)
+                .map(|_| ())
+                .boxed();
         let services = watcher(Api::<Service>::all(self.client.clone()), watcher::Config::default())
             .default_backoff()
             .reflect(svc_writer)
@@ -355,7 +354,9 @@ pub(crate) fn pod_cpu_millis(pod: &Pod) -> i64 {
         .and_then(|cmd| cmd.split_whitespace().find_map(|w| w.strip_prefix("--num-cpus=")))
         .and_then(|n| crate::quantity::Quantity::parse(n.trim_matches(['"', '\''])));
     let resource = |limits: bool| {
-        container.and_then(|c| c.resources.as_ref()).and_then(|r| if limits { r.limits.as_ref() } else { r.requests.as_ref() })
+        container
+            .and_then(|c| c.resources.as_ref())
+            .and_then(|r| if limits { r.limits.as_ref() } else { r.requests.as_ref() })
             .and_then(|m| m.get("cpu"))
             .and_then(|q| crate::quantity::Quantity::parse(&q.0))
     };
@@ -373,12 +374,18 @@ impl Shared {
             .pods
             .state()
             .into_iter()
-            .filter(|p| p.namespace().as_deref() == Some(ns) && p.labels().get("ray.io/cluster").map(String::as_str) == Some(cluster))
+            .filter(|p| {
+                p.namespace().as_deref() == Some(ns)
+                    && p.labels().get("ray.io/cluster").map(String::as_str) == Some(cluster)
+            })
             .collect();
         pods.sort_by(|a, b| {
             let head = |p: &Pod| p.labels().get("ray.io/node-type").map(String::as_str) != Some("head");
-            (head(a), a.metadata.creation_timestamp.as_ref().map(|t| t.0), a.name_any())
-                .cmp(&(head(b), b.metadata.creation_timestamp.as_ref().map(|t| t.0), b.name_any()))
+            (head(a), a.metadata.creation_timestamp.as_ref().map(|t| t.0), a.name_any()).cmp(&(
+                head(b),
+                b.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                b.name_any(),
+            ))
         });
         pods
     }
@@ -406,9 +413,11 @@ impl Shared {
                 || annotation_on(rc.as_deref(), "dashboard-unreachable").as_deref() == Some("true");
             return (!unreachable).then(|| Target::Dashboard(ns.to_string(), cluster));
         }
-        let pod = self.pods.state().into_iter().find(|p| {
-            is_running(p) && p.status.as_ref().and_then(|s| s.pod_ip.as_deref()) == Some(host)
-        })?;
+        let pod = self
+            .pods
+            .state()
+            .into_iter()
+            .find(|p| is_running(p) && p.status.as_ref().and_then(|s| s.pod_ip.as_deref()) == Some(host))?;
         let cluster = pod.labels().get("ray.io/cluster")?.clone();
         if container_port(&pod, "serve", 8000) != i32::from(port) {
             return None;
@@ -436,12 +445,8 @@ impl Shared {
             .and_then(|d| super::parse_duration(&d).ok())
             .unwrap_or(knobs.deploy_delay);
         let now = Instant::now();
-        let ready_pods: Vec<(i64, bool)> = self
-            .cluster_pods(ns, cluster)
-            .iter()
-            .filter(|p| is_ready(p))
-            .map(|p| (pod_cpu_millis(p), true))
-            .collect();
+        let ready_pods: Vec<(i64, bool)> =
+            self.cluster_pods(ns, cluster).iter().filter(|p| is_ready(p)).map(|p| (pod_cpu_millis(p), true)).collect();
         let mut free: Vec<i64> = ready_pods.iter().map(|(c, _)| *c).collect();
         let any_pod = !free.is_empty();
         let capacity = state.target_capacity;
@@ -517,7 +522,10 @@ impl Shared {
                 } else {
                     ("DEPLOYING", format!("Deploying app '{name}'."))
                 };
-                (name.clone(), AppView { status, message, route_prefix: app.route_prefix.clone(), deployments, servable })
+                (
+                    name.clone(),
+                    AppView { status, message, route_prefix: app.route_prefix.clone(), deployments, servable },
+                )
             })
             .collect()
     }
@@ -529,9 +537,11 @@ impl Shared {
         let apps = parse_applications(body)?;
         let capacity = match body.get("target_capacity") {
             None | Some(Value::Null) => None,
-            Some(v) => Some(v.as_f64().filter(|c| (0.0..=100.0).contains(c)).ok_or_else(|| {
-                format!("target_capacity must be a number between 0 and 100, got {v}")
-            })?),
+            Some(v) => Some(
+                v.as_f64()
+                    .filter(|c| (0.0..=100.0).contains(c))
+                    .ok_or_else(|| format!("target_capacity must be a number between 0 and 100, got {v}"))?,
+            ),
         };
         let now = Instant::now();
         let mut serve = self.serve.lock();
@@ -626,17 +636,27 @@ fn parse_applications(body: &Value) -> Result<BTreeMap<String, AppModel>, String
             .collect();
         if deployments.is_empty() {
             let ingress = import_path.rsplit('.').next().filter(|s| !s.is_empty()).unwrap_or("ingress");
-            deployments.push(DeploymentModel { name: ingress.to_string(), replicas: 1, cpu_millis: 1000, placed: Vec::new() });
+            deployments.push(DeploymentModel {
+                name: ingress.to_string(),
+                replicas: 1,
+                cpu_millis: 1000,
+                placed: Vec::new(),
+            });
         }
-        out.insert(name, AppModel { route_prefix, config: app.clone(), deployments, running: false, deploying_since: now });
+        out.insert(
+            name,
+            AppModel { route_prefix, config: app.clone(), deployments, running: false, deploying_since: now },
+        );
     }
     Ok(out)
 }
 
 fn authority_target(shared: &Shared, request: &http::Request<Body>) -> Option<Target> {
-    let authority = request.uri().authority().map(|a| a.to_string()).or_else(|| {
-        request.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()).map(str::to_string)
-    })?;
+    let authority = request
+        .uri()
+        .authority()
+        .map(|a| a.to_string())
+        .or_else(|| request.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()).map(str::to_string))?;
     let (host, port) = match authority.rsplit_once(':') {
         Some((h, p)) => (h.to_string(), p.parse().ok()?),
         None => (authority.clone(), 80),
@@ -678,7 +698,10 @@ async fn handle(shared: &Shared, request: http::Request<Body>) -> http::Response
                             .deployments
                             .iter()
                             .map(|(d, status, message)| {
-                                (d.clone(), json!({"name": d, "status": status, "message": message, "route_prefix": null}))
+                                (
+                                    d.clone(),
+                                    json!({"name": d, "status": status, "message": message, "route_prefix": null}),
+                                )
                             })
                             .collect();
                         (

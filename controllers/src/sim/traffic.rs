@@ -94,7 +94,8 @@ fn path_match(rule: &HTTPRouteRule, path: &str) -> Option<usize> {
                 "Exact" => (path == value).then_some(value.len() + 1),
                 _ => {
                     let prefix = value.trim_end_matches('/');
-                    (prefix.is_empty() || path == prefix || path.starts_with(&format!("{prefix}/"))).then_some(value.len() + 1)
+                    (prefix.is_empty() || path == prefix || path.starts_with(&format!("{prefix}/")))
+                        .then_some(value.len() + 1)
                 }
             }
         })
@@ -118,7 +119,9 @@ fn plan(probe: &TrafficProbe, gateways: &Store<Gateway>, routes: &Store<HTTPRout
     let ns = probe.namespace().unwrap_or_default();
     let path = probe.spec.path.clone().unwrap_or_else(|| "/".into());
     match probe.spec.target.kind.as_str() {
-        "Service" => Plan::Backends(vec![Backend { namespace: ns, name: probe.spec.target.name.clone(), port: None, weight: 1 }]),
+        "Service" => {
+            Plan::Backends(vec![Backend { namespace: ns, name: probe.spec.target.name.clone(), port: None, weight: 1 }])
+        }
         "Gateway" => {
             let name = &probe.spec.target.name;
             let Some(gw) = gateways.get(&reflector::ObjectRef::new(name).within(&ns)) else {
@@ -133,10 +136,13 @@ fn plan(probe: &TrafficProbe, gateways: &Store<Gateway>, routes: &Store<HTTPRout
             }
             let mut best: Option<(usize, Vec<Backend>)> = None;
             let mut candidates: Vec<_> = routes.state();
-            candidates.sort_by_key(|r| (r.metadata.creation_timestamp.as_ref().map(|t| t.0), r.namespace(), r.name_any()));
+            candidates
+                .sort_by_key(|r| (r.metadata.creation_timestamp.as_ref().map(|t| t.0), r.namespace(), r.name_any()));
             for route in candidates {
                 let rns = route.namespace().unwrap_or_default();
-                if !route.spec.parent_refs.iter().any(|p| refers_to(p, &rns, &ns, name)) || !accepted_for(&route, &ns, name) {
+                if !route.spec.parent_refs.iter().any(|p| refers_to(p, &rns, &ns, name))
+                    || !accepted_for(&route, &ns, name)
+                {
                     continue;
                 }
                 for rule in &route.spec.rules {
@@ -344,10 +350,15 @@ impl TrafficSimulator {
                 .unwrap_or_default();
             let api: Api<TrafficProbe> = Api::namespaced(self.client.clone(), &probe.namespace().unwrap_or_default());
             let status = serde_json::to_value(&state.status).unwrap_or_default();
-            match api.patch_status(&probe.name_any(), &PatchParams::default(), &Patch::Merge(json!({"status": status}))).await {
+            match api
+                .patch_status(&probe.name_any(), &PatchParams::default(), &Patch::Merge(json!({"status": status})))
+                .await
+            {
                 Ok(_) => {}
                 Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                Err(e) => return Err(SimError::api(format!("writing the status of TrafficProbe {}", probe.name_any()))(e)),
+                Err(e) => {
+                    return Err(SimError::api(format!("writing the status of TrafficProbe {}", probe.name_any()))(e));
+                }
             }
         }
         Ok(())
@@ -387,7 +398,9 @@ impl TrafficSimulator {
                 .ports
                 .as_ref()
                 .and_then(|ps| {
-                    ps.iter().find(|p| svc_port.as_ref().is_none_or(|sp| p.name.as_deref() == sp.name.as_deref().or(Some(""))))
+                    ps.iter().find(|p| {
+                        svc_port.as_ref().is_none_or(|sp| p.name.as_deref() == sp.name.as_deref().or(Some("")))
+                    })
                 })
                 .and_then(|p| p.port)
                 .or_else(|| svc_port.as_ref().map(|p| p.port))
@@ -401,7 +414,13 @@ impl TrafficSimulator {
             }
         }
         if endpoints.is_empty() {
-            return vec![(n, Err(format!("no healthy upstream: Service {}/{} has no ready endpoint (503)", backend.namespace, backend.name)))];
+            return vec![(
+                n,
+                Err(format!(
+                    "no healthy upstream: Service {}/{} has no ready endpoint (503)",
+                    backend.namespace, backend.name
+                )),
+            )];
         }
         let key = format!("{}/{}", backend.namespace, backend.name);
         let start = *state.next_endpoint.get(&key).unwrap_or(&0);
@@ -418,7 +437,9 @@ impl TrafficSimulator {
                 Err(e) => Err(format!("cannot build a request to {ip}:{port}{path}: {e}")),
                 Ok(request) => match self.network.send(request).await {
                     Ok(r) if r.status().is_success() => Ok(()),
-                    Ok(r) => Err(format!("{} from {ip}:{port}: {}", r.status().as_u16(), String::from_utf8_lossy(r.body()))),
+                    Ok(r) => {
+                        Err(format!("{} from {ip}:{port}: {}", r.status().as_u16(), String::from_utf8_lossy(r.body())))
+                    }
                     Err(e) => Err(e.to_string()),
                 },
             };

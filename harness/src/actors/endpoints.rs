@@ -22,7 +22,13 @@ impl ActorFactory for EndpointsFactory {
         ActorName::Endpoints
     }
 
-    fn start(&self, client: kube::Client, _: controllers::Clock, _: &Needs, _: &SimNetwork) -> Result<Box<dyn Actor>, String> {
+    fn start(
+        &self,
+        client: kube::Client,
+        _: controllers::Clock,
+        _: &Needs,
+        _: &SimNetwork,
+    ) -> Result<Box<dyn Actor>, String> {
         let controller = EndpointSliceController::new(client);
         let task = tokio::spawn(async move {
             if let Err(e) = controller.run().await {

@@ -706,13 +706,12 @@ impl RowRun<'_> {
                 if seq.subsequence { "in order a superset of " } else { "" }
             ),
         };
-        let diff = format!("{summary}\nexpected:\n{}\nobserved (first write time, value):\n{}", want.join("\n"), shown.join("\n"));
-        Err(RowFailure {
-            message: diff.clone(),
-            summary,
-            mismatches: vec![self.mismatch(e, diff, vec![])],
-            part: None,
-        })
+        let diff = format!(
+            "{summary}\nexpected:\n{}\nobserved (first write time, value):\n{}",
+            want.join("\n"),
+            shown.join("\n")
+        );
+        Err(RowFailure { message: diff.clone(), summary, mismatches: vec![self.mismatch(e, diff, vec![])], part: None })
     }
 
     fn count_check(

@@ -328,7 +328,10 @@ impl Linter<'_> {
                 self.event(at, label, &seq.event, strings);
                 strings.extend(seq.paths.iter().cloned());
                 if seq.paths.is_empty() {
-                    self.report(at, format!("{label}: `paths` is empty: name the fields whose values form the sequence"));
+                    self.report(
+                        at,
+                        format!("{label}: `paths` is empty: name the fields whose values form the sequence"),
+                    );
                 }
                 if seq.values.is_empty() {
                     self.report(at, format!("{label}: `values` is empty"));
@@ -338,7 +341,10 @@ impl Linter<'_> {
                         if v.as_array().is_none_or(|a| a.len() != seq.paths.len()) {
                             self.report(
                                 at,
-                                format!("{label}: `values[{i}]` must be a list of {} values, one per path", seq.paths.len()),
+                                format!(
+                                    "{label}: `values[{i}]` must be a list of {} values, one per path",
+                                    seq.paths.len()
+                                ),
                             );
                         }
                     }

@@ -144,7 +144,10 @@ fn inject_ray_container(c: &mut Container, rc: &RayCluster, head: bool, start: S
         env_field("RAY_NODE_TYPE_NAME", &format!("metadata.labels['{RAY_GROUP_LABEL}']")),
         env("KUBERAY_GEN_RAY_START_CMD", &start),
         env("RAY_USAGE_STATS_KUBERAY_IN_USE", "1"),
-        env("RAY_USAGE_STATS_EXTRA_TAGS", &format!("kuberay_version={};kuberay_crd={}", cfg.kuberay_version, created_by(rc))),
+        env(
+            "RAY_USAGE_STATS_EXTRA_TAGS",
+            &format!("kuberay_version={};kuberay_crd={}", cfg.kuberay_version, created_by(rc)),
+        ),
         env("RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE", "1"),
     ];
     if head {

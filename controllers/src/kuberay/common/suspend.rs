@@ -112,8 +112,14 @@ fn set(status: &mut RayServiceStatuses, type_: &str, s: ConditionStatus, why: &s
 pub fn commit_suspend(status: &mut RayServiceStatuses, generation: i64, now: &Time) {
     use ConditionStatus::{False, True};
     status.observed_generation = generation;
-    set(status, condition::SUSPENDING, True, reason::SUSPEND_REQUESTED,
-        "Spec.Suspend is true; will delete all Kubernetes resources owned by this RayService.", now);
+    set(
+        status,
+        condition::SUSPENDING,
+        True,
+        reason::SUSPEND_REQUESTED,
+        "Spec.Suspend is true; will delete all Kubernetes resources owned by this RayService.",
+        now,
+    );
     set(status, condition::READY, False, reason::SUSPEND_IN_PROGRESS, "RayService is suspending.", now);
     set(status, condition::UPGRADE_IN_PROGRESS, False, reason::SUSPEND_IN_PROGRESS, "No upgrade in progress.", now);
     set(status, condition::ROLLBACK_IN_PROGRESS, False, reason::SUSPEND_IN_PROGRESS, "No rollback in progress.", now);
@@ -125,8 +131,14 @@ pub fn commit_suspend(status: &mut RayServiceStatuses, generation: i64, now: &Ti
 
 /// Some owned resource is still there: `Suspending=True/SuspendInProgress`.
 pub fn mark_still_suspending(status: &mut RayServiceStatuses, now: &Time) {
-    set(status, condition::SUSPENDING, ConditionStatus::True, reason::SUSPEND_IN_PROGRESS,
-        "Waiting for all Kubernetes resources owned by this RayService to be deleted.", now);
+    set(
+        status,
+        condition::SUSPENDING,
+        ConditionStatus::True,
+        reason::SUSPEND_IN_PROGRESS,
+        "Waiting for all Kubernetes resources owned by this RayService to be deleted.",
+        now,
+    );
 }
 
 /// Everything is gone: `Suspending=False`, `Suspended=True`, and Ready, UpgradeInProgress and
@@ -147,7 +159,14 @@ pub fn complete_suspend(status: &mut RayServiceStatuses, now: &Time) {
 pub fn resume(status: &mut RayServiceStatuses, generation: i64, now: &Time) {
     use ConditionStatus::False;
     status.observed_generation = generation;
-    set(status, condition::SUSPENDED, False, reason::RAY_SERVICE_RESUMED, "Spec.Suspend is false; RayService has resumed.", now);
+    set(
+        status,
+        condition::SUSPENDED,
+        False,
+        reason::RAY_SERVICE_RESUMED,
+        "Spec.Suspend is false; RayService has resumed.",
+        now,
+    );
     let message = "RayService is initializing after resuming from suspend.";
     conditions::remove(&mut status.conditions, condition::READY);
     set(status, condition::READY, False, reason::INITIALIZING, message, now);

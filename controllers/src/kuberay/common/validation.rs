@@ -89,12 +89,18 @@ pub fn validate_initializing_timeout(annotations: &BTreeMap<String, String>) -> 
     const KEY: &str = "ray.io/initializing-timeout";
     let Some(text) = annotations.get(KEY).filter(|t| !t.is_empty()) else { return Ok(()) };
     // Go's time.ParseDuration takes a sign; a negative duration is not positive.
-    let negative = text.starts_with('-') && crate::sim::parse_duration(&text[1..]).is_ok() && !text[1..].chars().all(|c| c.is_ascii_digit());
+    let negative = text.starts_with('-')
+        && crate::sim::parse_duration(&text[1..]).is_ok()
+        && !text[1..].chars().all(|c| c.is_ascii_digit());
     if negative {
         return Err(format!("annotation {KEY} must be a positive duration, got: {text}"));
     }
     if let Ok(d) = crate::sim::parse_duration(text) {
-        return if d.is_zero() { Err(format!("annotation {KEY} must be a positive duration, got: {text}")) } else { Ok(()) };
+        return if d.is_zero() {
+            Err(format!("annotation {KEY} must be a positive duration, got: {text}"))
+        } else {
+            Ok(())
+        };
     }
     if let Ok(seconds) = text.parse::<i64>() {
         return if seconds <= 0 {

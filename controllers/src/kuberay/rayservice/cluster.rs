@@ -3,7 +3,9 @@
 //! `modifyRayCluster`), when to prepare a new cluster (`shouldPrepareNewCluster`), and the
 //! deletion of dangling clusters after the delay (`cleanUpRayClusterInstance`).
 
-use super::{RAY_CLUSTER_DELETION_DELAY, RayServiceError, RayServiceReconciler, api_err, is_incremental_upgrade_enabled};
+use super::{
+    RAY_CLUSTER_DELETION_DELAY, RayServiceError, RayServiceReconciler, api_err, is_incremental_upgrade_enabled,
+};
 use crate::crds::RayCluster;
 use crate::crds::rayservice::{RayService, RayServiceStatuses, condition};
 use crate::events::EventType;
@@ -12,8 +14,8 @@ use crate::kuberay::common::hash::spec_hash_with;
 use crate::kuberay::common::suspend::{child_spec_at_creation, cluster_spec_for_hashing, spec_for_in_place_update};
 use crate::kuberay::*;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 /// The label selector of the clusters (and services) a RayService owns
 /// (`RayServiceRayClustersAssociationOptions`).
@@ -42,13 +44,19 @@ pub(super) fn goal_hash(rs: &RayService, cfg: &KubeRayConfig) -> String {
 /// `isClusterSpecHashEqual`. With `partial`, only the cluster's first
 /// `ray.io/num-worker-groups` groups are compared (groups appended at the end are an in-place
 /// update); an unreadable count compares equal, as upstream's `Atoi` error path does.
-pub(super) fn is_cluster_spec_hash_equal(rs: &RayService, cluster: &RayCluster, partial: bool, cfg: &KubeRayConfig) -> bool {
+pub(super) fn is_cluster_spec_hash_equal(
+    rs: &RayService,
+    cluster: &RayCluster,
+    partial: bool,
+    cfg: &KubeRayConfig,
+) -> bool {
     let cluster_hash = cluster.annotations().get(HASH_WITHOUT_REPLICAS_ANNOTATION).cloned().unwrap_or_default();
     let mut goal = cluster_spec_for_hashing(&rs.spec.ray_cluster_spec);
     let goal_hash = if !partial {
         spec_hash_with(&goal, cfg)
     } else {
-        let Ok(groups) = cluster.annotations().get(NUM_WORKER_GROUPS_ANNOTATION).map(String::as_str).unwrap_or("").parse::<usize>()
+        let Ok(groups) =
+            cluster.annotations().get(NUM_WORKER_GROUPS_ANNOTATION).map(String::as_str).unwrap_or("").parse::<usize>()
         else {
             return true;
         };
@@ -113,15 +121,22 @@ pub(super) fn should_prepare_new_cluster(
 /// labels, the spec hash, the number of worker groups and the operator version; the spec as
 /// written (nested `suspend` included); owned by the service. The pending cluster of an
 /// incremental upgrade starts with every group's `replicas` unset.
-pub(super) fn construct_cluster(rs: &RayService, status: &RayServiceStatuses, name: &str, cfg: &KubeRayConfig) -> RayCluster {
+pub(super) fn construct_cluster(
+    rs: &RayService,
+    status: &RayServiceStatuses,
+    name: &str,
+    cfg: &KubeRayConfig,
+) -> RayCluster {
     let mut labels = rs.labels().clone();
     labels.insert(RAY_ORIGINATED_FROM_CR_NAME_LABEL.into(), rs.name_any());
     labels.insert(RAY_ORIGINATED_FROM_CRD_LABEL.into(), "RayService".into());
     let mut annotations = rs.annotations().clone();
     annotations.insert(HASH_WITHOUT_REPLICAS_ANNOTATION.into(), goal_hash(rs, cfg));
-    annotations.insert(NUM_WORKER_GROUPS_ANNOTATION.into(), rs.spec.ray_cluster_spec.worker_group_specs.len().to_string());
+    annotations
+        .insert(NUM_WORKER_GROUPS_ANNOTATION.into(), rs.spec.ray_cluster_spec.worker_group_specs.len().to_string());
     annotations.insert(KUBERAY_VERSION_ANNOTATION.into(), cfg.kuberay_version.clone());
-    let start_at_min = is_incremental_upgrade_enabled(&rs.spec, cfg) && !status.active_service_status.ray_cluster_name.is_empty();
+    let start_at_min =
+        is_incremental_upgrade_enabled(&rs.spec, cfg) && !status.active_service_status.ray_cluster_name.is_empty();
     let mut rc = RayCluster::new(name, child_spec_at_creation(&rs.spec.ray_cluster_spec, start_at_min));
     rc.metadata.namespace = rs.namespace();
     rc.metadata.labels = Some(labels);
@@ -161,8 +176,13 @@ impl RayServiceReconciler {
             let api: Api<RayCluster> = Api::namespaced(self.client.clone(), &ns);
             return match api.create(&PostParams::default(), &rc).await {
                 Ok(created) => {
-                    self.event(rs, EventType::Normal, "CreatedRayCluster", format!("Created the RayCluster {ns}/{pending_name}"))
-                        .await;
+                    self.event(
+                        rs,
+                        EventType::Normal,
+                        "CreatedRayCluster",
+                        format!("Created the RayCluster {ns}/{pending_name}"),
+                    )
+                    .await;
                     Ok((active, Some(created)))
                 }
                 Err(e) => {
@@ -191,8 +211,13 @@ impl RayServiceReconciler {
             match api.replace(&name, &PostParams::default(), current).await {
                 Ok(updated) => {
                     *current = updated;
-                    self.event(rs, EventType::Normal, "UpdatedRayCluster", format!("Updated the {which} RayCluster {ns}/{name}"))
-                        .await;
+                    self.event(
+                        rs,
+                        EventType::Normal,
+                        "UpdatedRayCluster",
+                        format!("Updated the {which} RayCluster {ns}/{name}"),
+                    )
+                    .await;
                 }
                 Err(e) => {
                     self.event(
@@ -229,8 +254,10 @@ impl RayServiceReconciler {
     ) -> Result<bool, RayServiceError> {
         let ns = rs.namespace().unwrap_or_default();
         let api: Api<RayCluster> = Api::namespaced(self.client.clone(), &ns);
-        let clusters =
-            api.list(&ListParams::default().labels(&association_selector(rs))).await.map_err(api_err("list owned RayClusters"))?;
+        let clusters = api
+            .list(&ListParams::default().labels(&association_selector(rs)))
+            .await
+            .map_err(api_err("list owned RayClusters"))?;
         let deleting = rs.metadata.deletion_timestamp.is_some();
         let mut delay = rs
             .spec
@@ -245,8 +272,8 @@ impl RayServiceReconciler {
         let mut to_clean = false;
         for rc in clusters.items {
             let name = rc.name_any();
-            let dangling =
-                name != status.active_service_status.ray_cluster_name && name != status.pending_service_status.ray_cluster_name;
+            let dangling = name != status.active_service_status.ray_cluster_name
+                && name != status.pending_service_status.ray_cluster_name;
             if !(deleting || dangling) {
                 continue;
             }
@@ -262,10 +289,19 @@ impl RayServiceReconciler {
             if !due {
                 continue;
             }
-            let params = DeleteParams { propagation_policy: Some(kube::api::PropagationPolicy::Background), ..Default::default() };
+            let params = DeleteParams {
+                propagation_policy: Some(kube::api::PropagationPolicy::Background),
+                ..Default::default()
+            };
             match api.delete(&name, &params).await {
                 Ok(_) => {
-                    self.event(rs, EventType::Normal, "DeletedRayCluster", format!("Deleted the RayCluster {ns}/{name}")).await;
+                    self.event(
+                        rs,
+                        EventType::Normal,
+                        "DeletedRayCluster",
+                        format!("Deleted the RayCluster {ns}/{name}"),
+                    )
+                    .await;
                 }
                 Err(e) => {
                     self.event(
@@ -289,10 +325,13 @@ impl RayServiceReconciler {
         use k8s_openapi::api::core::v1::Service;
         let ns = rs.namespace().unwrap_or_default();
         let selector = association_selector(rs);
-        let background = DeleteParams { propagation_policy: Some(kube::api::PropagationPolicy::Background), ..Default::default() };
+        let background =
+            DeleteParams { propagation_policy: Some(kube::api::PropagationPolicy::Background), ..Default::default() };
         let mut all_deleted = true;
         let clusters: Api<RayCluster> = Api::namespaced(self.client.clone(), &ns);
-        for rc in clusters.list(&ListParams::default().labels(&selector)).await.map_err(api_err("list owned RayClusters"))? {
+        for rc in
+            clusters.list(&ListParams::default().labels(&selector)).await.map_err(api_err("list owned RayClusters"))?
+        {
             all_deleted = false;
             if rc.metadata.deletion_timestamp.is_some() {
                 continue;
@@ -300,18 +339,30 @@ impl RayServiceReconciler {
             let name = rc.name_any();
             match clusters.delete(&name, &background).await {
                 Err(e) if !super::is_not_found(&e) => {
-                    self.event(rs, EventType::Warning, "FailedToDeleteRayCluster",
-                        format!("Failed to delete the RayCluster {ns}/{name} during suspend: {e}")).await;
+                    self.event(
+                        rs,
+                        EventType::Warning,
+                        "FailedToDeleteRayCluster",
+                        format!("Failed to delete the RayCluster {ns}/{name} during suspend: {e}"),
+                    )
+                    .await;
                     return Err(api_err(format!("delete RayCluster {name}"))(e));
                 }
                 _ => {
-                    self.event(rs, EventType::Normal, "DeletedRayCluster",
-                        format!("Deleted the RayCluster {ns}/{name} during suspend")).await;
+                    self.event(
+                        rs,
+                        EventType::Normal,
+                        "DeletedRayCluster",
+                        format!("Deleted the RayCluster {ns}/{name} during suspend"),
+                    )
+                    .await;
                 }
             }
         }
         let services: Api<Service> = Api::namespaced(self.client.clone(), &ns);
-        for svc in services.list(&ListParams::default().labels(&selector)).await.map_err(api_err("list owned Services"))? {
+        for svc in
+            services.list(&ListParams::default().labels(&selector)).await.map_err(api_err("list owned Services"))?
+        {
             all_deleted = false;
             if svc.metadata.deletion_timestamp.is_some() {
                 continue;
@@ -319,13 +370,23 @@ impl RayServiceReconciler {
             let name = svc.name_any();
             match services.delete(&name, &background).await {
                 Err(e) if !super::is_not_found(&e) => {
-                    self.event(rs, EventType::Warning, "FailedToDeleteService",
-                        format!("Failed to delete the Service {ns}/{name} during suspend: {e}")).await;
+                    self.event(
+                        rs,
+                        EventType::Warning,
+                        "FailedToDeleteService",
+                        format!("Failed to delete the Service {ns}/{name} during suspend: {e}"),
+                    )
+                    .await;
                     return Err(api_err(format!("delete Service {name}"))(e));
                 }
                 _ => {
-                    self.event(rs, EventType::Normal, "DeletedService", format!("Deleted the Service {ns}/{name} during suspend"))
-                        .await;
+                    self.event(
+                        rs,
+                        EventType::Normal,
+                        "DeletedService",
+                        format!("Deleted the Service {ns}/{name} during suspend"),
+                    )
+                    .await;
                 }
             }
         }
@@ -338,13 +399,23 @@ impl RayServiceReconciler {
                     if gw.metadata.deletion_timestamp.is_none() {
                         match gateways.delete(&name, &background).await {
                             Err(e) if !super::is_not_found(&e) => {
-                                self.event(rs, EventType::Warning, "FailedToDeleteGateway",
-                                    format!("Failed to delete the Gateway {ns}/{name} during suspend: {e}")).await;
+                                self.event(
+                                    rs,
+                                    EventType::Warning,
+                                    "FailedToDeleteGateway",
+                                    format!("Failed to delete the Gateway {ns}/{name} during suspend: {e}"),
+                                )
+                                .await;
                                 return Err(api_err(format!("delete Gateway {name}"))(e));
                             }
                             _ => {
-                                self.event(rs, EventType::Normal, "DeletedGateway",
-                                    format!("Deleted the Gateway {ns}/{name} during suspend")).await;
+                                self.event(
+                                    rs,
+                                    EventType::Normal,
+                                    "DeletedGateway",
+                                    format!("Deleted the Gateway {ns}/{name} during suspend"),
+                                )
+                                .await;
                             }
                         }
                     }
@@ -360,13 +431,23 @@ impl RayServiceReconciler {
                     if route.metadata.deletion_timestamp.is_none() {
                         match routes.delete(&name, &background).await {
                             Err(e) if !super::is_not_found(&e) => {
-                                self.event(rs, EventType::Warning, "FailedToDeleteHTTPRoute",
-                                    format!("Failed to delete the HTTPRoute {ns}/{name} during suspend: {e}")).await;
+                                self.event(
+                                    rs,
+                                    EventType::Warning,
+                                    "FailedToDeleteHTTPRoute",
+                                    format!("Failed to delete the HTTPRoute {ns}/{name} during suspend: {e}"),
+                                )
+                                .await;
                                 return Err(api_err(format!("delete HTTPRoute {name}"))(e));
                             }
                             _ => {
-                                self.event(rs, EventType::Normal, "DeletedHTTPRoute",
-                                    format!("Deleted the HTTPRoute {ns}/{name} during suspend")).await;
+                                self.event(
+                                    rs,
+                                    EventType::Normal,
+                                    "DeletedHTTPRoute",
+                                    format!("Deleted the HTTPRoute {ns}/{name} during suspend"),
+                                )
+                                .await;
                             }
                         }
                     }
@@ -438,6 +519,9 @@ mod tests {
         assert!(!should_prepare_new_cluster(&replicas, &status, Some(&rc), None, false, &cfg));
         let mut older = rc.clone();
         older.annotations_mut().insert(KUBERAY_VERSION_ANNOTATION.into(), "v1.6.0".into());
-        assert!(should_update_cluster(&rs, &status, Some(&older), true, &cfg), "an operator upgrade refreshes the active cluster");
+        assert!(
+            should_update_cluster(&rs, &status, Some(&older), true, &cfg),
+            "an operator upgrade refreshes the active cluster"
+        );
     }
 }

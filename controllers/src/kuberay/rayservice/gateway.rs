@@ -7,8 +7,8 @@
 use super::cluster::owner;
 use super::{RayServiceError, RayServiceReconciler, api_err};
 use crate::crds::gateway::{
-    Gateway, GatewaySpec, HTTPBackendRef, HTTPPathMatch, HTTPRoute, HTTPRouteMatch, HTTPRouteRule, HTTPRouteSpec, Listener,
-    ParentReference,
+    Gateway, GatewaySpec, HTTPBackendRef, HTTPPathMatch, HTTPRoute, HTTPRouteMatch, HTTPRouteRule, HTTPRouteSpec,
+    Listener, ParentReference,
 };
 use crate::crds::rayservice::{ClusterUpgradeOptions, RayService, RayServiceStatuses, condition};
 use crate::events::EventType;
@@ -40,7 +40,13 @@ pub(super) fn desired_gateway(rs: &RayService) -> Result<Gateway, RayServiceErro
         &gateway_name(rs),
         GatewaySpec {
             gateway_class_name: options.gateway_class_name.clone(),
-            listeners: vec![Listener { name: "http".into(), hostname: None, port: 80, protocol: "HTTP".into(), extra: Default::default() }],
+            listeners: vec![Listener {
+                name: "http".into(),
+                hostname: None,
+                port: 80,
+                protocol: "HTTP".into(),
+                extra: Default::default(),
+            }],
             extra: Default::default(),
         },
     );
@@ -63,7 +69,9 @@ pub(super) fn is_gateway_equal(existing: &Gateway, desired: &Gateway) -> bool {
 
 /// `IsGatewayReady`: `Accepted` and `Programmed` both True.
 pub(super) fn is_gateway_ready(gw: &Gateway) -> bool {
-    gw.status.as_ref().is_some_and(|s| conditions::is_true(&s.conditions, "Accepted") && conditions::is_true(&s.conditions, "Programmed"))
+    gw.status.as_ref().is_some_and(|s| {
+        conditions::is_true(&s.conditions, "Accepted") && conditions::is_true(&s.conditions, "Programmed")
+    })
 }
 
 /// `IsHTTPRouteReady`: some parent status for this Gateway has `Accepted` and `ResolvedRefs` True.
@@ -172,7 +180,13 @@ impl RayServiceReconciler {
                 desired.metadata.owner_references = Some(vec![owner(rs)]);
                 match api.create(&PostParams::default(), &desired).await {
                     Ok(_) => {
-                        self.event(rs, EventType::Normal, "CreatedGateway", format!("Created Gateway for RayService {ns}/{name}")).await;
+                        self.event(
+                            rs,
+                            EventType::Normal,
+                            "CreatedGateway",
+                            format!("Created Gateway for RayService {ns}/{name}"),
+                        )
+                        .await;
                         Ok(())
                     }
                     Err(e) => {
@@ -195,12 +209,18 @@ impl RayServiceReconciler {
                 existing.spec = desired.spec;
                 match api.replace(&name, &PostParams::default(), &existing).await {
                     Ok(_) => {
-                        self.event(rs, EventType::Normal, "UpdatedGateway", format!("Updated the Gateway {ns}/{name}")).await;
+                        self.event(rs, EventType::Normal, "UpdatedGateway", format!("Updated the Gateway {ns}/{name}"))
+                            .await;
                         Ok(())
                     }
                     Err(e) => {
-                        self.event(rs, EventType::Warning, "FailedToUpdateGateway", format!("Failed to update the Gateway {ns}/{name}: {e}"))
-                            .await;
+                        self.event(
+                            rs,
+                            EventType::Warning,
+                            "FailedToUpdateGateway",
+                            format!("Failed to update the Gateway {ns}/{name}: {e}"),
+                        )
+                        .await;
                         Err(api_err(format!("update Gateway {name}"))(e))
                     }
                 }
@@ -219,13 +239,15 @@ impl RayServiceReconciler {
     ) -> Result<Option<HTTPRoute>, RayServiceError> {
         let ns = rs.namespace().unwrap_or_default();
         let gateways: Api<Gateway> = Api::namespaced(self.client.clone(), &ns);
-        let gateway = gateways.get(&gateway_name(rs)).await.map_err(api_err(format!("read Gateway {}", gateway_name(rs))))?;
+        let gateway =
+            gateways.get(&gateway_name(rs)).await.map_err(api_err(format!("read Gateway {}", gateway_name(rs))))?;
         let gw_ns = gateway.namespace().unwrap_or_default();
         let Some(active) = self.get_cluster(rs, &status.active_service_status.ray_cluster_name).await? else {
             return Ok(None);
         };
         let pending = self.get_cluster(rs, &status.pending_service_status.ray_cluster_name).await?;
-        let options = options(rs).ok_or_else(|| RayServiceError::State("ClusterUpgradeOptions are not set during upgrade.".into()))?;
+        let options = options(rs)
+            .ok_or_else(|| RayServiceError::State("ClusterUpgradeOptions are not set during upgrade.".into()))?;
         let ready = pending_ready || self.config.defective(Defect::TrafficBeforePendingReady);
         let (active_w, pending_w) = traffic_step(status, options, ready, self.clock.now());
         let backend = |cluster: &crate::crds::RayCluster, weight: i32| HTTPBackendRef {
@@ -242,7 +264,11 @@ impl RayServiceReconciler {
         let mut route = HTTPRoute::new(
             &http_route_name(rs),
             HTTPRouteSpec {
-                parent_refs: vec![ParentReference { name: gateway.name_any(), namespace: Some(gw_ns.clone()), ..Default::default() }],
+                parent_refs: vec![ParentReference {
+                    name: gateway.name_any(),
+                    namespace: Some(gw_ns.clone()),
+                    ..Default::default()
+                }],
                 hostnames: Vec::new(),
                 rules: vec![HTTPRouteRule {
                     matches: vec![HTTPRouteMatch {
@@ -275,8 +301,13 @@ impl RayServiceReconciler {
                 desired.metadata.owner_references = Some(vec![owner(rs)]);
                 match api.create(&PostParams::default(), &desired).await {
                     Ok(_) => {
-                        self.event(rs, EventType::Normal, "CreatedHTTPRoute", format!("Created HTTPRoute for RayService {ns}/{name}"))
-                            .await;
+                        self.event(
+                            rs,
+                            EventType::Normal,
+                            "CreatedHTTPRoute",
+                            format!("Created HTTPRoute for RayService {ns}/{name}"),
+                        )
+                        .await;
                         Ok(Some(desired))
                     }
                     Err(e) => {
@@ -299,7 +330,13 @@ impl RayServiceReconciler {
                 existing.spec = desired.spec;
                 match api.replace(&name, &PostParams::default(), &existing).await {
                     Ok(updated) => {
-                        self.event(rs, EventType::Normal, "UpdatedHTTPRoute", format!("Updated the HTTPRoute {ns}/{name}")).await;
+                        self.event(
+                            rs,
+                            EventType::Normal,
+                            "UpdatedHTTPRoute",
+                            format!("Updated the HTTPRoute {ns}/{name}"),
+                        )
+                        .await;
                         Ok(Some(updated))
                     }
                     Err(e) => {
@@ -371,7 +408,15 @@ mod tests {
     #[test]
     fn rollback_moves_traffic_back_without_waiting_for_the_pending_cluster() {
         let mut s = status(60, (40, 60), Some(0));
-        conditions::set(&mut s.conditions, condition::ROLLBACK_IN_PROGRESS, true, "DesiredClusterSpecChanged", "", &Time(at(0)), None);
+        conditions::set(
+            &mut s.conditions,
+            condition::ROLLBACK_IN_PROGRESS,
+            true,
+            "DesiredClusterSpecChanged",
+            "",
+            &Time(at(0)),
+            None,
+        );
         s.active_service_status.last_traffic_migrated_time = Some(Time(at(0)));
         assert_eq!(traffic_step(&s, &options(10, 10), false, at(10)), (50, 50));
         assert_eq!(traffic_step(&s, &options(10, 10), false, at(5)), (40, 60));
@@ -399,7 +444,9 @@ mod tests {
         .unwrap();
         let desired = desired_gateway(&rs).unwrap();
         let mut existing = desired.clone();
-        existing.spec.listeners[0].extra.insert("allowedRoutes".into(), serde_json::json!({"namespaces": {"from": "Same"}}));
+        existing.spec.listeners[0]
+            .extra
+            .insert("allowedRoutes".into(), serde_json::json!({"namespaces": {"from": "Same"}}));
         assert!(is_gateway_equal(&existing, &desired));
         existing.spec.gateway_class_name = "other".into();
         assert!(!is_gateway_equal(&existing, &desired));

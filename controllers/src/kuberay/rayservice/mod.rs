@@ -338,7 +338,11 @@ impl RayServiceReconciler {
             return Ok(Action::requeue(SERVICE_DEFAULT_REQUEUE));
         }
         if status::is_initializing_timeout(&status) {
-            return Ok(if has_clusters_to_clean { Action::requeue(SERVICE_DEFAULT_REQUEUE) } else { Action::await_change() });
+            return Ok(if has_clusters_to_clean {
+                Action::requeue(SERVICE_DEFAULT_REQUEUE)
+            } else {
+                Action::await_change()
+            });
         }
 
         let (active, pending) = match self.reconcile_ray_cluster(&rs, &status).await {
@@ -359,7 +363,9 @@ impl RayServiceReconciler {
                     )
                     .await;
                 }
-                (Some(a), Some(p)) => status::reconcile_rollback_state(&rs, &mut status, a, p, &self.config, &self.now()),
+                (Some(a), Some(p)) => {
+                    status::reconcile_rollback_state(&rs, &mut status, a, p, &self.config, &self.now())
+                }
                 (Some(_), None) => {}
             }
         }
@@ -373,7 +379,8 @@ impl RayServiceReconciler {
             (pending_ready, pending_apps) = self.reconcile_serve(&rs, &mut status, p).await?;
         }
         if let Some(a) = &active {
-            if pending.is_none() && !cluster::should_prepare_new_cluster(&rs, &status, Some(a), None, false, &self.config)
+            if pending.is_none()
+                && !cluster::should_prepare_new_cluster(&rs, &status, Some(a), None, false, &self.config)
                 || pending.is_some() && incremental
             {
                 (active_ready, active_apps) = self.reconcile_serve(&rs, &mut status, a).await?;
@@ -428,7 +435,11 @@ impl RayServiceReconciler {
     }
 
     /// `handleSuspend` (see [`suspend`]): the status is changed in place; the caller writes it.
-    async fn handle_suspend(&self, rs: &RayService, status: &mut RayServiceStatuses) -> Result<SuspendOutcome, RayServiceError> {
+    async fn handle_suspend(
+        &self,
+        rs: &RayService,
+        status: &mut RayServiceStatuses,
+    ) -> Result<SuspendOutcome, RayServiceError> {
         let now = self.now();
         let generation = rs.metadata.generation.unwrap_or(0);
         match suspend::next_suspend_step(status, rs.spec.suspend) {

@@ -38,7 +38,10 @@ pub(super) fn need_submit(cached: &str, config: &str, apps: &Applications) -> (b
     if cached.is_empty() {
         (true, "Nothing has been cached for the cluster.")
     } else if apps.is_empty() {
-        (true, "No Serve application found in the RayCluster. A possible reason is that the head Pod crashed and GCS FT was not enabled.")
+        (
+            true,
+            "No Serve application found in the RayCluster. A possible reason is that the head Pod crashed and GCS FT was not enabled.",
+        )
     } else if cached != config {
         (true, "Current V2 Serve config doesn't match cached Serve config.")
     } else {
@@ -102,7 +105,8 @@ pub(super) fn target_capacity_goal(
     if cluster == active.ray_cluster_name {
         (active_tc + pending_tc > 100).then(|| (active_tc - max_surge).max(0))
     } else if cluster == pending.ray_cluster_name {
-        (active_tc + pending_tc <= 100).then(|| if past_max_surge_defect { 100 } else { (pending_tc + max_surge).min(100) })
+        (active_tc + pending_tc <= 100)
+            .then(|| if past_max_surge_defect { 100 } else { (pending_tc + max_surge).min(100) })
     } else {
         None
     }
@@ -133,12 +137,17 @@ impl RayServiceReconciler {
         let request = http::Request::get(format!("http://{url}{SERVE_PATH}?api_type=declarative"))
             .body(Bytes::new())
             .map_err(|e| fail(e.to_string()))?;
-        let response = self.http.send(request).await.map_err(|e| fail(format!("Get \"http://{url}{SERVE_PATH}?api_type=declarative\": {e}")))?;
+        let response = self
+            .http
+            .send(request)
+            .await
+            .map_err(|e| fail(format!("Get \"http://{url}{SERVE_PATH}?api_type=declarative\": {e}")))?;
         let body = String::from_utf8_lossy(response.body()).to_string();
         if !response.status().is_success() {
             return Err(fail(format!("GetServeDetails fail: {} {body}", response.status())));
         }
-        serde_json::from_str(&body).map_err(|_| fail(format!("GetServeDetails failed. Failed to unmarshal bytes: {body}")))
+        serde_json::from_str(&body)
+            .map_err(|_| fail(format!("GetServeDetails failed. Failed to unmarshal bytes: {body}")))
     }
 
     async fn update_deployments(&self, url: &str, config: &Value) -> Result<(), RayServiceError> {
@@ -153,7 +162,10 @@ impl RayServiceReconciler {
             .map_err(|e| RayServiceError::Serve(issue5(format!("Put \"http://{url}{SERVE_PATH}\": {e}"))))?;
         if !response.status().is_success() {
             let body = String::from_utf8_lossy(response.body()).to_string();
-            return Err(RayServiceError::Serve(issue5(format!("UpdateDeployments fail: {} {body}", response.status()))));
+            return Err(RayServiceError::Serve(issue5(format!(
+                "UpdateDeployments fail: {} {body}",
+                response.status()
+            ))));
         }
         Ok(())
     }
@@ -218,7 +230,8 @@ impl RayServiceReconciler {
         let ns = cluster.namespace().unwrap_or_default();
         let name = cluster.name_any();
         if self.config.gate(KubeRayGate::RayClusterStatusConditions) {
-            let head_ready = cluster.status.as_ref().is_some_and(|s| conditions::is_true(&s.conditions, "HeadPodReady"));
+            let head_ready =
+                cluster.status.as_ref().is_some_and(|s| conditions::is_true(&s.conditions, "HeadPodReady"));
             if !head_ready {
                 return Ok((false, None));
             }
@@ -248,8 +261,13 @@ impl RayServiceReconciler {
                 .await;
                 return Err(e);
             }
-            self.event(rs, EventType::Normal, "UpdatedServeApplications", format!("Updated serve applications to the RayCluster {ns}/{name}"))
-                .await;
+            self.event(
+                rs,
+                EventType::Normal,
+                "UpdatedServeApplications",
+                format!("Updated serve applications to the RayCluster {ns}/{name}"),
+            )
+            .await;
         }
         if upgrading {
             let (update, why) = self.need_target_capacity_update(rs, status).await;
@@ -260,7 +278,9 @@ impl RayServiceReconciler {
                         rs,
                         EventType::Warning,
                         "FailedToUpdateTargetCapacity",
-                        format!("Failed to update target_capacity of serve applications to the RayCluster {ns}/{name}: {e}"),
+                        format!(
+                            "Failed to update target_capacity of serve applications to the RayCluster {ns}/{name}: {e}"
+                        ),
                     )
                     .await;
                     return Err(e);
@@ -283,7 +303,11 @@ impl RayServiceReconciler {
         let active = &status.active_service_status;
         let pending = &status.pending_service_status;
         if active.ray_cluster_name.is_empty() || pending.ray_cluster_name.is_empty() {
-            return (false, "Both active and pending RayCluster instances are required for NewClusterWithIncrementalUpgrade.".into());
+            return (
+                false,
+                "Both active and pending RayCluster instances are required for NewClusterWithIncrementalUpgrade."
+                    .into(),
+            );
         }
         let ns = rs.namespace().unwrap_or_default();
         let gateways: Api<Gateway> = Api::namespaced(self.client.clone(), &ns);
@@ -305,7 +329,8 @@ impl RayServiceReconciler {
         let (Some(active_tc), Some(_)) = (active.target_capacity, active.traffic_routed_percent) else {
             return (true, "Active RayServiceStatus missing TargetCapacity or TrafficRoutedPercent.".into());
         };
-        let (Some(pending_tc), Some(pending_traffic)) = (pending.target_capacity, pending.traffic_routed_percent) else {
+        let (Some(pending_tc), Some(pending_traffic)) = (pending.target_capacity, pending.traffic_routed_percent)
+        else {
             return (true, "Pending RayServiceStatus missing TargetCapacity or TrafficRoutedPercent.".into());
         };
         if conditions::is_true(&status.conditions, condition::ROLLBACK_IN_PROGRESS) {
@@ -315,7 +340,11 @@ impl RayServiceReconciler {
             return (true, "Rollback in progress: traffic is being restored to the active cluster.".into());
         }
         if active_tc == 0 && pending_tc == 100 {
-            (false, "All traffic has migrated to the upgraded cluster and NewClusterWithIncrementalUpgrade is complete.".into())
+            (
+                false,
+                "All traffic has migrated to the upgraded cluster and NewClusterWithIncrementalUpgrade is complete."
+                    .into(),
+            )
         } else if pending_tc < 100 || pending_traffic < 100 {
             (true, "Pending RayCluster has not finished scaling up.".into())
         } else {
@@ -340,12 +369,10 @@ impl RayServiceReconciler {
         if status.pending_service_status.target_capacity.is_none() {
             status.pending_service_status.target_capacity = Some(0);
         }
-        let options = rs
-            .spec
-            .upgrade_strategy
-            .as_ref()
-            .and_then(|u| u.cluster_upgrade_options.as_ref())
-            .ok_or_else(|| RayServiceError::State("Missing RayService ClusterUpgradeOptions during upgrade".into()))?;
+        let options =
+            rs.spec.upgrade_strategy.as_ref().and_then(|u| u.cluster_upgrade_options.as_ref()).ok_or_else(|| {
+                RayServiceError::State("Missing RayService ClusterUpgradeOptions during upgrade".into())
+            })?;
         let max_surge = options.max_surge_percent.unwrap_or(100);
         let rollback = conditions::is_true(&status.conditions, condition::ROLLBACK_IN_PROGRESS);
         let name = cluster.name_any();
@@ -358,7 +385,8 @@ impl RayServiceReconciler {
         let mut config: Value = if cached.trim().is_empty() {
             Value::Object(Default::default())
         } else {
-            serde_saphyr::from_str(&cached).map_err(|e| RayServiceError::Serve(format!("cached Serve config is not YAML: {e}")))?
+            serde_saphyr::from_str(&cached)
+                .map_err(|e| RayServiceError::Serve(format!("cached Serve config is not YAML: {e}")))?
         };
         if config.get("target_capacity").and_then(Value::as_f64).is_some_and(|c| c as i32 == goal) {
             return Ok(());
@@ -378,7 +406,10 @@ impl RayServiceReconciler {
     async fn head_pod(&self, cluster: &RayCluster) -> Result<Option<Pod>, RayServiceError> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &cluster.namespace().unwrap_or_default());
         let pods = api
-            .list(&ListParams::default().labels(&format!("{RAY_CLUSTER_LABEL}={},{RAY_NODE_TYPE_LABEL}=head", cluster.name_any())))
+            .list(
+                &ListParams::default()
+                    .labels(&format!("{RAY_CLUSTER_LABEL}={},{RAY_NODE_TYPE_LABEL}=head", cluster.name_any())),
+            )
             .await
             .map_err(api_err("list head pods"))?;
         if pods.items.len() > 1 {
@@ -410,7 +441,11 @@ impl RayServiceReconciler {
     /// `updateHeadPodServeLabel`: `ray.io/serve` on the head pod is `true` iff its Serve proxy
     /// answers `/-/healthz` with 200 (always `false` with `excludeHeadPodFromServeSvc`). A named
     /// cluster without a head pod yet fails the pass, as upstream's does.
-    pub(super) async fn update_head_pod_serve_label(&self, rs: &RayService, cluster: Option<&RayCluster>) -> Result<(), RayServiceError> {
+    pub(super) async fn update_head_pod_serve_label(
+        &self,
+        rs: &RayService,
+        cluster: Option<&RayCluster>,
+    ) -> Result<(), RayServiceError> {
         let Some(cluster) = cluster else { return Ok(()) };
         let Some(mut pod) = self.head_pod(cluster).await? else {
             return Err(RayServiceError::State(format!(
@@ -527,7 +562,12 @@ mod tests {
     #[case("c", "c", true, true)]
     #[case("c", "d", false, true)]
     #[case("c", "c", false, false)]
-    fn when_the_config_is_submitted(#[case] cached: &str, #[case] config: &str, #[case] no_apps: bool, #[case] submit: bool) {
+    fn when_the_config_is_submitted(
+        #[case] cached: &str,
+        #[case] config: &str,
+        #[case] no_apps: bool,
+        #[case] submit: bool,
+    ) {
         let mut apps = Applications::new();
         if !no_apps {
             apps.insert("a".into(), AppStatus::default());

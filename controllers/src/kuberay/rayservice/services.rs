@@ -10,8 +10,8 @@ use crate::events::EventType;
 use crate::kuberay::common::pods::{head_service, service_ports};
 use crate::kuberay::*;
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
-use kube::api::{Api, PostParams};
 use kube::ResourceExt;
+use kube::api::{Api, PostParams};
 
 /// The Service that selects a cluster's serving pods: which one it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +42,11 @@ pub(super) fn head_service_for(rs: &RayService, cluster: &RayCluster, cfg: &Kube
 /// `BuildServeService` for a RayService: `<rs>-serve-svc` (or `spec.serveService`'s name), or in
 /// incremental mode `<cluster>-serve-svc`; it selects the cluster's pods labelled
 /// `ray.io/serve=true` on the head container's ports named `serve` or `serve-*`.
-pub(super) fn serve_service_for(rs: &RayService, cluster: &RayCluster, cfg: &KubeRayConfig) -> Result<Service, RayServiceError> {
+pub(super) fn serve_service_for(
+    rs: &RayService,
+    cluster: &RayCluster,
+    cfg: &KubeRayConfig,
+) -> Result<Service, RayServiceError> {
     let incremental = is_incremental_upgrade_enabled(&rs.spec, cfg);
     let owner_name = if incremental { cluster.name_any() } else { rs.name_any() };
     let labels = BTreeMap::from([
@@ -140,12 +144,18 @@ impl RayServiceReconciler {
                 old.spec = Some(spec);
                 match api.replace(&name, &PostParams::default(), &old).await {
                     Ok(updated) => {
-                        self.event(rs, EventType::Normal, "UpdatedService", format!("Updated the service {ns}/{name}")).await;
+                        self.event(rs, EventType::Normal, "UpdatedService", format!("Updated the service {ns}/{name}"))
+                            .await;
                         Ok(updated)
                     }
                     Err(e) => {
-                        self.event(rs, EventType::Warning, "FailedToUpdateService", format!("Failed to update the service {ns}/{name}, {e}"))
-                            .await;
+                        self.event(
+                            rs,
+                            EventType::Warning,
+                            "FailedToUpdateService",
+                            format!("Failed to update the service {ns}/{name}, {e}"),
+                        )
+                        .await;
                         Err(api_err(format!("update Service {name}"))(e))
                     }
                 }
@@ -154,12 +164,18 @@ impl RayServiceReconciler {
                 desired.metadata.owner_references = Some(vec![owner(rs)]);
                 match api.create(&PostParams::default(), &desired).await {
                     Ok(created) => {
-                        self.event(rs, EventType::Normal, "CreatedService", format!("Created the service {ns}/{name}")).await;
+                        self.event(rs, EventType::Normal, "CreatedService", format!("Created the service {ns}/{name}"))
+                            .await;
                         Ok(created)
                     }
                     Err(e) => {
-                        self.event(rs, EventType::Warning, "FailedToCreateService", format!("Failed to create the service {ns}/{name}, {e}"))
-                            .await;
+                        self.event(
+                            rs,
+                            EventType::Warning,
+                            "FailedToCreateService",
+                            format!("Failed to create the service {ns}/{name}, {e}"),
+                        )
+                        .await;
                         Err(api_err(format!("create Service {name}"))(e))
                     }
                 }
@@ -188,21 +204,24 @@ impl RayServiceReconciler {
     ) -> Result<(), RayServiceError> {
         let Some(cluster) = cluster else { return Ok(()) };
         let mut desired = serve_service_for(rs, cluster, &self.config)?;
-        desired.metadata.owner_references = Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-            api_version: "ray.io/v1".into(),
-            kind: "RayCluster".into(),
-            name: cluster.name_any(),
-            uid: cluster.uid().unwrap_or_default(),
-            controller: Some(true),
-            block_owner_deletion: Some(true),
-        }]);
+        desired.metadata.owner_references =
+            Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "ray.io/v1".into(),
+                kind: "RayCluster".into(),
+                name: cluster.name_any(),
+                uid: cluster.uid().unwrap_or_default(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]);
         let name = desired.name_any();
         let api: Api<Service> = Api::namespaced(self.client.clone(), &rs.namespace().unwrap_or_default());
         match api.get(&name).await {
             Ok(_) => Ok(()),
-            Err(e) if super::is_not_found(&e) => {
-                api.create(&PostParams::default(), &desired).await.map(|_| ()).map_err(api_err(format!("create Service {name}")))
-            }
+            Err(e) if super::is_not_found(&e) => api
+                .create(&PostParams::default(), &desired)
+                .await
+                .map(|_| ())
+                .map_err(api_err(format!("create Service {name}"))),
             Err(e) => Err(api_err(format!("read Service {name}"))(e)),
         }
     }

@@ -20,7 +20,14 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use std::collections::BTreeSet;
 
-fn set(status: &mut RayServiceStatuses, type_: &str, s: impl Into<ConditionStatus>, why: &str, message: &str, now: &Time) {
+fn set(
+    status: &mut RayServiceStatuses,
+    type_: &str,
+    s: impl Into<ConditionStatus>,
+    why: &str,
+    message: &str,
+    now: &Time,
+) {
     let generation = Some(status.observed_generation);
     conditions::set(&mut status.conditions, type_, s, why, message, now, generation);
 }
@@ -110,18 +117,46 @@ fn calculate_conditions(rs: &RayService, status: &mut RayServiceStatuses, now: &
     }
     let mut timed_out = None;
     if status.num_serve_endpoints > 0 {
-        set(status, condition::READY, true, reason::NON_ZERO_SERVE_ENDPOINTS, "Number of serve endpoints is greater than 0", now);
+        set(
+            status,
+            condition::READY,
+            true,
+            reason::NON_ZERO_SERVE_ENDPOINTS,
+            "Number of serve endpoints is greater than 0",
+            now,
+        );
     } else if conditions::is_true(&status.conditions, condition::READY) {
-        set(status, condition::READY, false, reason::ZERO_SERVE_ENDPOINTS, "Number of serve endpoints dropped to 0", now);
+        set(
+            status,
+            condition::READY,
+            false,
+            reason::ZERO_SERVE_ENDPOINTS,
+            "Number of serve endpoints dropped to 0",
+            now,
+        );
     } else {
         timed_out = mark_failed_on_initializing_timeout(rs, status, now);
     }
     let active = !status.active_service_status.ray_cluster_name.is_empty();
     let pending = !status.pending_service_status.ray_cluster_name.is_empty();
     if active && pending {
-        set(status, condition::UPGRADE_IN_PROGRESS, true, reason::BOTH_ACTIVE_PENDING_CLUSTERS_EXIST, "Both active and pending Ray clusters exist", now);
+        set(
+            status,
+            condition::UPGRADE_IN_PROGRESS,
+            true,
+            reason::BOTH_ACTIVE_PENDING_CLUSTERS_EXIST,
+            "Both active and pending Ray clusters exist",
+            now,
+        );
     } else if active {
-        set(status, condition::UPGRADE_IN_PROGRESS, false, reason::NO_PENDING_CLUSTER, "Active Ray cluster exists and no pending Ray cluster", now);
+        set(
+            status,
+            condition::UPGRADE_IN_PROGRESS,
+            false,
+            reason::NO_PENDING_CLUSTER,
+            "Active Ray cluster exists and no pending Ray cluster",
+            now,
+        );
     } else {
         let keep = conditions::find(&status.conditions, condition::UPGRADE_IN_PROGRESS)
             .is_some_and(|c| c.reason == reason::INITIALIZING || c.reason == reason::INITIALIZING_TIMEOUT);
@@ -156,7 +191,8 @@ pub(super) fn should_complete_incremental_rollback(
     require_pending_drained: bool,
 ) -> bool {
     let pending_healthy = require_pending_drained
-        || pending_cluster.is_some_and(|c| c.status.as_ref().is_some_and(|s| conditions::is_true(&s.conditions, "HeadPodReady")));
+        || pending_cluster
+            .is_some_and(|c| c.status.as_ref().is_some_and(|s| conditions::is_true(&s.conditions, "HeadPodReady")));
     active.target_capacity == Some(100)
         && active.traffic_routed_percent == Some(100)
         && (!pending_healthy || (pending.target_capacity == Some(0) && pending.traffic_routed_percent == Some(0)))
@@ -174,12 +210,19 @@ pub(super) fn reconcile_rollback_state(
     now: &Time,
 ) {
     let target = goal_hash(rs, cfg);
-    let annotation = |rc: &RayCluster| rc.annotations().get(HASH_WITHOUT_REPLICAS_ANNOTATION).cloned().unwrap_or_default();
+    let annotation =
+        |rc: &RayCluster| rc.annotations().get(HASH_WITHOUT_REPLICAS_ANNOTATION).cloned().unwrap_or_default();
     let rolling_back = conditions::is_true(&status.conditions, condition::ROLLBACK_IN_PROGRESS);
     if target == annotation(active) {
         if !rolling_back {
-            set(status, condition::ROLLBACK_IN_PROGRESS, true, reason::DESIRED_CLUSTER_SPEC_CHANGED,
-                "Goal state reverted to original cluster, rolling back.", now);
+            set(
+                status,
+                condition::ROLLBACK_IN_PROGRESS,
+                true,
+                reason::DESIRED_CLUSTER_SPEC_CHANGED,
+                "Goal state reverted to original cluster, rolling back.",
+                now,
+            );
         }
         return;
     }
@@ -190,8 +233,14 @@ pub(super) fn reconcile_rollback_state(
         return;
     }
     if !rolling_back {
-        set(status, condition::ROLLBACK_IN_PROGRESS, true, reason::DESIRED_CLUSTER_SPEC_CHANGED,
-            "Goal state changed mid-upgrade, rolling back to original cluster.", now);
+        set(
+            status,
+            condition::ROLLBACK_IN_PROGRESS,
+            true,
+            reason::DESIRED_CLUSTER_SPEC_CHANGED,
+            "Goal state changed mid-upgrade, rolling back to original cluster.",
+            now,
+        );
     }
 }
 
@@ -228,9 +277,14 @@ pub(super) fn inconsistent(old: &RayServiceStatuses, new: &RayServiceStatuses, c
         let pointers_set = |s: &RayServiceStatus| {
             s.traffic_routed_percent.is_some() || s.target_capacity.is_some() || s.last_traffic_migrated_time.is_some()
         };
-        return [&old.active_service_status, &old.pending_service_status, &new.active_service_status, &new.pending_service_status]
-            .into_iter()
-            .any(pointers_set);
+        return [
+            &old.active_service_status,
+            &old.pending_service_status,
+            &new.active_service_status,
+            &new.pending_service_status,
+        ]
+        .into_iter()
+        .any(pointers_set);
     }
     false
 }
@@ -311,7 +365,8 @@ pub(super) async fn calculate_status(
         }
         let promote = if incremental {
             if conditions::is_true(&status.conditions, condition::UPGRADE_IN_PROGRESS) {
-                !conditions::is_true(&status.conditions, condition::ROLLBACK_IN_PROGRESS) && incremental_upgrade_complete(status, pending)
+                !conditions::is_true(&status.conditions, condition::ROLLBACK_IN_PROGRESS)
+                    && incremental_upgrade_complete(status, pending)
             } else {
                 active_name.is_empty() && !pending_name.is_empty()
             }
@@ -328,17 +383,29 @@ pub(super) async fn calculate_status(
     let mut pending = pending;
     if conditions::is_true(&status.conditions, condition::ROLLBACK_IN_PROGRESS) {
         let strict = cfg.defective(Defect::RollbackWaitsForUnhealthyPending);
-        if should_complete_incremental_rollback(&status.active_service_status, &status.pending_service_status, pending, strict) {
+        if should_complete_incremental_rollback(
+            &status.active_service_status,
+            &status.pending_service_status,
+            pending,
+            strict,
+        ) {
             status.pending_service_status = RayServiceStatus::default();
             pending = None;
             conditions::remove(&mut status.conditions, condition::ROLLBACK_IN_PROGRESS);
-            set(status, condition::UPGRADE_IN_PROGRESS, false, reason::NO_PENDING_CLUSTER,
-                "Rollback complete, active Ray cluster exists and no pending Ray cluster", now);
+            set(
+                status,
+                condition::UPGRADE_IN_PROGRESS,
+                false,
+                reason::NO_PENDING_CLUSTER,
+                "Rollback complete, active Ray cluster exists and no pending Ray cluster",
+                now,
+            );
         }
     }
 
     if should_prepare_new_cluster(rs, status, active, pending, pending_serving, cfg) {
-        status.pending_service_status = RayServiceStatus { ray_cluster_name: r.generate_cluster_name(rs), ..Default::default() };
+        status.pending_service_status =
+            RayServiceStatus { ray_cluster_name: r.generate_cluster_name(rs), ..Default::default() };
         tracing::info!(cluster = %status.pending_service_status.ray_cluster_name, "preparing a new pending RayCluster");
         if incremental {
             if status.active_service_status.ray_cluster_name.is_empty() {
@@ -366,12 +433,14 @@ pub(super) async fn calculate_status(
     }
     let mut endpoints = r.count_serve_endpoints(&ns, &serve_service).await?;
     if incremental && let Some(p) = pending {
-        endpoints = endpoints.saturating_add(r.count_serve_endpoints(&ns, &format!("{}-serve-svc", p.name_any())).await?);
+        endpoints =
+            endpoints.saturating_add(r.count_serve_endpoints(&ns, &format!("{}-serve-svc", p.name_any())).await?);
     }
     status.num_serve_endpoints = endpoints;
 
     let timed_out = calculate_conditions(rs, status, now);
-    status.service_status = if conditions::is_true(&status.conditions, condition::READY) { "Running".into() } else { String::new() };
+    status.service_status =
+        if conditions::is_true(&status.conditions, condition::READY) { "Running".into() } else { String::new() };
     Ok(timed_out)
 }
 

@@ -37,7 +37,9 @@ pub fn validate_spec(rs: &RayService, cfg: &KubeRayConfig) -> Result<(), String>
     let k8s_token_auth =
         spec.extra.get("authOptions").and_then(|a| a.get("enableK8sTokenAuth")).and_then(|v| v.as_bool()) == Some(true);
     if k8s_token_auth {
-        return Err("The RayService spec is invalid: K8s token auth mode is currently not supported for RayService".into());
+        return Err(
+            "The RayService spec is invalid: K8s token auth mode is currently not supported for RayService".into()
+        );
     }
     validate_cluster_spec(spec, cfg).map_err(|e| format!("The RayService spec is invalid: {e}"))?;
     let head_service_name = spec
@@ -53,7 +55,8 @@ pub fn validate_spec(rs: &RayService, cfg: &KubeRayConfig) -> Result<(), String>
         );
     }
     if let Some(t) = rs.spec.upgrade_strategy.as_ref().and_then(|u| u.type_.as_deref())
-        && ![upgrade_type::NONE, upgrade_type::NEW_CLUSTER, upgrade_type::NEW_CLUSTER_WITH_INCREMENTAL_UPGRADE].contains(&t)
+        && ![upgrade_type::NONE, upgrade_type::NEW_CLUSTER, upgrade_type::NEW_CLUSTER_WITH_INCREMENTAL_UPGRADE]
+            .contains(&t)
     {
         return Err(format!(
             "The RayService spec is invalid: Spec.UpgradeStrategy.Type value {t} is invalid, valid options are {}, {}, or {}",
@@ -130,7 +133,11 @@ mod tests {
     #[case::valid(json!({"maxSurgePercent": 50, "stepSizePercent": 50, "intervalSeconds": 10, "gatewayClassName": "c"}), true, None)]
     #[case::no_autoscaler(json!({"maxSurgePercent": 50, "stepSizePercent": 50, "intervalSeconds": 10, "gatewayClassName": "c"}), false,
         Some("Ray Autoscaler is required for NewClusterWithIncrementalUpgrade"))]
-    #[case::no_options(Value::Null, true, Some("ClusterUpgradeOptions are required for NewClusterWithIncrementalUpgrade"))]
+    #[case::no_options(
+        Value::Null,
+        true,
+        Some("ClusterUpgradeOptions are required for NewClusterWithIncrementalUpgrade")
+    )]
     #[case::surge_200(json!({"maxSurgePercent": 200, "stepSizePercent": 50, "intervalSeconds": 10, "gatewayClassName": "c"}), true,
         Some("maxSurgePercent must be between 0 and 100"))]
     #[case::no_step(json!({"maxSurgePercent": 50, "intervalSeconds": 10, "gatewayClassName": "c"}), true,
