@@ -378,13 +378,14 @@ impl RayServiceReconciler {
         if let Some(p) = &pending {
             (pending_ready, pending_apps) = self.reconcile_serve(&rs, &mut status, p).await?;
         }
-        if let Some(a) = &active {
-            if pending.is_none()
+        // The active cluster's Serve is read when no pending cluster exists and none is about to
+        // be prepared, or in incremental mode alongside the pending one.
+        if let Some(a) = &active
+            && (pending.is_none()
                 && !cluster::should_prepare_new_cluster(&rs, &status, Some(a), None, false, &self.config)
-                || pending.is_some() && incremental
-            {
-                (active_ready, active_apps) = self.reconcile_serve(&rs, &mut status, a).await?;
-            }
+                || pending.is_some() && incremental)
+        {
+            (active_ready, active_apps) = self.reconcile_serve(&rs, &mut status, a).await?;
         }
 
         let mut route = None;
