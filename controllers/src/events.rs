@@ -20,7 +20,9 @@ use std::collections::HashMap;
 /// `Normal` or `Warning`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
+    /// Something went as intended.
     Normal,
+    /// Something failed or needs attention.
     Warning,
 }
 
@@ -110,10 +112,15 @@ impl EventRecorder {
 /// `K8sEventAction`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventAction {
+    /// An object was (or failed to be) created.
     Create,
+    /// An object was (or failed to be) deleted.
     Delete,
+    /// An object or the Serve config was (or failed to be) updated.
     Update,
+    /// A spec or metadata was checked.
     Validate,
+    /// Anything else a reconcile pass noticed.
     Reconcile,
 }
 

@@ -40,8 +40,10 @@ pub fn gateway_api_crds() -> Vec<CustomResourceDefinition> {
 pub struct GatewayClassSpec {
     /// Which controller serves Gateways of this class.
     pub controller_name: String,
+    /// Free text for people.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// `parametersRef` and fields of newer releases.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
@@ -50,8 +52,10 @@ pub struct GatewayClassSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GatewayClassStatus {
+    /// `Accepted` (and `SupportedVersion`) from the class's controller.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// `supportedFeatures` and fields of newer releases.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
@@ -69,9 +73,12 @@ pub struct GatewayClassStatus {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct GatewaySpec {
+    /// Which GatewayClass (and so which controller) serves it.
     pub gateway_class_name: String,
+    /// Where it accepts traffic.
     #[serde(default)]
     pub listeners: Vec<Listener>,
+    /// `addresses`, `infrastructure`, `tls` and fields of newer releases.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
@@ -80,11 +87,16 @@ pub struct GatewaySpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Listener {
+    /// Unique within the Gateway; routes may name it as `sectionName`.
     pub name: String,
+    /// Only requests for this host, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
+    /// The port it listens on.
     pub port: i32,
+    /// `HTTP`, `HTTPS`, `TLS`, `TCP`, `UDP`.
     pub protocol: String,
+    /// `allowedRoutes` (defaulted by the API server), `tls`.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
@@ -93,10 +105,13 @@ pub struct Listener {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GatewayStatus {
+    /// Where clients reach it, once programmed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<GatewayStatusAddress>,
+    /// `Accepted` and `Programmed`: KubeRay needs both True.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// One entry per listener.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub listeners: Vec<ListenerStatus>,
 }
@@ -104,8 +119,10 @@ pub struct GatewayStatus {
 /// One entry of `Gateway.status.addresses`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GatewayStatusAddress {
+    /// `IPAddress` or `Hostname`.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub type_: Option<String>,
+    /// The address itself.
     pub value: String,
 }
 
@@ -113,10 +130,14 @@ pub struct GatewayStatusAddress {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListenerStatus {
+    /// The listener's name.
     pub name: String,
+    /// How many routes attached to it.
     pub attached_routes: i32,
+    /// `Accepted`, `Programmed`, `ResolvedRefs`, `Conflicted`.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+    /// The route kinds it takes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub supported_kinds: Vec<RouteGroupKind>,
 }
@@ -124,8 +145,10 @@ pub struct ListenerStatus {
 /// A route kind a listener accepts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RouteGroupKind {
+    /// Defaults to `gateway.networking.k8s.io`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// `HTTPRoute`, `GRPCRoute`, ...
     pub kind: String,
 }
 
@@ -142,10 +165,13 @@ pub struct RouteGroupKind {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPRouteSpec {
+    /// The Gateways it attaches to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parent_refs: Vec<ParentReference>,
+    /// Host headers it matches; empty matches any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hostnames: Vec<String>,
+    /// Matches and the weighted backends they send to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<HTTPRouteRule>,
 }
@@ -154,15 +180,21 @@ pub struct HTTPRouteSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ParentReference {
+    /// Defaults to `gateway.networking.k8s.io`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// Defaults to `Gateway`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// The parent's name.
     pub name: String,
+    /// Defaults to the route's namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// One listener of the parent, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub section_name: Option<String>,
+    /// One port of the parent, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<i32>,
 }
@@ -171,14 +203,19 @@ pub struct ParentReference {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPRouteRule {
+    /// Optional rule name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Requests the rule takes (the API server defaults one `PathPrefix /`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub matches: Vec<HTTPRouteMatch>,
+    /// Request and response rewrites, kept as written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub filters: Vec<Value>,
+    /// Where requests go, by weight.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backend_refs: Vec<HTTPBackendRef>,
+    /// `timeouts`, `retry`, `sessionPersistence`.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
@@ -187,12 +224,16 @@ pub struct HTTPRouteRule {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPRouteMatch {
+    /// The path condition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<HTTPPathMatch>,
+    /// Header conditions, kept as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers: Option<Vec<Value>>,
+    /// Query parameter conditions, kept as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query_params: Option<Vec<Value>>,
+    /// The HTTP method, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
 }
@@ -200,8 +241,10 @@ pub struct HTTPRouteMatch {
 /// A path match: `Exact`, `PathPrefix` or `RegularExpression`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HTTPPathMatch {
+    /// `Exact`, `PathPrefix` (default) or `RegularExpression`.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub type_: Option<String>,
+    /// The path (default `/`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
 }
@@ -210,17 +253,24 @@ pub struct HTTPPathMatch {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPBackendRef {
+    /// Defaults to the core group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// Defaults to `Service`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// The backend's name.
     pub name: String,
+    /// Defaults to the route's namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The Service port.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<i32>,
+    /// Share of the rule's requests (default 1); all 0 means every request gets a 500.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<i32>,
+    /// Per-backend filters, kept as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filters: Option<Vec<Value>>,
 }
@@ -229,6 +279,7 @@ pub struct HTTPBackendRef {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPRouteStatus {
+    /// One entry per parent and controller that handles it.
     #[serde(default)]
     pub parents: Vec<RouteParentStatus>,
 }
@@ -237,8 +288,11 @@ pub struct HTTPRouteStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RouteParentStatus {
+    /// The parent as the route names it.
     pub parent_ref: ParentReference,
+    /// The controller that wrote this entry.
     pub controller_name: String,
+    /// `Accepted` and `ResolvedRefs`: KubeRay needs both True.
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }

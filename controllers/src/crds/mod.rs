@@ -24,7 +24,9 @@ pub enum CrdInstallError {
     Api {
         /// What was being done (`create`, `update`, `read`).
         what: &'static str,
+        /// The CRD's name.
         name: String,
+        /// The API error.
         #[source]
         source: kube::Error,
     },

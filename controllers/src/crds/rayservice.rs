@@ -83,8 +83,10 @@ pub struct RayServiceSpec {
     /// A Service template for `<rs>-serve-svc` (ignored in incremental mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serve_service: Option<Value>,
+    /// How a change of `rayClusterConfig` is rolled out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upgrade_strategy: Option<RayServiceUpgradeStrategy>,
+    /// `kueue.x-k8s.io/multikueue` hands the service to another controller.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub managed_by: Option<String>,
     /// The Serve multi-application config, as YAML.
@@ -93,6 +95,7 @@ pub struct RayServiceSpec {
     /// The spec of every RayCluster this service makes.
     #[serde(default, rename = "rayClusterConfig")]
     pub ray_cluster_spec: RayClusterSpec,
+    /// Keep the head pod out of the serve service whatever its proxy says.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exclude_head_pod_from_serve_svc: bool,
     /// Top-level suspend (KubeRay v1.7.0): delete everything the service owns.
@@ -107,8 +110,10 @@ pub struct RayServiceSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RayServiceUpgradeStrategy {
+    /// One of [`upgrade_type`]; unset means `NewCluster` (unless `ENABLE_ZERO_DOWNTIME=false`).
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub type_: Option<String>,
+    /// The incremental upgrade's pace (required for that type).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_upgrade_options: Option<ClusterUpgradeOptions>,
 }
@@ -126,6 +131,7 @@ pub struct ClusterUpgradeOptions {
     /// Seconds between traffic steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval_seconds: Option<i32>,
+    /// The class of the Gateway the controller creates.
     #[serde(default)]
     pub gateway_class_name: String,
 }
@@ -134,19 +140,25 @@ pub struct ClusterUpgradeOptions {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RayServiceStatuses {
+    /// `Ready`, `UpgradeInProgress`, `RollbackInProgress`, `Suspending`, `Suspended`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// When the controller last wrote the status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_update_time: Option<Time>,
     /// Deprecated: `Running` iff the Ready condition is True, else empty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub service_status: String,
+    /// The cluster serving now.
     #[serde(default, skip_serializing_if = "RayServiceStatus::is_empty")]
     pub active_service_status: RayServiceStatus,
+    /// The cluster being prepared, during an upgrade.
     #[serde(default, skip_serializing_if = "RayServiceStatus::is_empty")]
     pub pending_service_status: RayServiceStatus,
+    /// Ready pods behind the serve service(s), counted once per pod.
     #[serde(default, skip_serializing_if = "is_zero_i32")]
     pub num_serve_endpoints: i32,
+    /// The generation the status was computed for.
     #[serde(default, skip_serializing_if = "is_zero_i64")]
     pub observed_generation: i64,
 }
@@ -163,14 +175,19 @@ fn is_zero_i64(n: &i64) -> bool {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RayServiceStatus {
+    /// Serve applications by name, as the cluster's dashboard reports them.
     #[serde(default, rename = "applicationStatuses", skip_serializing_if = "BTreeMap::is_empty")]
     pub applications: BTreeMap<String, AppStatus>,
+    /// The `target_capacity` last applied to the cluster's Serve (incremental mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_capacity: Option<i32>,
+    /// The cluster's weight in the HTTPRoute (incremental mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traffic_routed_percent: Option<i32>,
+    /// When that weight last changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_traffic_migrated_time: Option<Time>,
+    /// The RayCluster this part is about.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub ray_cluster_name: String,
     /// A copy of the cluster's status, for observability only.
@@ -193,10 +210,13 @@ impl RayServiceStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AppStatus {
+    /// Deployments by name.
     #[serde(default, rename = "serveDeploymentStatuses", skip_serializing_if = "BTreeMap::is_empty")]
     pub deployments: BTreeMap<String, ServeDeploymentStatus>,
+    /// `NOT_STARTED`, `DEPLOYING`, `RUNNING`, `DEPLOY_FAILED`, `DELETING` or `UNHEALTHY`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub status: String,
+    /// Why, when it is not running.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
 }
@@ -204,8 +224,10 @@ pub struct AppStatus {
 /// One Serve deployment's status.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServeDeploymentStatus {
+    /// `UPDATING`, `HEALTHY` or `UNHEALTHY`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub status: String,
+    /// Why, when it is not healthy.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
 }

@@ -46,6 +46,7 @@ pub struct TrafficProbeSpec {
 pub struct ProbeTarget {
     /// `Gateway` or `Service`.
     pub kind: String,
+    /// The Gateway's or Service's name.
     pub name: String,
 }
 
@@ -53,18 +54,25 @@ pub struct ProbeTarget {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TrafficProbeStatus {
+    /// When the data plane first saw the probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
+    /// Requests sent since the start.
     #[serde(default)]
     pub sent: i64,
+    /// Requests answered with a 2xx.
     #[serde(default)]
     pub served: i64,
+    /// Requests that got no 2xx answer (or no answer).
     #[serde(default)]
     pub failed: i64,
+    /// Per backend Service.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backends: Vec<BackendCount>,
+    /// The last windows, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub windows: Vec<WindowCount>,
+    /// Why the most recent request failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_failure: Option<ProbeFailure>,
 }
@@ -72,9 +80,12 @@ pub struct TrafficProbeStatus {
 /// Requests one backend Service received.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BackendCount {
+    /// The backend Service.
     pub name: String,
+    /// Requests it served.
     #[serde(default)]
     pub served: i64,
+    /// Requests that failed on it.
     #[serde(default)]
     pub failed: i64,
 }
@@ -82,11 +93,15 @@ pub struct BackendCount {
 /// Requests of one window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WindowCount {
+    /// When the window began.
     pub start: String,
+    /// Requests sent in the window.
     #[serde(default)]
     pub sent: i64,
+    /// Requests served in the window.
     #[serde(default)]
     pub served: i64,
+    /// Requests failed in the window.
     #[serde(default)]
     pub failed: i64,
 }
@@ -94,8 +109,11 @@ pub struct WindowCount {
 /// The most recent failed request.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProbeFailure {
+    /// When it failed.
     pub time: String,
+    /// The backend Service it went to (empty when the Gateway itself refused it).
     pub backend: String,
+    /// The status code and body, or why there was no answer.
     pub reason: String,
 }
 

@@ -87,6 +87,7 @@ pub enum SimError {
     Api {
         /// What the actor was doing.
         what: String,
+        /// The API error.
         #[source]
         source: kube::Error,
     },

@@ -6,8 +6,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 /// `True`, `False` or `Unknown`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConditionStatus {
+    /// The condition holds.
     True,
+    /// It does not.
     False,
+    /// The controller cannot tell.
     Unknown,
 }
 

@@ -62,6 +62,7 @@ pub enum RayServiceError {
     Api {
         /// What the controller was doing.
         context: String,
+        /// The API error.
         #[source]
         source: kube::Error,
     },
