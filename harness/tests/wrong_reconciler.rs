@@ -1,6 +1,7 @@
-//! Proof that the RayCluster table catches regressions: the suite runs against KubeRay built
-//! with one deliberate defect at a time, and the rows that guard against that defect must fail.
-//! (The correct reconciler passing every row is the `suites` test.)
+//! Proof that the RayCluster and RayService tables catch regressions: a suite runs against
+//! KubeRay built with one deliberate defect at a time, and the rows that guard against that
+//! defect must fail while rows that do not depend on it still pass. (The correct reconcilers
+//! passing every row is the `suites` test.)
 
 use controllers::kuberay::{Defect, KubeRayConfig};
 use kproof::actors::KubeRayFactory;
@@ -9,10 +10,9 @@ use kproof::report::result::Outcome;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-fn outcomes(defect: Defect, rows: &[&str]) -> BTreeMap<String, Outcome> {
+fn outcomes(suite_file: &str, defect: Defect, rows: &[&str]) -> BTreeMap<String, Outcome> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let suite = kproof::suite::load_suite_file(&root.join("suites").join("raycluster.yaml"))
-        .expect("the raycluster suite loads");
+    let suite = kproof::suite::load_suite_file(&root.join("suites").join(suite_file)).expect("the suite loads");
     // The reference backend with KubeRay built with the defect (cargo feature `defects`, which
     // this test target enables through its dev-dependency).
     let base = KubeRayConfig { defect: Some(defect), ..KubeRayConfig::default() };
@@ -21,7 +21,7 @@ fn outcomes(defect: Defect, rows: &[&str]) -> BTreeMap<String, Outcome> {
     let opts = RunOptions { fixtures_dir: root.join("fixtures"), flight_dir: None, ..Default::default() };
     let selected: Vec<_> =
         suite.suite.rows.iter().filter(|r| rows.contains(&r.id.as_str())).map(|r| (&suite, r)).collect();
-    assert_eq!(selected.len(), rows.len(), "every named row exists in suites/raycluster.yaml");
+    assert_eq!(selected.len(), rows.len(), "every named row exists in suites/{suite_file}");
     kproof::backend::run_rows(&backend, &selected, &opts, 2, &|_| {})
         .into_iter()
         .map(|r| {
@@ -37,8 +37,12 @@ fn outcomes(defect: Defect, rows: &[&str]) -> BTreeMap<String, Outcome> {
 }
 
 fn assert_caught(defect: Defect, guards: &[&str], unaffected: &[&str]) {
+    assert_caught_in("raycluster.yaml", defect, guards, unaffected);
+}
+
+fn assert_caught_in(suite_file: &str, defect: Defect, guards: &[&str], unaffected: &[&str]) {
     let all: Vec<&str> = guards.iter().chain(unaffected).copied().collect();
-    let got = outcomes(defect, &all);
+    let got = outcomes(suite_file, defect, &all);
     for row in guards {
         assert_eq!(got[*row], Outcome::Failed, "row {row} must catch {defect:?}");
     }
@@ -77,10 +81,50 @@ fn keeping_a_failed_pod_with_restart_policy_always_is_caught_by_the_evicted_work
 }
 
 #[test]
+fn traffic_shifted_before_the_pending_cluster_is_ready_is_caught() {
+    assert_caught_in(
+        "rayservice.yaml",
+        Defect::TrafficBeforePendingReady,
+        &["iu-traffic-waits-for-pending-ready"],
+        &["iu-1", "iu-4-rollback-aba"],
+    );
+}
+
+#[test]
 fn deleting_extra_head_pods_is_caught_by_the_extra_head_row() {
     assert_caught(
         Defect::ExtraHeadPodsDeleted,
         &["rc-extra-head-pod-stops-reconciling"],
         &["rc-provisions-head-worker-and-service", "rc-deleted-worker-is-replaced"],
+    );
+}
+
+#[test]
+fn target_capacity_raised_past_max_surge_is_caught_by_the_worked_example() {
+    assert_caught_in(
+        "rayservice.yaml",
+        Defect::TargetCapacityPastMaxSurge,
+        &["iu-2-worked-example"],
+        &["iu-max-surge-defaults-to-100", "iu-1"],
+    );
+}
+
+#[test]
+fn a_rollback_that_waits_for_an_unhealthy_pending_cluster_is_caught_by_iu_7() {
+    assert_caught_in(
+        "rayservice.yaml",
+        Defect::RollbackWaitsForUnhealthyPending,
+        &["iu-7-rollback-with-pending-head-not-ready"],
+        &["iu-4-rollback-aba", "iu-fast-rollback-before-any-traffic"],
+    );
+}
+
+#[test]
+fn deleting_the_old_cluster_without_the_delay_is_caught() {
+    assert_caught_in(
+        "rayservice.yaml",
+        Defect::NoDeletionDelay,
+        &["rs-3", "rs-3-default-deletion-delay"],
+        &["rs-deletion-removes-clusters-then-the-finalizer", "rs-2"],
     );
 }

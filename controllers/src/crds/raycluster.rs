@@ -71,8 +71,10 @@ pub struct UpgradeStrategy {
 pub struct HeadGroupSpec {
     #[serde(default)]
     pub template: PodTemplateSpec,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub ray_start_params: BTreeMap<String, String>,
+    /// Go's `map[string]string` without `omitempty`: a written `{}` stays `{}` on a
+    /// read-modify-write (dropping it would change the spec and bump the generation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ray_start_params: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_type: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,8 +102,10 @@ pub struct WorkerGroupSpec {
     pub scale_strategy: Option<ScaleStrategy>,
     #[serde(default)]
     pub template: PodTemplateSpec,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub ray_start_params: BTreeMap<String, String>,
+    /// Go's `map[string]string` without `omitempty`: a written `{}` stays `{}` on a
+    /// read-modify-write (dropping it would change the spec and bump the generation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ray_start_params: Option<BTreeMap<String, String>>,
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }

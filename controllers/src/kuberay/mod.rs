@@ -1,5 +1,12 @@
-//! The RayCluster reconciler, modelled on KubeRay v1.7.0
-//! (`ray-operator/controllers/ray/raycluster_controller.go` and its `utils`/`common` helpers).
+//! The RayCluster and RayService reconcilers, modelled on KubeRay v1.7.0
+//! (`ray-operator/controllers/ray/raycluster_controller.go`, `rayservice_controller.go` and their
+//! `utils`/`common` helpers).
+//!
+//! RayService ([`rayservice`]): child RayClusters with their hash and annotations, the
+//! `<rs>-head-svc`/`<rs>-serve-svc` switch, Serve config submission and status through the
+//! dashboard, `NewCluster` (blue/green), `None`, `NewClusterWithIncrementalUpgrade` (Gateway,
+//! HTTPRoute, target capacity and traffic stepping, promotion, rollback), top-level suspend,
+//! dangling-cluster deletion after the delay, validation, events, finalizer.
 //!
 //! What is modelled: pod naming and labels, the head service and the headless worker service,
 //! replicas clamping, `workersToDelete`, deletion of unhealthy pods, worker-group suspend,
@@ -15,9 +22,11 @@
 
 pub mod common;
 pub mod raycluster;
+pub mod rayservice;
 
 pub use common::hash::{spec_hash, spec_hash_with};
 pub use raycluster::{RayClusterReconciler, ReconcileError};
+pub use rayservice::{RayServiceError, RayServiceReconciler};
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -59,6 +68,20 @@ pub const MODELLED_VERSION: &str = "v1.7.0";
 
 /// The `reportingController` of KubeRay's RayCluster events (`mgr.GetEventRecorder("raycluster-controller")`).
 pub const EVENT_COMPONENT: &str = "raycluster-controller";
+/// The component name on the RayService controller's events.
+pub const RAYSERVICE_EVENT_COMPONENT: &str = "rayservice-controller";
+/// Label on the clusters and services a RayService (or RayJob) makes: its name.
+pub const RAY_ORIGINATED_FROM_CR_NAME_LABEL: &str = "ray.io/originated-from-cr-name";
+/// Pod label the serve services select on: `true` when the pod serves.
+pub const RAY_SERVE_LABEL: &str = "ray.io/serve";
+/// Cluster annotation: the RayService spec hash the cluster was made from.
+pub const HASH_WITHOUT_REPLICAS_ANNOTATION: &str = "ray.io/hash-without-replicas-and-workers-to-delete";
+/// Cluster annotation: how many worker groups the RayService had when the cluster was made.
+pub const NUM_WORKER_GROUPS_ANNOTATION: &str = "ray.io/num-worker-groups";
+/// The finalizer the RayService controller holds on every RayService.
+pub const RAYSERVICE_FINALIZER: &str = "ray.io/rayservice-finalizer";
+/// RayService annotation: how long the service may stay initializing.
+pub const INITIALIZING_TIMEOUT_ANNOTATION: &str = "ray.io/initializing-timeout";
 
 /// KubeRay's feature gates (`ray-operator/pkg/features/features.go`, v1.7.0), as a row names
 /// them in `needs.featureGates.kuberay`. An unknown name fails to load, with file and line.
@@ -113,6 +136,9 @@ pub struct KubeRaySettings {
     /// `ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE`.
     #[serde(default, rename = "headClusterIPService", skip_serializing_if = "Option::is_none")]
     pub head_cluster_ip_service: Option<bool>,
+    /// `ENABLE_ZERO_DOWNTIME` (`false` turns RayService upgrades off when no strategy type is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_zero_downtime: Option<bool>,
 }
 
 /// Operator settings and feature gates: what a KubeRay deployment configures through its
@@ -134,16 +160,34 @@ pub struct KubeRayConfig {
     pub default_requeue: Duration,
     /// Requeue after a status change or an error (`DefaultRequeueDuration`, 2 s upstream).
     pub status_requeue: Duration,
+    /// `ENABLE_ZERO_DOWNTIME`: unless false, a RayService without `upgradeStrategy.type` gets
+    /// new-cluster upgrades.
+    pub enable_zero_downtime: bool,
+    /// Seeds the generator of the random suffixes of RayService cluster names, so a run in
+    /// virtual time names clusters the same way every time.
+    pub name_seed: u64,
     /// A deliberate deviation from KubeRay, for proving that the conformance table catches
     /// regressions (harness test `wrong_reconciler`). Exists only with the `defects` feature.
     #[cfg(feature = "defects")]
     pub defect: Option<Defect>,
 }
 
-/// Deliberate bugs the reconciler can be built with (cargo feature `defects`), each a
-/// plausible regression of the upgradeStrategy feature. The conformance table must fail on each.
+/// Deliberate bugs the reconcilers can be built with (cargo feature `defects`), each a
+/// plausible regression of an upgrade feature. The conformance tables must fail on each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Defect {
+    /// RayService incremental upgrade: traffic shifts to the pending cluster before its Serve
+    /// applications are ready.
+    TrafficBeforePendingReady,
+    /// RayService incremental upgrade: the pending cluster's target capacity jumps to 100 %
+    /// instead of rising by `maxSurgePercent`.
+    TargetCapacityPastMaxSurge,
+    /// RayService rollback: completes only when the pending cluster reached 0 %, never when
+    /// its head is not ready (the v1.6 rule, without the v1.7 bypass).
+    RollbackWaitsForUnhealthyPending,
+    /// RayService: a cluster that is neither active nor pending is deleted at once, without
+    /// `rayClusterDeletionDelaySeconds`.
+    NoDeletionDelay,
     /// The spec hash forgets to mask worker replicas, so scaling recreates every pod.
     HashIncludesReplicas,
     /// Recreate deletes pods one by one and creates the new head in the same pass.
@@ -168,6 +212,8 @@ impl Default for KubeRayConfig {
             head_cluster_ip_service: false,
             default_requeue: Duration::from_secs(300),
             status_requeue: Duration::from_secs(2),
+            enable_zero_downtime: true,
+            name_seed: 0,
             #[cfg(feature = "defects")]
             defect: None,
         }
@@ -217,8 +263,13 @@ impl KubeRayConfig {
     /// Applies a row's gates and settings over this configuration.
     pub fn apply(&mut self, gates: &BTreeMap<KubeRayGate, bool>, settings: &KubeRaySettings) {
         self.feature_gates.extend(gates.iter().map(|(g, on)| (*g, *on)));
-        let KubeRaySettings { version, deterministic_head_pod_name, random_pod_delete, head_cluster_ip_service } =
-            settings;
+        let KubeRaySettings {
+            version,
+            deterministic_head_pod_name,
+            random_pod_delete,
+            head_cluster_ip_service,
+            enable_zero_downtime,
+        } = settings;
         if let Some(v) = version {
             self.kuberay_version = v.clone();
         }
@@ -230,6 +281,9 @@ impl KubeRayConfig {
         }
         if let Some(b) = head_cluster_ip_service {
             self.head_cluster_ip_service = *b;
+        }
+        if let Some(b) = enable_zero_downtime {
+            self.enable_zero_downtime = *b;
         }
     }
 }

@@ -27,12 +27,28 @@
 //!   Ready, and deletes pods being deleted once their containers stopped.
 //! - [`KubeletHandle::turn`]`(knob, value)`: changes a knob at run time (see [`kubelet`] for
 //!   the knobs and the per-pod `sim.kproof.dev/*` annotations).
+//!
+//! The serving path of a RayService:
+//! - [`network`]: the simulated cluster network ([`SimNetwork`]): in-process HTTP endpoints by
+//!   host and port, and [`serve_http_proxy`] to reach them over TCP as an HTTP forward proxy.
+//! - [`rayhead`]: every cluster's Ray dashboard (Serve REST API) and Serve proxies, with knobs.
+//! - [`autoscaler`]: the Ray autoscaler (Serve replica demand → worker replicas).
+//! - [`endpoints`]: the EndpointSlice controller.
+//! - [`gateway`]: a Gateway API controller for the classes named `kproof.dev/gateway-controller`.
+//! - [`traffic`]: the gateway data plane, driven by `TrafficProbe` objects.
 
+pub mod autoscaler;
+pub mod endpoints;
+pub mod gateway;
 pub mod kubelet;
+pub mod network;
 pub mod nodes;
+pub mod rayhead;
 pub mod scheduler;
+pub mod traffic;
 
 pub use kubelet::{Kubelet, KubeletConfig, KubeletHandle, KubeletSettings};
+pub use network::{ClusterHttp, SimNetwork, serve_http_proxy};
 pub use nodes::{NodeFixtureError, builtin_pool, parse_nodes, register_nodes, renew_node_leases};
 pub use scheduler::{Scheduler, SchedulerConfig};
 
@@ -69,12 +85,16 @@ pub enum SimError {
     Api {
         /// What the actor was doing.
         what: String,
+        /// The API error.
         #[source]
         source: kube::Error,
     },
     /// A watch stream ended, which the actor cannot work without.
     #[error("the {0} watch ended")]
     WatchEnded(&'static str),
+    /// The actor built an object or request the API would not take (a bug, named).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 impl SimError {

@@ -52,6 +52,7 @@ impl ActorFactory for EchoControllerFactory {
         client: kube::Client,
         _clock: controllers::Clock,
         _needs: &Needs,
+        _: &controllers::sim::SimNetwork,
     ) -> Result<Box<dyn Actor>, String> {
         let paused = Arc::new(AtomicBool::new(false));
         let flag = paused.clone();

@@ -37,7 +37,13 @@ impl ActorFactory for KubeletFactory {
         ActorName::Kubelet
     }
 
-    fn start(&self, client: kube::Client, clock: controllers::Clock, needs: &Needs) -> Result<Box<dyn Actor>, String> {
+    fn start(
+        &self,
+        client: kube::Client,
+        clock: controllers::Clock,
+        needs: &Needs,
+        _: &controllers::sim::SimNetwork,
+    ) -> Result<Box<dyn Actor>, String> {
         let settings = &needs.settings.kubelet;
         let mut config = KubeletConfig::default();
         config.apply(settings);

@@ -1,15 +1,20 @@
-//! The KubeRay operator as an actor: the reference RayCluster controller (v1.7.0 behaviour).
+//! The KubeRay operator as an actor: the reference RayCluster and RayService controllers
+//! (v1.7.0 behaviour), one operator with one configuration, as one Deployment runs both.
 
 use crate::actors::{Actor, ActorFactory, Task};
 use crate::suite::{ActorName, Component, Needs, Version};
-use controllers::kuberay::{KubeRayConfig, RayClusterReconciler};
+use controllers::kuberay::{KubeRayConfig, RayClusterReconciler, RayServiceReconciler};
+use controllers::sim::SimNetwork;
 use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Starts the reference KubeRay operator, configured by `needs.featureGates.kuberay` and
-/// `needs.settings.kuberay` over a base configuration. Knob `paused: true|false` stops and
-/// resumes it (an operator that is down, e.g. during its own upgrade).
+/// `needs.settings.kuberay` over a base configuration. Its RayService controller reaches the
+/// Ray dashboards and Serve proxies through the row's simulated network. Knobs:
+/// `paused: true|false` stops and resumes it (an operator that is down, e.g. during its own
+/// upgrade); `restart: true` replaces it with a fresh process, which loses what the operator
+/// keeps only in memory (the Serve config cache, the deletion times of dangling clusters).
 #[derive(Default)]
 pub struct KubeRayFactory {
     base: KubeRayConfig,
@@ -22,21 +27,50 @@ impl KubeRayFactory {
     }
 }
 
+/// One running operator process: both controllers.
+struct Operator {
+    paused: [Arc<AtomicBool>; 2],
+    _tasks: [Task; 2],
+}
+
+impl Operator {
+    fn start(client: kube::Client, clock: controllers::Clock, config: KubeRayConfig, network: &SimNetwork) -> Self {
+        let clusters = RayClusterReconciler::new(client.clone(), clock.clone(), config.clone());
+        let services = RayServiceReconciler::new(client, clock, config, Arc::new(network.clone()));
+        let paused = [clusters.pause_switch(), services.pause_switch()];
+        let tasks = [Task(tokio::spawn(clusters.run())), Task(tokio::spawn(services.run()))];
+        Self { paused, _tasks: tasks }
+    }
+}
+
 struct KubeRayActor {
-    paused: Arc<AtomicBool>,
-    _task: Task,
+    operator: Operator,
+    client: kube::Client,
+    clock: controllers::Clock,
+    config: KubeRayConfig,
+    network: SimNetwork,
 }
 
 impl Actor for KubeRayActor {
     fn knob(&mut self, knob: &str, value: &Value) -> Result<(), String> {
         match (knob, value) {
             ("paused", Value::Bool(b)) => {
-                self.paused.store(*b, Ordering::SeqCst);
+                for p in &self.operator.paused {
+                    p.store(*b, Ordering::SeqCst);
+                }
                 Ok(())
             }
             ("paused", other) => Err(format!("knob paused takes true or false, not {other}")),
+            ("restart", Value::Bool(true)) => {
+                // A new process draws other random names than the old one did.
+                self.config.name_seed = self.config.name_seed.wrapping_add(1);
+                self.operator =
+                    Operator::start(self.client.clone(), self.clock.clone(), self.config.clone(), &self.network);
+                Ok(())
+            }
+            ("restart", other) => Err(format!("knob restart takes true, not {other}")),
             (other, _) => Err(format!(
-                "kuberay has no knob {other:?} (it has: paused); configure it with needs.settings.kuberay and needs.featureGates.kuberay"
+                "kuberay has no knob {other:?} (it has: paused, restart); configure it with needs.settings.kuberay and needs.featureGates.kuberay"
             )),
         }
     }
@@ -48,7 +82,10 @@ impl ActorFactory for KubeRayFactory {
     }
 
     fn setup(&self, client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {
-        Box::pin(async move { RayClusterReconciler::install_crd(&client).await.map_err(|e| e.to_string()) })
+        Box::pin(async move {
+            RayClusterReconciler::install_crd(&client).await.map_err(|e| e.to_string())?;
+            RayServiceReconciler::install_crd(&client).await.map_err(|e| e.to_string())
+        })
     }
 
     fn models(&self) -> Option<(Component, Version)> {
@@ -60,11 +97,16 @@ impl ActorFactory for KubeRayFactory {
         [("kuberay.version".to_string(), stamped)].into()
     }
 
-    fn start(&self, client: kube::Client, clock: controllers::Clock, needs: &Needs) -> Result<Box<dyn Actor>, String> {
+    fn start(
+        &self,
+        client: kube::Client,
+        clock: controllers::Clock,
+        needs: &Needs,
+        network: &SimNetwork,
+    ) -> Result<Box<dyn Actor>, String> {
         let mut config = self.base.clone();
         config.apply(&needs.feature_gates.kuberay, &needs.settings.kuberay);
-        let reconciler = RayClusterReconciler::new(client, clock, config);
-        let paused = reconciler.pause_switch();
-        Ok(Box::new(KubeRayActor { paused, _task: Task(tokio::spawn(reconciler.run())) }))
+        let operator = Operator::start(client.clone(), clock.clone(), config.clone(), network);
+        Ok(Box::new(KubeRayActor { operator, client, clock, config, network: network.clone() }))
     }
 }

@@ -2,18 +2,29 @@
 //! [`ActorFactory`] that the in-process backend starts for the rows that name it
 //! (`actor:NAME`), each with the row's own gates and settings, and `kproof serve` starts once.
 
+pub mod autoscaler;
 pub mod echo;
+pub mod endpoints;
+pub mod gateway;
 pub mod kubelet;
 pub mod kuberay;
+pub mod rayhead;
 pub mod scheduler;
+pub mod traffic;
 
+pub use autoscaler::AutoscalerFactory;
 pub use echo::EchoControllerFactory;
+pub use endpoints::EndpointsFactory;
+pub use gateway::GatewayFactory;
 pub use kubelet::KubeletFactory;
 pub use kuberay::KubeRayFactory;
+pub use rayhead::RayHeadFactory;
 pub use scheduler::SchedulerFactory;
+pub use traffic::TrafficFactory;
 
 use crate::engine::runner::Knobs;
 use crate::suite::{ActorName, Component, Needs, Version};
+use controllers::sim::SimNetwork;
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -38,7 +49,16 @@ pub trait ActorFactory: Send + Sync {
     }
     /// Starts it against `client`, reading time from `clock`, configured with the row's gates
     /// and settings for this actor (typed, so they were checked when the suite loaded).
-    fn start(&self, client: kube::Client, clock: controllers::Clock, needs: &Needs) -> Result<Box<dyn Actor>, String>;
+    /// `network` is the row's simulated cluster network: actors that serve HTTP (the Ray heads)
+    /// register on it, actors that call pods and services (KubeRay, the autoscaler, the data
+    /// plane) send through it.
+    fn start(
+        &self,
+        client: kube::Client,
+        clock: controllers::Clock,
+        needs: &Needs,
+        network: &SimNetwork,
+    ) -> Result<Box<dyn Actor>, String>;
     /// The upstream component and version this actor models, if it models one.
     fn models(&self) -> Option<(Component, Version)> {
         None
@@ -76,20 +96,24 @@ impl Knobs for ActorSet {
     }
 }
 
-/// Runs the setup of each factory, then starts them in order; `Err` is the first failure, named.
+/// Runs the setup of each factory, then starts them in order on `network` (the simulated
+/// cluster network the row's actors share; serve it over TCP with
+/// [`controllers::sim::serve_http_proxy`] for processes outside); `Err` is the first failure, named.
 pub async fn start_actors(
     factories: &[Arc<dyn ActorFactory>],
     client_for: impl Fn(ActorName) -> kube::Client,
     clock: controllers::Clock,
     needs: &Needs,
+    network: &SimNetwork,
 ) -> Result<ActorSet, String> {
     for f in factories {
         f.setup(client_for(f.name())).await.map_err(|e| format!("setting up {}: {e}", f.name()))?;
     }
     let mut actors = BTreeMap::new();
     for f in factories {
-        let actor =
-            f.start(client_for(f.name()), clock.clone(), needs).map_err(|e| format!("starting {}: {e}", f.name()))?;
+        let actor = f
+            .start(client_for(f.name()), clock.clone(), needs, network)
+            .map_err(|e| format!("starting {}: {e}", f.name()))?;
         actors.insert(f.name(), actor);
     }
     Ok(ActorSet(Mutex::new(actors)))
@@ -103,7 +127,16 @@ pub const ACTORS_CONFIGMAP_NAME: &str = "kproof-actors";
 
 /// Every reference actor, in start order.
 pub fn reference_actors() -> Vec<Arc<dyn ActorFactory>> {
-    vec![Arc::new(KubeRayFactory::default()), Arc::new(SchedulerFactory), Arc::new(KubeletFactory::default())]
+    vec![
+        Arc::new(KubeRayFactory::default()),
+        Arc::new(SchedulerFactory),
+        Arc::new(KubeletFactory::default()),
+        Arc::new(EndpointsFactory),
+        Arc::new(RayHeadFactory),
+        Arc::new(AutoscalerFactory),
+        Arc::new(GatewayFactory),
+        Arc::new(TrafficFactory),
+    ]
 }
 
 /// Lists `names` in the `kube-public/kproof-actors` ConfigMap, where the kubeconfig backend

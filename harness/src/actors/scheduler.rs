@@ -21,7 +21,13 @@ impl ActorFactory for SchedulerFactory {
         ActorName::Scheduler
     }
 
-    fn start(&self, client: kube::Client, clock: controllers::Clock, _: &Needs) -> Result<Box<dyn Actor>, String> {
+    fn start(
+        &self,
+        client: kube::Client,
+        clock: controllers::Clock,
+        _: &Needs,
+        _: &controllers::sim::SimNetwork,
+    ) -> Result<Box<dyn Actor>, String> {
         let scheduler = Scheduler::new(client, clock, SchedulerConfig::default());
         let task = tokio::spawn(async move {
             if let Err(e) = scheduler.run().await {

@@ -17,6 +17,10 @@ struct ServerTimeline {
 }
 
 impl Timeline for ServerTimeline {
+    fn revision(&self) -> Option<u64> {
+        Some(self.server.resource_version())
+    }
+
     fn entries(&self) -> Vec<(Value, Value)> {
         self.server
             .timeline_since(self.since)
@@ -127,7 +131,8 @@ impl Backend for InProcessBackend {
             let factories: Vec<Arc<dyn ActorFactory>> =
                 self.factories.iter().filter(|f| wanted.contains(&f.name())).cloned().collect();
             let client_for = |name: crate::suite::ActorName| server.client_as(name.as_str());
-            let actors = match start_actors(&factories, client_for, clock, &row.needs).await {
+            let network = controllers::sim::SimNetwork::new();
+            let actors = match start_actors(&factories, client_for, clock, &row.needs, &network).await {
                 Ok(a) => a,
                 Err(e) => return (Err(RowFailure::plain(e)), None, started.elapsed().as_millis() as u64),
             };

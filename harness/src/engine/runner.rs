@@ -31,6 +31,14 @@ pub trait Timeline: Send + Sync {
     fn lag(&self) -> Duration {
         Duration::ZERO
     }
+
+    /// A number that moves whenever a write lands (the server's resourceVersion), when the
+    /// backend knows one. Waits re-read objects only after it moved: with no write in between,
+    /// a check reads the same objects and must come out the same, so re-reading on every poll
+    /// of a long virtual-time wait would only cost wall time.
+    fn revision(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Turns knobs of simulated actors and controllers.
@@ -499,6 +507,19 @@ impl RowRun<'_> {
             if !objs.is_empty() {
                 lines.push(format!("{what}: expected gone, observed {} object(s)", objs.len()));
             }
+        } else if let Some(n) = m.at_least {
+            let holding = objs.iter().filter(|o| check_fields(o, &fields).is_empty()).count();
+            if holding < n {
+                lines.push(format!(
+                    "{what}: expected at least {n} object(s) matching, observed {holding} of {}",
+                    objs.len()
+                ));
+                for o in &objs {
+                    let name = o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+                    lines.extend(check_fields(o, &fields).into_iter().map(|l| format!("{} {name}: {l}", t.kind)));
+                }
+            }
+            return Ok(if lines.is_empty() { Ok(()) } else { Err((lines.join("\n"), objs)) });
         } else if let Some(n) = m.count {
             if objs.len() != n {
                 lines.push(format!("{what}: expected {n} object(s), observed {}", objs.len()));
@@ -527,6 +548,7 @@ impl RowRun<'_> {
                 | Expectation::AtMost { .. }
                 | Expectation::Count { .. }
                 | Expectation::AtLeast { .. }
+                | Expectation::Sequence(_)
         );
         if on_timeline && !self.ctx.timeline.lag().is_zero() {
             tokio::time::sleep(self.ctx.timeline.lag()).await;
@@ -535,11 +557,17 @@ impl RowRun<'_> {
             Expectation::Eventually { object, within } => {
                 let within = within.map(|d| d.0).unwrap_or(self.ctx.default_timeout);
                 let deadline = Instant::now() + within;
+                let mut checked_at: Option<u64> = None;
+                let mut last = (String::new(), Vec::new());
                 loop {
-                    let last = match self.check_objects(object).await? {
-                        Ok(()) => return Ok(()),
-                        Err(last) => last,
-                    };
+                    let revision = self.ctx.timeline.revision();
+                    if revision.is_none() || revision != checked_at {
+                        checked_at = revision;
+                        last = match self.check_objects(object).await? {
+                            Ok(()) => return Ok(()),
+                            Err(last) => last,
+                        };
+                    }
                     if Instant::now() >= deadline {
                         let summary = format!("not true within {}", format_duration(within));
                         return Err(RowFailure {
@@ -554,8 +582,13 @@ impl RowRun<'_> {
             }
             Expectation::Consistently { object, duration } => {
                 let until = Instant::now() + duration.0;
+                let mut checked_at: Option<u64> = None;
                 loop {
-                    if let Err((diff, observed)) = self.check_objects(object).await? {
+                    let revision = self.ctx.timeline.revision();
+                    let unchanged = revision.is_some() && revision == checked_at;
+                    checked_at = revision;
+                    let outcome = if unchanged { Ok(()) } else { self.check_objects(object).await? };
+                    if let Err((diff, observed)) = outcome {
                         let summary = format!(
                             "stopped holding after {} of {}",
                             format_duration(duration.0.saturating_sub(until.saturating_duration_since(Instant::now()))),
@@ -624,7 +657,76 @@ impl RowRun<'_> {
             Expectation::AtLeast { n, event } => {
                 self.count_check(e, event, |c| c >= *n, &format!("at least {n} write(s)"))
             }
+            Expectation::Sequence(seq) => self.sequence_check(e, seq),
         }
+    }
+
+    /// [`Expectation::Sequence`]: the folded values of the matching writes, against the expected.
+    fn sequence_check(&self, e: &Expectation, seq: &crate::suite::SequenceMatch) -> Result<(), RowFailure> {
+        let entries = self.ctx.timeline.entries();
+        let event = &substitute_event(&seq.event, &self.bindings);
+        let expected: Vec<Value> = seq.values.iter().map(|v| substitute(v, &self.bindings)).collect();
+        let paths: Vec<String> = seq.paths.iter().map(|p| substitute_str(p, &self.bindings)).collect();
+        // Observed values with the time each was first written, consecutive repeats folded.
+        let mut observed: Vec<(Value, String)> = Vec::new();
+        for (meta, obj) in entries.iter().filter(|(m, o)| event_matches(m, o, event)) {
+            let mut tuple = Vec::with_capacity(paths.len());
+            for p in &paths {
+                let v = crate::engine::matching::lookup(obj, p).map_err(RowFailure::plain)?;
+                tuple.push(v.cloned().unwrap_or(Value::Null));
+            }
+            let value = if tuple.len() == 1 { tuple.remove(0) } else { Value::Array(tuple) };
+            if observed.last().is_none_or(|(last, _)| !same_value(last, &value)) {
+                let time = meta.get("time").and_then(Value::as_str).unwrap_or_default().to_string();
+                observed.push((value, time));
+            }
+        }
+        let values: Vec<&Value> = observed.iter().map(|(v, _)| v).collect();
+        let order_ok = if seq.subsequence {
+            let mut it = values.iter();
+            expected.iter().all(|want| it.any(|got| same_value(got, want)))
+        } else {
+            values.len() == expected.len() && values.iter().zip(&expected).all(|(got, want)| same_value(got, want))
+        };
+        let mut gap_problem = None;
+        if let Some(min) = seq.min_gap {
+            let parsed: Vec<Option<jiff::Timestamp>> = observed.iter().map(|(_, t)| t.parse().ok()).collect();
+            for (i, pair) in parsed.windows(2).enumerate() {
+                if let [Some(a), Some(b)] = pair {
+                    let gap = b.duration_since(*a);
+                    if gap < jiff::SignedDuration::try_from(min.0).unwrap_or_default() {
+                        gap_problem = Some(format!(
+                            "change {} ({} at {}) came {}s after the previous one, less than {}",
+                            i + 2,
+                            observed[i + 1].0,
+                            observed[i + 1].1,
+                            gap.as_secs(),
+                            format_duration(min.0)
+                        ));
+                        break;
+                    }
+                }
+            }
+        }
+        if order_ok && gap_problem.is_none() {
+            return Ok(());
+        }
+        let shown: Vec<String> = observed.iter().map(|(v, t)| format!("  {t}  {v}")).collect();
+        let want: Vec<String> = expected.iter().map(|v| format!("  {v}")).collect();
+        let summary = match gap_problem {
+            Some(g) if order_ok => g,
+            _ => format!(
+                "the values of {} were not {}the expected sequence",
+                paths.join(", "),
+                if seq.subsequence { "in order a superset of " } else { "" }
+            ),
+        };
+        let diff = format!(
+            "{summary}\nexpected:\n{}\nobserved (first write time, value):\n{}",
+            want.join("\n"),
+            shown.join("\n")
+        );
+        Err(RowFailure { message: diff.clone(), summary, mismatches: vec![self.mismatch(e, diff, vec![])], part: None })
     }
 
     fn count_check(
@@ -649,6 +751,16 @@ impl RowRun<'_> {
             mismatches: vec![self.mismatch(e, diff, matching.iter().map(|(_, o)| o.clone()).collect())],
             part: None,
         })
+    }
+}
+
+/// Loose equality of observed and expected values: numbers by value (`3` equals `3.0`), lists
+/// element by element.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_value(p, q)),
+        _ => a == b,
     }
 }
 

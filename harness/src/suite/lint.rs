@@ -327,6 +327,32 @@ impl Linter<'_> {
             | Expectation::AtLeast { event, .. } => {
                 self.event(at, label, event, strings);
             }
+            Expectation::Sequence(seq) => {
+                self.event(at, label, &seq.event, strings);
+                strings.extend(seq.paths.iter().cloned());
+                if seq.paths.is_empty() {
+                    self.report(
+                        at,
+                        format!("{label}: `paths` is empty: name the fields whose values form the sequence"),
+                    );
+                }
+                if seq.values.is_empty() {
+                    self.report(at, format!("{label}: `values` is empty"));
+                }
+                if seq.paths.len() > 1 {
+                    for (i, v) in seq.values.iter().enumerate() {
+                        if v.as_array().is_none_or(|a| a.len() != seq.paths.len()) {
+                            self.report(
+                                at,
+                                format!(
+                                    "{label}: `values[{i}]` must be a list of {} values, one per path",
+                                    seq.paths.len()
+                                ),
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -334,6 +360,10 @@ impl Linter<'_> {
         self.object_ref(at, label, &object.target, Need::Any);
         ref_strings(&object.target, strings);
         self.fields(at, label, &object.fields, strings);
+        let counts = [object.count.is_some(), object.at_least.is_some(), object.gone];
+        if counts.iter().filter(|c| **c).count() > 1 {
+            self.report(at, format!("{label}: `count`, `atLeast` and `gone` exclude each other; use one"));
+        }
     }
 
     fn event(&mut self, at: Place<'_>, label: &str, event: &EventMatch, strings: &mut Vec<String>) {
@@ -646,6 +676,14 @@ mod tests {
                 "suites/a.yaml:1: duplicate suite name `same` (also in suites/b.yaml)".to_string(),
                 "suites/b.yaml:1: duplicate suite name `same` (also in suites/a.yaml)".to_string(),
             ]
+        );
+    }
+
+    #[test]
+    fn count_and_at_least_together_are_reported() {
+        assert_issue(
+            &row("a", "    expect:\n      - eventually: {target: {apiVersion: v1, kind: Pod}, count: 1, atLeast: 2}\n"),
+            "`count`, `atLeast` and `gone` exclude each other",
         );
     }
 

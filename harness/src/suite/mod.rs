@@ -382,6 +382,11 @@ pub struct ObjectMatch {
     /// With a selector: how many objects must be selected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<usize>,
+    /// With a selector: at least this many of the selected objects satisfy every condition
+    /// (the others are not looked at). For objects a controller makes more of than a row can
+    /// pin down, such as the Events of an object whose resourceVersion keeps moving.
+    #[serde(default, rename = "atLeast", skip_serializing_if = "Option::is_none")]
+    pub at_least: Option<usize>,
     /// The object must not exist (or no object may be selected).
     #[serde(default)]
     pub gone: bool,
@@ -447,6 +452,31 @@ pub enum Expectation {
     Count { n: usize, event: EventMatch },
     /// At least `n` writes match.
     AtLeast { n: usize, event: EventMatch },
+    /// On the timeline, the values at `paths` of the writes matching `event` (one value per
+    /// path, `null` when absent), with consecutive repeats folded into one, are exactly
+    /// `values` in this order — or, with `subsequence: true`, `values` appear among them in
+    /// this order. With one path each value is that path's; with several, a list in path order.
+    Sequence(Box<SequenceMatch>),
+}
+
+/// What a [`Expectation::Sequence`] checks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SequenceMatch {
+    /// Which writes (usually a kind and a name).
+    pub event: EventMatch,
+    /// Dotted paths read from each matching write.
+    pub paths: Vec<String>,
+    /// The expected values, oldest first.
+    pub values: Vec<Value>,
+    /// `values` need only appear in order among the observed ones, not be all of them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub subsequence: bool,
+    /// Every change (each observed value after the first) comes at least this long after the
+    /// previous one, by the backend's clock (write times have whole seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub min_gap: Option<DurationStr>,
 }
 
 impl Expectation {
@@ -460,6 +490,7 @@ impl Expectation {
             Expectation::AtMost { .. } => "atMost",
             Expectation::Count { .. } => "count",
             Expectation::AtLeast { .. } => "atLeast",
+            Expectation::Sequence(_) => "sequence",
         }
     }
 }

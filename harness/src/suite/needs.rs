@@ -6,6 +6,9 @@
 
 use controllers::kuberay::{KubeRayGate, KubeRaySettings};
 use controllers::sim::KubeletSettings;
+use controllers::sim::autoscaler::AutoscalerSettings;
+use controllers::sim::gateway::GatewaySettings;
+use controllers::sim::rayhead::RayHeadSettings;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -21,13 +24,33 @@ pub enum ActorName {
     Scheduler,
     /// The simulated kubelet (and the nodes it registers).
     Kubelet,
+    /// The simulated EndpointSlice controller (kube-controller-manager's).
+    Endpoints,
+    /// The simulated Ray heads: every cluster's dashboard (Serve REST API) and Serve proxies.
+    RayHead,
+    /// The simulated Ray autoscaler (Serve replica demand to worker replicas).
+    Autoscaler,
+    /// The simulated Gateway API controller (`kproof.dev/gateway-controller`).
+    Gateway,
+    /// The simulated gateway data plane, sending the requests of `TrafficProbe` objects.
+    Traffic,
     /// The harness's own self-test controller (copies labelled ConfigMaps).
     Echo,
 }
 
 impl ActorName {
     /// Every actor, in start order.
-    pub const ALL: [ActorName; 4] = [ActorName::Kuberay, ActorName::Scheduler, ActorName::Kubelet, ActorName::Echo];
+    pub const ALL: [ActorName; 9] = [
+        ActorName::Kuberay,
+        ActorName::Scheduler,
+        ActorName::Kubelet,
+        ActorName::Endpoints,
+        ActorName::RayHead,
+        ActorName::Autoscaler,
+        ActorName::Gateway,
+        ActorName::Traffic,
+        ActorName::Echo,
+    ];
 
     /// The name rows and knob steps use.
     pub fn as_str(self) -> &'static str {
@@ -35,6 +58,11 @@ impl ActorName {
             ActorName::Kuberay => "kuberay",
             ActorName::Scheduler => "scheduler",
             ActorName::Kubelet => "kubelet",
+            ActorName::Endpoints => "endpoints",
+            ActorName::RayHead => "ray-head",
+            ActorName::Autoscaler => "autoscaler",
+            ActorName::Gateway => "gateway",
+            ActorName::Traffic => "traffic",
             ActorName::Echo => "echo",
         }
     }
@@ -196,6 +224,15 @@ pub struct Settings {
     /// The simulated kubelet: node pool and delays.
     #[serde(default, skip_serializing_if = "is_default")]
     pub kubelet: KubeletSettings,
+    /// The simulated Ray heads: Serve deploy and replica start delays.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub ray_head: RayHeadSettings,
+    /// The simulated Ray autoscaler: its period and idle timeout.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub autoscaler: AutoscalerSettings,
+    /// The simulated gateway controller: its program delay.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub gateway: GatewaySettings,
 }
 
 impl Settings {
@@ -298,7 +335,7 @@ pub struct Needs {
     /// Feature gates per component (`apiserver`, `kuberay`).
     #[serde(default, skip_serializing_if = "FeatureGates::is_empty")]
     pub feature_gates: FeatureGates,
-    /// Settings per component (`kuberay`, `kubelet`).
+    /// Settings per component (`kuberay`, `kubelet`, `rayHead`, `autoscaler`, `gateway`).
     #[serde(default, skip_serializing_if = "Settings::is_empty")]
     pub settings: Settings,
     /// The oldest version of a component the row's behaviour exists in (`kuberay: v1.7.0`): a
@@ -331,7 +368,7 @@ mod tests {
         }
         assert_eq!(
             "actor:kuberya".parse::<Capability>().unwrap_err(),
-            "unknown actor \"kuberya\" (known: kuberay, scheduler, kubelet, echo)"
+            "unknown actor \"kuberya\" (known: kuberay, scheduler, kubelet, endpoints, ray-head, autoscaler, gateway, traffic, echo)"
         );
         assert!("virtual_time".parse::<Capability>().unwrap_err().starts_with("unknown capability \"virtual_time\""));
     }

@@ -52,13 +52,61 @@ fn ray_labels(rc: &RayCluster, node_type: &str, group: &str, template: &PodTempl
     labels.insert(RAY_NODE_TYPE_LABEL.into(), node_type.into());
     labels.insert(RAY_GROUP_LABEL.into(), group.into());
     labels.insert(RAY_IS_RAY_NODE_LABEL.into(), "yes".into());
+    // Pods of a RayService's cluster are Serve endpoints: a worker's readiness probe checks its
+    // proxy, so it is labelled serving from the start; the head starts unlabelled-serving and
+    // the RayService controller flips it from the proxy's health (`BuildPod`).
+    if created_by(rc) == "RayService" {
+        let serving = if node_type == "head" { "false" } else { "true" };
+        labels.insert(RAY_SERVE_LABEL.into(), serving.into());
+    }
     labels
 }
 
-fn ray_start_command(head: bool, params: &BTreeMap<String, String>, head_address: &str) -> String {
+/// The CRD a cluster was made for (`RayCluster`, `RayJob`, `RayService`), from its
+/// `ray.io/originated-from-crd` label.
+pub(crate) fn created_by(rc: &RayCluster) -> &str {
+    rc.labels().get(RAY_ORIGINATED_FROM_CRD_LABEL).map(String::as_str).unwrap_or("RayCluster")
+}
+
+/// The head container's port named `serve`, else 8000 (`GetServePort`).
+pub(crate) fn serve_port(spec: &crate::crds::RayClusterSpec) -> i32 {
+    spec.head_group_spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .and_then(|c| c.ports.as_ref())
+        .and_then(|ps| ps.iter().find(|p| p.name.as_deref() == Some("serve")))
+        .map(|p| p.container_port)
+        .unwrap_or(8000)
+}
+
+/// The head service's ports by name (`getServicePorts`): the head container's ports (an
+/// unnamed one is `<port>-port`), or KubeRay's defaults when it names none, and `metrics`.
+pub(crate) fn service_ports(spec: &crate::crds::RayClusterSpec) -> BTreeMap<String, i32> {
+    let mut ports: BTreeMap<String, i32> = BTreeMap::new();
+    let head = spec.head_group_spec.template.spec.as_ref().and_then(|s| s.containers.first());
+    for p in head.and_then(|c| c.ports.as_ref()).into_iter().flatten() {
+        let name = p.name.clone().unwrap_or_else(|| format!("{}-port", p.container_port));
+        ports.insert(name, p.container_port);
+    }
+    if ports.is_empty() {
+        ports.extend([
+            ("client".to_string(), 10001),
+            ("gcs-server".to_string(), 6379),
+            ("dashboard".to_string(), 8265),
+            ("metrics".to_string(), 8080),
+            ("serve".to_string(), 8000),
+        ]);
+    }
+    ports.entry("metrics".into()).or_insert(8080);
+    ports
+}
+
+fn ray_start_command(head: bool, params: Option<&BTreeMap<String, String>>, head_address: &str) -> String {
     let mut cmd =
         if head { "ray start --head".to_string() } else { format!("ray start --address={head_address}:6379") };
-    let mut args: BTreeMap<String, String> = params.clone();
+    let mut args: BTreeMap<String, String> = params.cloned().unwrap_or_default();
     if head {
         args.entry("dashboard-host".into()).or_insert_with(|| "0.0.0.0".into());
     }
@@ -95,7 +143,10 @@ fn inject_ray_container(c: &mut Container, rc: &RayCluster, head: bool, start: S
         env_field("RAY_NODE_TYPE_NAME", &format!("metadata.labels['{RAY_GROUP_LABEL}']")),
         env("KUBERAY_GEN_RAY_START_CMD", &start),
         env("RAY_USAGE_STATS_KUBERAY_IN_USE", "1"),
-        env("RAY_USAGE_STATS_EXTRA_TAGS", &format!("kuberay_version={};kuberay_crd=RayCluster", cfg.kuberay_version)),
+        env(
+            "RAY_USAGE_STATS_EXTRA_TAGS",
+            &format!("kuberay_version={};kuberay_crd={}", cfg.kuberay_version, created_by(rc)),
+        ),
         env("RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE", "1"),
     ];
     if head {
@@ -156,7 +207,7 @@ pub(crate) fn head_pod(rc: &RayCluster, hash: &str, cfg: &KubeRayConfig) -> Pod 
     let p = prefix(&rc.name_any());
     let name = if cfg.deterministic_head_pod_name { Ok(format!("{p}-head")) } else { Err(format!("{p}-head-")) };
     let mut pod = build_pod(rc, template, labels, annotations, name);
-    let start = ray_start_command(true, &rc.spec.head_group_spec.ray_start_params, "");
+    let start = ray_start_command(true, rc.spec.head_group_spec.ray_start_params.as_ref(), "");
     if let Some(c) = pod.spec.as_mut().and_then(|s| s.containers.first_mut()) {
         inject_ray_container(c, rc, true, start, cfg);
     }
@@ -197,7 +248,7 @@ pub(crate) fn worker_pod(
     let mut pod = build_pod(rc, template, labels, annotations, name);
     let ns = rc.namespace().unwrap_or_else(|| "default".into());
     let address = format!("{}.{ns}.svc.cluster.local", head_service_name(rc));
-    let start = ray_start_command(false, &group.ray_start_params, &address);
+    let start = ray_start_command(false, group.ray_start_params.as_ref(), &address);
     if let Some(c) = pod.spec.as_mut().and_then(|s| s.containers.first_mut()) {
         inject_ray_container(c, rc, false, start, cfg);
     }
@@ -246,22 +297,7 @@ pub(crate) fn headless_service(rc: &RayCluster) -> Service {
 /// named ports (or KubeRay's defaults), `metrics` always present, sorted by name.
 pub(crate) fn head_service(rc: &RayCluster, cfg: &KubeRayConfig) -> Service {
     let cluster = rc.name_any();
-    let mut ports: BTreeMap<String, i32> = BTreeMap::new();
-    let head = rc.spec.head_group_spec.template.spec.as_ref().and_then(|s| s.containers.first());
-    for p in head.and_then(|c| c.ports.as_ref()).into_iter().flatten() {
-        let name = p.name.clone().unwrap_or_else(|| format!("{}-port", p.container_port));
-        ports.insert(name, p.container_port);
-    }
-    if ports.is_empty() {
-        ports.extend([
-            ("client".to_string(), 10001),
-            ("gcs-server".to_string(), 6379),
-            ("dashboard".to_string(), 8265),
-            ("metrics".to_string(), 8080),
-            ("serve".to_string(), 8000),
-        ]);
-    }
-    ports.entry("metrics".into()).or_insert(8080);
+    let ports = service_ports(&rc.spec);
     let mut labels = BTreeMap::from([
         (RAY_CLUSTER_LABEL.to_string(), cluster.clone()),
         (RAY_NODE_TYPE_LABEL.to_string(), "head".to_string()),

@@ -13,13 +13,13 @@ use crate::kuberay::common::pods::{
     ReplicaIndex, head_pod, head_service, head_service_selector, headless_service, headless_service_selector,
     serve_service, worker_pod,
 };
+use crate::kuberay::common::validation::{validate_cluster_name, validate_cluster_spec};
 use crate::kuberay::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod, Service};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
@@ -280,32 +280,9 @@ impl RayClusterReconciler {
     /// Installs the RayCluster CRD (create, or replace if present) and waits until the server
     /// reports it Established, so RayClusters can be written right after.
     pub async fn install_crd(client: &kube::Client) -> Result<(), ReconcileError> {
-        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-        let crd = crate::crds::raycluster::raycluster_crd();
-        let name = crd.name_any();
-        match api.create(&PostParams::default(), &crd).await {
-            Ok(_) => {}
-            Err(e) if matches!(&e, kube::Error::Api(s) if s.code == 409) => {
-                let patch = serde_json::json!({"spec": crd.spec});
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(api_err("update the RayCluster CRD"))?;
-            }
-            Err(e) => return Err(api_err("create the RayCluster CRD")(e)),
-        }
-        let established = |c: &CustomResourceDefinition| {
-            c.status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"))
-        };
-        for _ in 0..600 {
-            if api.get_opt(&name).await.map_err(api_err("read the RayCluster CRD"))?.as_ref().is_some_and(established) {
-                return Ok(());
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-        Err(ReconcileError::Requeue("the RayCluster CRD did not become Established within 60s".into()))
+        crate::crds::install(client, &[crate::crds::raycluster::raycluster_crd()])
+            .await
+            .map_err(|e| ReconcileError::Requeue(e.to_string()))
     }
 
     /// Runs the controller until the watches end (the API server goes away).
@@ -377,12 +354,12 @@ impl RayClusterReconciler {
             tracing::info!(cluster = %id, "skipping RayCluster managed by a custom controller");
             return Ok(Action::await_change());
         }
-        if let Err(e) = validate_metadata(&rc) {
+        if let Err(e) = validate_cluster_name(&rc.name_any()) {
             let message = format!("The RayCluster metadata is invalid {id}: {e}");
             self.event(&rc, EventType::Warning, "InvalidRayClusterMetadata", action::VALIDATE, message).await;
             return Ok(Action::await_change());
         }
-        if let Err(e) = validate_spec(&rc, &self.config) {
+        if let Err(e) = validate_cluster_spec(&rc.spec, &self.config) {
             let message = format!("The RayCluster spec is invalid {id}: {e}");
             self.event(&rc, EventType::Warning, "InvalidRayClusterSpec", action::VALIDATE, message).await;
             return Ok(Action::await_change());
@@ -1018,19 +995,6 @@ fn should_delete_pod(pod: &Pod, node_type: &str, cfg: &KubeRayConfig) -> Option<
     None
 }
 
-/// `ValidateRayClusterMetadata`: the name must be a DNS-1035 label of at most 53 characters.
-fn validate_metadata(rc: &RayCluster) -> Result<(), String> {
-    let name = rc.name_any();
-    if name.len() > 53 {
-        return Err("RayCluster name should be no more than 53 characters".into());
-    }
-    let errs = apimachinery::validation::dns1035_label_errors(&name);
-    if !errs.is_empty() {
-        return Err(format!("RayCluster name should be a valid DNS1035 label: {}", go_strings(&errs)));
-    }
-    Ok(())
-}
-
 /// `autoscalerOptions.version` of the spec, if set.
 fn autoscaler_version(rc: &RayCluster) -> Option<&str> {
     rc.spec.extra.get("autoscalerOptions").and_then(|o| o.get("version")).and_then(|v| v.as_str())
@@ -1061,49 +1025,6 @@ fn autoscaler_v1_restart_policy_warning(rc: &RayCluster) -> Option<String> {
             groups.join(", ")
         )
     })
-}
-
-/// `ValidateRayClusterSpec`, for the fields modelled here, in KubeRay's order.
-fn validate_spec(rc: &RayCluster, cfg: &KubeRayConfig) -> Result<(), String> {
-    let head = rc.spec.head_group_spec.template.spec.as_ref();
-    if head.is_none_or(|s| s.containers.is_empty()) {
-        return Err("headGroupSpec should have at least one container".into());
-    }
-    let autoscaling = rc.spec.enable_in_tree_autoscaling == Some(true);
-    for g in &rc.spec.worker_group_specs {
-        let name = &g.group_name;
-        if g.template.spec.as_ref().is_none_or(|s| s.containers.is_empty()) {
-            return Err("workerGroupSpec should have at least one container".into());
-        }
-        if !autoscaling && (g.min_replicas.is_none() || g.max_replicas.is_none()) {
-            return Err(format!(
-                "worker group {name} must set both minReplicas and maxReplicas when autoscaling is disabled"
-            ));
-        }
-        if let Some(min) = g.min_replicas.filter(|m| *m < 0) {
-            return Err(format!("worker group {name} has negative minReplicas {min}"));
-        }
-        if let Some(max) = g.max_replicas.filter(|m| *m < 0) {
-            return Err(format!("worker group {name} has negative maxReplicas {max}"));
-        }
-        if let (Some(min), Some(max)) = (g.min_replicas, g.max_replicas)
-            && min > max
-        {
-            return Err(format!("worker group {name} has minReplicas {min} greater than maxReplicas {max}"));
-        }
-    }
-    if !cfg.gate(KubeRayGate::RayJobDeletionPolicy)
-        && let Some(g) = rc.spec.worker_group_specs.iter().find(|g| g.suspend == Some(true))
-    {
-        return Err(format!(
-            "worker group {} can be suspended only when the RayJobDeletionPolicy feature gate is enabled",
-            g.group_name
-        ));
-    }
-    if autoscaling && let Some(g) = rc.spec.worker_group_specs.iter().find(|g| g.suspend == Some(true)) {
-        return Err(format!("worker group {} cannot be suspended with Autoscaler enabled", g.group_name));
-    }
-    Ok(())
 }
 
 /// `ValidateRayClusterUpgradeOptions`.

@@ -129,29 +129,11 @@ pub(crate) fn set_condition(
     message: &str,
     now: &Time,
 ) {
-    let status = if status { "True" } else { "False" }.to_string();
-    if let Some(c) = conds.iter_mut().find(|c| c.type_ == t) {
-        if c.status != status {
-            c.last_transition_time = now.clone();
-        }
-        c.status = status;
-        c.reason = reason.into();
-        c.message = message.into();
-        c.observed_generation = None;
-    } else {
-        conds.push(Condition {
-            type_: t.into(),
-            status,
-            reason: reason.into(),
-            message: message.into(),
-            last_transition_time: now.clone(),
-            observed_generation: None,
-        });
-    }
+    crate::kuberay::common::conditions::set(conds, t, status, reason, message, now, None);
 }
 
 fn remove_condition(conds: &mut Vec<Condition>, t: &str) {
-    conds.retain(|c| c.type_ != t);
+    crate::kuberay::common::conditions::remove(conds, t);
 }
 
 /// `FindHeadPodReadyCondition`: `HeadPodReady` follows the head pod's Ready condition (status and

@@ -76,7 +76,8 @@ impl UpstreamBackend {
                 .map_err(|message| PlaneError::Api { what: "building the harness's client".into(), message })?;
             let factories: Vec<Arc<dyn ActorFactory>> = vec![Arc::new(KubeletFactory::with_node_leases())];
             let client_for = |_: ActorName| client.clone();
-            let sims = start_actors(&factories, client_for, controllers::Clock::system(), &Needs::default())
+            let network = controllers::sim::SimNetwork::new();
+            let sims = start_actors(&factories, client_for, controllers::Clock::system(), &Needs::default(), &network)
                 .await
                 .map_err(|message| PlaneError::Api { what: "starting the simulated kubelet".into(), message })?;
             wait_for_nodes(&client)

@@ -1,0 +1,71 @@
+//! The simulated Gateway API controller as an actor. Its setup installs the Gateway API CRDs
+//! and the GatewayClass `kproof` (controllerName `kproof.dev/gateway-controller`), as a cluster
+//! administrator does before incremental upgrades can run.
+
+use crate::actors::{Actor, ActorFactory, Task};
+use crate::suite::{ActorName, Needs};
+use controllers::crds::gateway::{GatewayClass, GatewayClassSpec, gateway_api_crds};
+use controllers::sim::SimNetwork;
+use controllers::sim::gateway::{CONTROLLER_NAME, DEFAULT_CLASS, GatewayConfig, GatewayController, GatewayHandle};
+use kube::api::{Api, PostParams};
+use serde_json::Value;
+
+/// Starts the simulated gateway controller, configured by `needs.settings.gateway`
+/// (`programDelay`). Knobs: see [`controllers::sim::gateway`].
+pub struct GatewayFactory;
+
+struct GatewayActor {
+    handle: GatewayHandle,
+    _task: Task,
+}
+
+impl Actor for GatewayActor {
+    fn knob(&mut self, knob: &str, value: &Value) -> Result<(), String> {
+        self.handle.turn(knob, value)
+    }
+}
+
+impl ActorFactory for GatewayFactory {
+    fn name(&self) -> ActorName {
+        ActorName::Gateway
+    }
+
+    fn setup(&self, client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        Box::pin(async move {
+            controllers::crds::install(&client, &gateway_api_crds()).await.map_err(|e| e.to_string())?;
+            let api: Api<GatewayClass> = Api::all(client);
+            let class = GatewayClass::new(
+                DEFAULT_CLASS,
+                GatewayClassSpec {
+                    controller_name: CONTROLLER_NAME.into(),
+                    description: Some("kproof's simulated gateway".into()),
+                    extra: Default::default(),
+                },
+            );
+            match api.create(&PostParams::default(), &class).await {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+                Err(e) => Err(format!("creating the GatewayClass {DEFAULT_CLASS}: {e}")),
+            }
+        })
+    }
+
+    fn start(
+        &self,
+        client: kube::Client,
+        clock: controllers::Clock,
+        needs: &Needs,
+        _: &SimNetwork,
+    ) -> Result<Box<dyn Actor>, String> {
+        let mut config = GatewayConfig::default();
+        config.apply(&needs.settings.gateway);
+        let controller = GatewayController::new(client, clock, config);
+        let handle = controller.handle();
+        let task = tokio::spawn(async move {
+            if let Err(e) = controller.run().await {
+                tracing::warn!(error = %e, "the simulated gateway controller stopped");
+            }
+        });
+        Ok(Box::new(GatewayActor { handle, _task: Task(task) }))
+    }
+}

@@ -1,0 +1,48 @@
+//! The simulated gateway data plane as an actor: it sends the requests `TrafficProbe` objects
+//! ask for. Its setup installs the TrafficProbe CRD.
+
+use crate::actors::{Actor, ActorFactory, Task};
+use crate::suite::{ActorName, Needs};
+use controllers::crds::trafficprobe::trafficprobe_crd;
+use controllers::sim::SimNetwork;
+use controllers::sim::traffic::TrafficSimulator;
+use serde_json::Value;
+
+/// Starts the simulated data plane. No knobs, no settings: a probe says what to send.
+pub struct TrafficFactory;
+
+struct TrafficActor(#[allow(dead_code)] Task);
+
+impl Actor for TrafficActor {
+    fn knob(&mut self, knob: &str, _: &Value) -> Result<(), String> {
+        Err(format!("the traffic simulator has no knob {knob:?}; create or change a TrafficProbe instead"))
+    }
+}
+
+impl ActorFactory for TrafficFactory {
+    fn name(&self) -> ActorName {
+        ActorName::Traffic
+    }
+
+    fn setup(&self, client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        Box::pin(
+            async move { controllers::crds::install(&client, &[trafficprobe_crd()]).await.map_err(|e| e.to_string()) },
+        )
+    }
+
+    fn start(
+        &self,
+        client: kube::Client,
+        clock: controllers::Clock,
+        _: &Needs,
+        network: &SimNetwork,
+    ) -> Result<Box<dyn Actor>, String> {
+        let simulator = TrafficSimulator::new(client, clock, network.clone());
+        let task = tokio::spawn(async move {
+            if let Err(e) = simulator.run().await {
+                tracing::warn!(error = %e, "the simulated data plane stopped");
+            }
+        });
+        Ok(Box::new(TrafficActor(Task(task))))
+    }
+}
