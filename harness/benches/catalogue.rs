@@ -4,6 +4,9 @@
 //! speed-up over the upstream backend on the same rows in the same run (at least 100×), with the
 //! upstream control plane's start time. Run: `cargo bench -p kproof --bench catalogue`.
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use kproof::backend::{Backend, RunOptions};
 use kproof::report::result::Outcome;
 use kproof::suite::{load_suite_dir, load_suite_str};

@@ -1,5 +1,8 @@
 //! `kproof`: run conformance tables, lint them, print their schema, or serve a fake cluster.
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use kproof::backend::{Backend, KubeconfigBackend, RunOptions};

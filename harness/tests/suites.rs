@@ -1,6 +1,9 @@
 //! Every suite row is its own test under `cargo test` (filter by `suite::id`), run on the
 //! in-process backend in virtual time. A missing or empty suites folder is an error.
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use kproof::backend::{Backend, RunOptions, skip_reason};
 use kproof::report::result::Outcome;
 use libtest_mimic::{Arguments, Failed, Trial};
