@@ -7,11 +7,19 @@ pub(crate) mod apiextensions;
 pub(crate) mod apps;
 pub(crate) mod authorization;
 pub(crate) mod batch;
+pub(crate) mod coordination;
 mod builtin;
 pub(crate) mod core;
 pub(crate) mod decode;
+pub(crate) mod discovery;
+pub(crate) mod features;
+pub(crate) mod field;
 pub(crate) mod meta;
+pub(crate) mod patch_meta;
 pub(crate) mod printers;
+pub(crate) mod rbac;
+pub(crate) mod resource;
+pub(crate) mod scheduling;
 pub(crate) mod scale;
 pub(crate) mod store;
 mod strategy;
@@ -20,6 +28,7 @@ pub(crate) use meta::{set_condition, str_field, string_list};
 pub(crate) use strategy::{DefaultStrategy, Strategy};
 
 use crate::apiextensions::StructuralSchema;
+use features::FeatureGates;
 use crate::storage::{StorageKey, Store, StoredResource, Subresource, Verb};
 use apimachinery::validation;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -143,6 +152,8 @@ pub(crate) struct ResourceType {
     pub openapi: Option<SchemaSource>,
     /// The kind's rules (see [`Strategy`]).
     pub strategy: &'static dyn Strategy,
+    /// The server's feature gates, which some kinds' rules depend on.
+    pub gates: Arc<FeatureGates>,
     /// Names derived from group, version and plural, computed once (see [`ResourceType::derive`]).
     derived: Derived,
 }
@@ -305,6 +316,8 @@ pub(crate) struct Registry {
     /// Which CRD (by name) serves which (group, version, plural) entries.
     crd_entries: BTreeMap<String, Vec<(String, String, String)>>,
     next_schema_epoch: u64,
+    /// The server's feature gates, handed to every resource type.
+    gates: Arc<FeatureGates>,
 }
 
 /// Sort key for Kubernetes version strings: GA before beta before alpha, higher numbers first.
@@ -428,6 +441,7 @@ impl Registry {
         self.unregister_crd(crd_name);
         let mut keys = Vec::new();
         for mut rt in types {
+            rt.gates = self.gates.clone();
             self.next_schema_epoch += 1;
             rt.schema_epoch = self.next_schema_epoch;
             keys.push((rt.group.clone(), rt.version.clone(), rt.plural.clone()));
@@ -452,14 +466,17 @@ impl Registry {
         self.group_order.retain(|g| live.contains(g));
     }
 
-    /// The registry of built-in resources.
-    pub fn builtin() -> Self {
-        let mut r = Registry::default();
-        for rt in builtin::types() {
+    /// The registry of built-in resources, with the server's feature gates.
+    pub fn builtin(gates: FeatureGates) -> Self {
+        let gates = Arc::new(gates);
+        let mut r = Registry { gates: gates.clone(), ..Registry::default() };
+        for mut rt in builtin::types() {
+            rt.gates = gates.clone();
             r.insert(rt);
         }
         r
     }
+
 }
 
 #[cfg(test)]
@@ -475,7 +492,7 @@ mod tests {
 
     #[test]
     fn builtins_include_dra_and_podgroups() {
-        let r = Registry::builtin();
+        let r = Registry::builtin(FeatureGates::default());
         assert!(r.get("resource.k8s.io", "v1", "resourceclaims").is_some_and(|rt| rt.namespaced && rt.status));
         assert!(r.get("resource.k8s.io", "v1", "deviceclasses").is_some_and(|rt| !rt.namespaced));
         assert!(r.get("scheduling.k8s.io", "v1beta1", "podgroups").is_some());

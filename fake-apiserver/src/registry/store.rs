@@ -5,7 +5,7 @@
 
 use super::core::namespace::terminating_forbidden;
 use super::decode::decode_object;
-use super::meta::{deletion_finalizers, label_causes, meta_mut, new_uid, string_list};
+use super::meta::{deletion_finalizers, meta_mut, new_uid, object_meta_causes, string_list};
 use super::{ResourceType, State, namespaces_key};
 use crate::error::{ApiError, ApiResult, StatusCause};
 use crate::storage::{ChangeKind, Encoded, StoredObject, Subresource, Verb, WriteContext, parse_rv, preview, value_rv};
@@ -94,11 +94,9 @@ pub(crate) fn served_as_stored(rt: &ResourceType, obj: &StoredObject) -> bool {
     obj.api_version == rt.api_version() && obj.schema_epoch == rt.schema_epoch
 }
 
-/// Runs the kind's strategy: canonicalization (custom resources: prune and default by the
-/// schema), then validation. (The built-in decoder runs earlier, in [`decode_object`].)
-fn validate_content(rt: &ResourceType, obj: &mut Value, name: &str) -> ApiResult<()> {
-    rt.strategy.canonicalize(rt, obj);
-    let causes = rt.strategy.validate(rt, obj);
+/// The 422 of a write whose ObjectMeta or kind-specific validation failed: meta causes first,
+/// in one `Invalid`, as a kind's `Validate` reports `ValidateObjectMeta` with its own rules.
+fn invalid_if_any(rt: &ResourceType, name: &str, causes: Vec<StatusCause>) -> ApiResult<()> {
     if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&rt.group, &rt.kind, name, causes)) }
 }
 
@@ -169,7 +167,8 @@ pub(crate) fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Wr
         name = apimachinery::names::generate_name(&generate);
         meta.insert("name".into(), Value::String(name.clone()));
     }
-    // ValidateObjectMeta: the name first, then the labels, all in one Invalid.
+    // ValidateObjectMeta (the name, then the labels and the rest), reported with the kind's
+    // own causes in one Invalid once the object is prepared.
     let mut causes = Vec::new();
     if name.is_empty() {
         causes.push(StatusCause::field(
@@ -183,10 +182,7 @@ pub(crate) fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Wr
         };
         causes.extend(rt.strategy.name_rule().errors(&name).into_iter().map(invalid));
     }
-    causes.extend(label_causes(meta.get("labels")));
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(&rt.group, &rt.kind, &name, causes));
-    }
+    causes.extend(object_meta_causes(meta, rt.namespaced));
     for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
         meta.remove(f);
     }
@@ -204,11 +200,12 @@ pub(crate) fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Wr
     {
         o.remove("status");
     }
-    rt.strategy.prepare_for_create(&mut obj, &w.time());
+    rt.strategy.prepare_for_create(rt, &mut obj, &w.time());
     if let Some(fields) = w.fields {
         fields.record_create(rt, &mut obj, w);
     }
-    let object = validate_content(rt, &mut obj, &name).map(|()| {
+    causes.extend(rt.strategy.validate(rt, &obj));
+    let object = invalid_if_any(rt, &name, causes).map(|()| {
         if w.dry_run {
             PreparedObject { preview_rv: value_rv(&obj), encoded: Encoded::exact(rt, &obj) }
         } else {
@@ -387,12 +384,16 @@ pub(crate) fn update(
             ));
         }
     }
-    rt.strategy.prepare_for_update(&mut merged, &old_value, mode);
-    let causes = label_causes(merged["metadata"].get("labels"));
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(&rt.group, &rt.kind, name, causes));
-    }
-    validate_content(rt, &mut merged, name)?;
+    rt.strategy.prepare_for_update(rt, &mut merged, &old_value, mode);
+    let mut causes = match merged["metadata"].as_object() {
+        Some(meta) => object_meta_causes(meta, rt.namespaced),
+        None => Vec::new(),
+    };
+    causes.extend(match mode {
+        UpdateMode::Main => rt.strategy.validate_update(rt, &merged, &old_value),
+        UpdateMode::Status => rt.strategy.validate_status_update(rt, &merged, &old_value),
+    });
+    invalid_if_any(rt, name, causes)?;
     if rt.tracks_generation {
         let skip: &[&str] =
             if rt.status { &["metadata", "status", "apiVersion", "kind"] } else { &["metadata", "apiVersion", "kind"] };

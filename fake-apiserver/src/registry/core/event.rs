@@ -16,7 +16,70 @@ pub(crate) const EVENTS_GROUP: &str = "events.k8s.io";
 #[derive(Debug)]
 pub(crate) struct EventStrategy;
 
+/// `ValidateEventCreate`: the legacy rules for core/v1 (namespaces agree; with an
+/// `eventTime`, the reporting fields are required), the strict ones for events.k8s.io.
+fn validate_event(rt: &ResourceType, obj: &Value) -> Vec<crate::error::StatusCause> {
+    use crate::registry::field::{self, Path};
+    let mut out = Vec::new();
+    let v1 = rt.group == EVENTS_GROUP;
+    let s = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_default();
+    let ns = obj["metadata"]["namespace"].as_str().unwrap_or_default();
+    let (involved, involved_name) = if v1 { (&obj["regarding"], "involvedObject") } else { (&obj["involvedObject"], "involvedObject") };
+    let ins = involved["namespace"].as_str().unwrap_or_default();
+    let ns_path = Path::root(involved_name).child("namespace");
+    let has_time = obj.get("eventTime").is_some_and(|v| v.as_str().is_some_and(|t| !t.is_empty()));
+    let controller_field = if v1 { "reportingController" } else { "reportingComponent" };
+    let controller = s(controller_field);
+    if !has_time {
+        if (ins.is_empty() && ns != "" && ns != "default") || (!ins.is_empty() && ns != ins) {
+            out.push(field::invalid(&ns_path, ins, "does not match event.namespace"));
+        }
+    } else {
+        if ins.is_empty() && ns != "default" && ns != "kube-system" {
+            out.push(field::invalid(&ns_path, ins, "does not match event.namespace"));
+        } else if !ins.is_empty() && ns != ins && !v1 {
+            // The legacy check only covers an empty involved namespace here.
+        }
+        if controller.is_empty() {
+            out.push(field::required(&Path::root(controller_field), ""));
+        }
+        for msg in apimachinery::validation::label_key_errors(controller) {
+            out.push(field::invalid(&Path::root(controller_field), controller, &msg));
+        }
+        if s("reportingInstance").is_empty() {
+            out.push(field::required(&Path::root("reportingInstance"), ""));
+        }
+        if s("action").is_empty() {
+            out.push(field::required(&Path::root("action"), ""));
+        }
+        if s("reason").is_empty() {
+            out.push(field::required(&Path::root("reason"), ""));
+        }
+        let note = if v1 { s("note") } else { s("message") };
+        if note.len() > 1024 {
+            out.push(field::invalid(&Path::root("message"), "", "can have at most 1024 characters"));
+        }
+    }
+    if v1 {
+        if !has_time {
+            out.push(field::required(&Path::root("eventTime"), ""));
+        }
+        let ty = s("type");
+        if ty != "Normal" && ty != "Warning" {
+            out.push(field::invalid(&Path::root("type"), "", &format!("has invalid value: {ty}")));
+        }
+        if !ins.is_empty() && ns != ins && has_time {
+            out.push(field::invalid(&ns_path, ins, "does not match event.namespace"));
+        }
+    }
+    out
+}
+
 impl Strategy for EventStrategy {
+    fn validate(&self, rt: &ResourceType, obj: &Value) -> Vec<crate::error::StatusCause> {
+        validate_event(rt, obj)
+    }
+
     /// The values under the names of both APIs, whichever API wrote the event.
     fn selectable_values(&self, _rt: &ResourceType, obj: &Value) -> Vec<(String, String)> {
         selectable_values(obj)

@@ -8,3 +8,4 @@ pub(crate) mod node;
 pub(crate) mod pod;
 pub(crate) mod secret;
 pub(crate) mod service;
+pub(crate) mod pod_spec;
