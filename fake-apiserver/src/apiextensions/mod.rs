@@ -79,6 +79,13 @@ use std::fmt;
 use std::sync::Arc;
 use validation::{Mode, Validator};
 
+/// The field of a cause about the whole object, as Go prints a nil `field.Path`.
+pub const NIL_PATH: &str = "<nil>";
+
+/// The cause apiextensions-apiserver adds when CEL rules were skipped because the object was
+/// invalid already.
+pub const RULES_NOT_CHECKED: &str = "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
+
 /// How deep an object is followed by validation, pruning and defaulting.
 /// Deeper values are reported as "too deeply nested" by [`StructuralSchema::validate`]
 /// and left alone by pruning and defaulting.
@@ -215,6 +222,17 @@ impl StructuralSchema {
         self.validate_with_budget(obj, VALIDATION_BUDGET)
     }
 
+    /// Whether any node of the schema carries CEL rules.
+    pub fn has_rules(&self) -> bool {
+        fn any(n: &Node) -> bool {
+            !n.rules.is_empty()
+                || n.properties.iter().any(|(_, c)| any(c))
+                || n.items.as_deref().is_some_and(any)
+                || matches!(&n.additional, Some(schema::Additional::Schema(s)) if any(s))
+        }
+        any(&self.root)
+    }
+
     /// Validate an update: the structural checks and every CEL rule on `obj`, with
     /// transition rules (`oldSelf`) evaluated against the correlated parts of `old`.
     pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<FieldCause> {
@@ -229,7 +247,12 @@ impl StructuralSchema {
         let mut v = Validator { budget, exhausted: false };
         let mut out = Vec::new();
         v.node(&self.root, obj, "", 0, Mode { root: true, junctor: false }, &mut out);
-        cel::CelPass::new().walk(&self.root, obj, old, "", 0, &mut out);
+        // Like apiextensions-apiserver, CEL rules run only on a structurally valid object.
+        if out.is_empty() {
+            cel::CelPass::new().walk(&self.root, obj, old, "", 0, &mut out);
+        } else if self.has_rules() {
+            out.push(FieldCause::new(FieldCause::INVALID, NIL_PATH, RULES_NOT_CHECKED.into()));
+        }
         if v.exhausted {
             out.push(FieldCause::new(
                 FieldCause::INVALID,

@@ -70,16 +70,15 @@ pub(crate) fn object_meta_causes(meta: &Map<String, Value>, _namespaced: bool) -
     }
     if let Some(Value::Array(refs)) = meta.get("ownerReferences") {
         let at = path.child("ownerReferences");
-        for r in refs {
+        for (i, r) in refs.iter().enumerate() {
             let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
-            let api_version = text("apiVersion");
-            let version = api_version.rsplit('/').next().unwrap_or_default();
+            let version = text("apiVersion").rsplit('/').next().unwrap_or_default();
             if version.is_empty() {
-                causes.push(field::invalid(&at.child("apiVersion"), api_version, "version must not be empty"));
+                causes.push(field::required(&at.index(i).child("apiVersion"), "must not be empty"));
             }
-            for (k, what) in [("kind", "kind"), ("name", "name"), ("uid", "uid")] {
+            for k in ["kind", "name", "uid"] {
                 if text(k).is_empty() {
-                    causes.push(field::invalid(&at.child(k), text(k), &format!("{what} must not be empty")));
+                    causes.push(field::required(&at.index(i).child(k), "must not be empty"));
                 }
             }
         }
@@ -141,6 +140,10 @@ pub(crate) fn label_selector_causes(sel: &Value, path: &Path) -> Vec<StatusCause
                 out.push(field::invalid(&at.child("values").index(j), *v, &msg));
             }
         }
+    }
+    // `LabelSelectorAsSelector` fails on the same input: the caller reports that as well.
+    if !out.is_empty() {
+        out.push(field::invalid(path, field::Bad::Raw(sel.to_string()), "invalid label selector"));
     }
     out
 }

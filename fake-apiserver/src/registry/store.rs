@@ -100,6 +100,31 @@ fn invalid_if_any(rt: &ResourceType, name: &str, causes: Vec<StatusCause>) -> Ap
     if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&rt.group, &rt.kind, name, causes)) }
 }
 
+/// ObjectMeta causes of a custom resource as apiextensions-apiserver reports them: label and
+/// annotation errors three times (its strategy, its schema's ObjectMeta check and the generic
+/// store each validate them), and when the CRD has CEL rules, any other metadata error adds
+/// the "rules were not checked" cause (the rules do not run on an invalid object).
+fn custom_meta_causes(rt: &ResourceType, meta_causes: Vec<StatusCause>) -> Vec<StatusCause> {
+    if !rt.custom || meta_causes.is_empty() {
+        return meta_causes;
+    }
+    let mut out = Vec::new();
+    let mut other = false;
+    for c in meta_causes {
+        if c.field == "metadata.labels" || c.field == "metadata.annotations" {
+            out.push(c.clone());
+            out.push(c.clone());
+        } else {
+            other = true;
+        }
+        out.push(c);
+    }
+    if other && rt.schema.as_ref().is_some_and(|s| s.has_rules()) {
+        out.push(StatusCause::field("FieldValueInvalid", crate::apiextensions::NIL_PATH, crate::apiextensions::RULES_NOT_CHECKED));
+    }
+    out
+}
+
 /// NamespaceLifecycle admission: a namespaced object needs a namespace that exists and is not
 /// being deleted.
 fn namespace_check(st: &State, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
@@ -183,6 +208,7 @@ pub(crate) fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Wr
         causes.extend(rt.strategy.name_rule().errors(&name).into_iter().map(invalid));
     }
     causes.extend(object_meta_causes(meta, rt.namespaced));
+    let mut causes = custom_meta_causes(rt, causes);
     for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
         meta.remove(f);
     }
@@ -386,7 +412,7 @@ pub(crate) fn update(
     }
     rt.strategy.prepare_for_update(rt, &mut merged, &old_value, mode);
     let mut causes = match merged["metadata"].as_object() {
-        Some(meta) => object_meta_causes(meta, rt.namespaced),
+        Some(meta) => custom_meta_causes(rt, object_meta_causes(meta, rt.namespaced)),
         None => Vec::new(),
     };
     causes.extend(match mode {

@@ -102,18 +102,18 @@ impl Strategy for StatefulSetStrategy {
 
     fn validate_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
         let mut out = validate_spec(obj);
-        let strip = |v: &Value| -> Value {
-            let mut s = v.get("spec").cloned().unwrap_or(Value::Null);
-            if let Some(m) = s.as_object_mut() {
-                m.retain(|k, _| !MUTABLE_SPEC.contains(&k.as_str()));
+        // 1.37 reports each immutable field on its own.
+        let empty = serde_json::Map::new();
+        let (new_spec, old_spec) = (
+            obj["spec"].as_object().unwrap_or(&empty),
+            old["spec"].as_object().unwrap_or(&empty),
+        );
+        let keys: std::collections::BTreeSet<&String> = new_spec.keys().chain(old_spec.keys()).collect();
+        for k in keys.into_iter().filter(|k| !MUTABLE_SPEC.contains(&k.as_str())) {
+            let (n, o) = (new_spec.get(k.as_str()).unwrap_or(&Value::Null), old_spec.get(k.as_str()).unwrap_or(&Value::Null));
+            if let Some(c) = field::immutable(&Path::root("spec").child(k), n, o) {
+                out.push(c);
             }
-            s
-        };
-        if strip(obj) != strip(old) {
-            out.push(field::forbidden(
-                &Path::root("spec"),
-                "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
-            ));
         }
         out
     }

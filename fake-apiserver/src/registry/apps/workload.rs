@@ -51,8 +51,18 @@ pub(crate) fn selector_and_template(out: &mut Vec<StatusCause>, spec: &Value, ki
     let selector = spec.get("selector").filter(|s| !s.is_null());
     let template = spec.get("template").unwrap_or(&Value::Null);
     let labels = template.get("metadata").and_then(|m| m.get("labels"));
+    let mismatch = |out: &mut Vec<StatusCause>| {
+        out.push(field::invalid(
+            &path.child("template").child("metadata").child("labels"),
+            Bad::Raw(labels.map(Value::to_string).unwrap_or_default()),
+            "`selector` does not match template `labels`",
+        ))
+    };
     match selector {
-        None => out.push(field::required(&path.child("selector"), "")),
+        None => {
+            out.push(field::required(&path.child("selector"), ""));
+            mismatch(out);
+        }
         Some(sel) => {
             out.extend(label_selector_causes(sel, &path.child("selector")));
             let empty = sel.get("matchLabels").and_then(Value::as_object).is_none_or(|m| m.is_empty())
@@ -64,11 +74,7 @@ pub(crate) fn selector_and_template(out: &mut Vec<StatusCause>, spec: &Value, ki
                     &format!("empty selector is invalid for {kind}"),
                 ));
             } else if !selector_matches(sel, labels) {
-                out.push(field::invalid(
-                    &path.child("template").child("metadata").child("labels"),
-                    Bad::Raw(labels.map(Value::to_string).unwrap_or_default()),
-                    "`selector` does not match template `labels`",
-                ));
+                mismatch(out);
             }
         }
     }
@@ -104,6 +110,11 @@ pub(crate) fn status_counters(out: &mut Vec<StatusCause>, obj: &Value, keys: &[&
         nonnegative(out, status, k, &path);
     }
     let n = |k: &str| status.get(k).and_then(Value::as_i64).unwrap_or(0);
+    for k in ["currentReplicas", "updatedReplicas"] {
+        if keys.contains(&k) && n(k) > n("replicas") {
+            out.push(field::invalid(&path.child(k), n(k), "cannot be greater than status.replicas"));
+        }
+    }
     if n("readyReplicas") > n("replicas") && keys.contains(&"readyReplicas") {
         out.push(field::invalid(&path.child("readyReplicas"), n("readyReplicas"), "cannot be greater than status.replicas"));
     }

@@ -33,7 +33,15 @@ fn validate_spec(obj: &Value) -> Vec<StatusCause> {
     }
     let template = spec.get("template").unwrap_or(&Value::Null);
     match spec.get("selector").filter(|s| !s.is_null()) {
-        None => out.push(field::required(&path.child("selector"), "")),
+        None => {
+            out.push(field::required(&path.child("selector"), ""));
+            let labels = template.get("metadata").and_then(|m| m.get("labels"));
+            out.push(field::invalid(
+                &path.child("template").child("metadata").child("labels"),
+                Bad::Raw(labels.map(Value::to_string).unwrap_or_default()),
+                "`selector` does not match template `labels`",
+            ));
+        }
         Some(sel) => {
             out.extend(label_selector_causes(sel, &path.child("selector")));
             let labels = template.get("metadata").and_then(|m| m.get("labels"));

@@ -21,14 +21,6 @@ impl Strategy for LeaseStrategy {
         if let Some(n) = spec.get("leaseTransitions").and_then(Value::as_i64).filter(|n| *n < 0) {
             out.push(field::invalid(&path.child("leaseTransitions"), n, "must be greater than or equal to 0"));
         }
-        for key in ["strategy", "preferredHolder"] {
-            if let Some(v) = spec.get(key).and_then(Value::as_str).filter(|v| !v.is_empty())
-                && key == "strategy"
-                && v != "OldestEmulationVersion"
-            {
-                out.push(field::not_supported(&path.child(key), v, &["OldestEmulationVersion"]));
-            }
-        }
         out
     }
 }

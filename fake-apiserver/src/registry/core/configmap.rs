@@ -56,7 +56,7 @@ fn validate_configmap(obj: &Value) -> Vec<StatusCause> {
         total += v.as_str().map_or(0, |t| t.len() * 3 / 4);
     }
     if total > MAX_DATA_SIZE {
-        out.push(field::too_long(&Path::root(""), MAX_DATA_SIZE));
+        out.push(field::too_long(&Path::root("[]"), MAX_DATA_SIZE));
     }
     out
 }

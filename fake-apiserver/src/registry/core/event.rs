@@ -80,6 +80,18 @@ impl Strategy for EventStrategy {
         validate_event(rt, obj)
     }
 
+    /// `ValidateEventUpdate`: the object an event is about does not change.
+    fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<crate::error::StatusCause> {
+        let mut out = validate_event(rt, obj);
+        let key = if rt.group == EVENTS_GROUP { "regarding" } else { "involvedObject" };
+        if obj.get(key) != old.get(key) {
+            let path = crate::registry::field::Path::root("involvedObject");
+            let value = crate::registry::field::Bad::Raw(obj[key].to_string());
+            out.push(crate::registry::field::invalid(&path, value, crate::registry::field::FIELD_IMMUTABLE));
+        }
+        out
+    }
+
     /// The values under the names of both APIs, whichever API wrote the event.
     fn selectable_values(&self, _rt: &ResourceType, obj: &Value) -> Vec<(String, String)> {
         selectable_values(obj)

@@ -285,6 +285,7 @@ fn resources(out: &mut Vec<StatusCause>, c: &Value, path: &Path) {
                 for msg in label_key_errors(name) {
                     out.push(field::invalid(&at, name.as_str(), &msg));
                 }
+                out.push(field::invalid(&at, name.as_str(), "must be a standard resource type or fully qualified"));
                 continue;
             }
             let _ = standard;
@@ -444,21 +445,6 @@ fn containers(out: &mut Vec<StatusCause>, spec: &Value, path: &Path, volume_name
     let mut names = BTreeSet::new();
     let init = list(spec, "initContainers");
     let regular = list(spec, "containers");
-    let init_path = path.child("initContainers");
-    for (i, c) in init.iter().enumerate() {
-        let at = init_path.index(i);
-        let name = s(c, "name");
-        if name.is_empty() {
-            out.push(field::required(&at.child("name"), ""));
-        } else {
-            dns_label(out, &at.child("name"), name);
-            if !names.insert(name.to_string()) {
-                out.push(field::duplicate(&at.child("name"), name));
-            }
-        }
-        let mut port_names = BTreeSet::new();
-        container(out, c, &at, volume_names, of, &mut port_names, true);
-    }
     let cpath = path.child("containers");
     if regular.is_empty() {
         out.push(field::required(&cpath, ""));
@@ -476,6 +462,21 @@ fn containers(out: &mut Vec<StatusCause>, spec: &Value, path: &Path, volume_name
             }
         }
         container(out, c, &at, volume_names, of, &mut port_names, false);
+    }
+    let init_path = path.child("initContainers");
+    for (i, c) in init.iter().enumerate() {
+        let at = init_path.index(i);
+        let name = s(c, "name");
+        if name.is_empty() {
+            out.push(field::required(&at.child("name"), ""));
+        } else {
+            dns_label(out, &at.child("name"), name);
+            if !names.insert(name.to_string()) {
+                out.push(field::duplicate(&at.child("name"), name));
+            }
+        }
+        let mut port_names = BTreeSet::new();
+        container(out, c, &at, volume_names, of, &mut port_names, true);
     }
 }
 
@@ -529,11 +530,6 @@ pub(crate) fn validate_pod_spec(spec: &Value, path: &Path, of: SpecOf) -> Vec<St
     enum_required(&mut out, &path.child("restartPolicy"), restart, RESTART_POLICIES);
     enum_required(&mut out, &path.child("dnsPolicy"), spec.get("dnsPolicy"), DNS_POLICIES);
     labels_at(&mut out, spec.get("nodeSelector"), &path.child("nodeSelector"));
-    for (i, sec) in list(spec, "imagePullSecrets").iter().enumerate() {
-        if s(sec, "name").is_empty() {
-            out.push(field::required(&path.child("imagePullSecrets").index(i).child("name"), ""));
-        }
-    }
     let sa = s(spec, "serviceAccountName");
     if !sa.is_empty() {
         dns_subdomain(&mut out, &path.child("serviceAccountName"), sa);
@@ -602,7 +598,7 @@ pub(crate) fn validate_pod_spec(spec: &Value, path: &Path, of: SpecOf) -> Vec<St
 /// `ValidatePodTemplateSpec` of a workload (labels of the template, then its spec).
 pub(crate) fn validate_template(template: &Value, path: &Path) -> Vec<StatusCause> {
     let mut out = Vec::new();
-    labels_at(&mut out, template.get("metadata").and_then(|m| m.get("labels")), &path.child("metadata").child("labels"));
+    labels_at(&mut out, template.get("metadata").and_then(|m| m.get("labels")), &path.child("labels"));
     out.extend(validate_pod_spec(template.get("spec").unwrap_or(&Value::Null), &path.child("spec"), SpecOf::Template));
     out
 }

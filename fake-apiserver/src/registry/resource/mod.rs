@@ -27,10 +27,7 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
 }
 
 fn dns_label(out: &mut Vec<StatusCause>, path: &Path, v: &str) {
-    if v.is_empty() {
-        out.push(field::required(path, ""));
-    }
-    for msg in dns1123_label_errors(v).into_iter().filter(|_| !v.is_empty()) {
+    for msg in dns1123_label_errors(v) {
         out.push(field::invalid(path, v, &msg));
     }
 }
@@ -105,7 +102,7 @@ fn claim_spec(spec: &Value, path: &Path) -> Vec<StatusCause> {
         let name = text(r, "name");
         dns_label(&mut out, &at.child("name"), name);
         if !name.is_empty() && !names.insert(name.to_string()) {
-            out.push(field::duplicate(&at.child("name"), name));
+            out.push(field::duplicate(&at, Bad::Raw(r.to_string())));
         }
         let has_exactly = r.get("exactly").is_some_and(|v| v.is_object());
         let first = list(r, "firstAvailable");
@@ -168,8 +165,10 @@ fn default_requests(spec: &mut Value) {
         let fill = |e: &mut Value| {
             if let Some(m) = e.as_object_mut() {
                 m.entry("allocationMode").or_insert(json!("ExactCount"));
-                if m.get("allocationMode").and_then(Value::as_str) == Some("ExactCount") {
-                    m.entry("count").or_insert(json!(1));
+                if m.get("allocationMode").and_then(Value::as_str) == Some("ExactCount")
+                    && m.get("count").and_then(Value::as_i64).unwrap_or(0) == 0
+                {
+                    m.insert("count".into(), json!(1));
                 }
                 for t in m.get_mut("tolerations").and_then(Value::as_array_mut).into_iter().flatten() {
                     if let Some(t) = t.as_object_mut() {
@@ -198,8 +197,9 @@ impl Strategy for ResourceClaimStrategy {
         claim_spec(obj.get("spec").unwrap_or(&Value::Null), &Path::root("spec"))
     }
 
-    fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
-        let mut out = self.validate(rt, obj);
+    /// The spec is immutable, and only that is checked.
+    fn validate_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
+        let mut out = Vec::new();
         if obj.get("spec") != old.get("spec") {
             out.push(field::invalid(&Path::root("spec"), Bad::Raw(obj["spec"].to_string()), field::FIELD_IMMUTABLE));
         }
@@ -366,7 +366,7 @@ fn slice_spec(obj: &Value) -> Vec<StatusCause> {
         let name = text(d, "name");
         dns_label(&mut out, &at.child("name"), name);
         if !name.is_empty() && !names.insert(name.to_string()) {
-            out.push(field::duplicate(&at.child("name"), name));
+            out.push(field::duplicate(&at, name));
         }
         if let Some(attrs) = d.get("attributes").and_then(Value::as_object) {
             for (k, a) in attrs {
@@ -397,6 +397,9 @@ impl Strategy for ResourceSliceStrategy {
         if let Some(c) =
             field::immutable(&path.child("pool").child("name"), &obj["spec"]["pool"]["name"], &old["spec"]["pool"]["name"])
         {
+            out.push(c);
+        }
+        if let Some(c) = field::immutable(&path.child("nodeName"), &obj["spec"]["nodeName"], &old["spec"]["nodeName"]) {
             out.push(c);
         }
         out

@@ -116,8 +116,9 @@ impl Strategy for PodGroupStrategy {
 
     fn validate_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
         let mut out = podgroup_spec(obj);
-        if obj.get("spec") != old.get("spec") {
-            out.push(field::invalid(&Path::root("spec"), Bad::Raw(obj["spec"].to_string()), field::FIELD_IMMUTABLE));
+        let path = Path::root("spec").child("resourceClaims");
+        if let Some(c) = field::immutable(&path, &obj["spec"]["resourceClaims"], &old["spec"]["resourceClaims"]) {
+            out.push(c);
         }
         out
     }
@@ -195,12 +196,9 @@ impl Strategy for WorkloadStrategy {
 
     fn validate_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
         let mut out = workload_spec(obj);
-        if obj["spec"]["podGroupTemplates"] != old["spec"]["podGroupTemplates"] {
-            out.push(field::invalid(
-                &Path::root("spec").child("podGroupTemplates"),
-                Bad::Raw(obj["spec"]["podGroupTemplates"].to_string()),
-                field::FIELD_IMMUTABLE,
-            ));
+        let path = Path::root("spec").child("controllerRef");
+        if let Some(c) = field::immutable(&path, &obj["spec"]["controllerRef"], &old["spec"]["controllerRef"]) {
+            out.push(c);
         }
         out
     }
