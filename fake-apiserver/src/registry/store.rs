@@ -104,7 +104,7 @@ fn invalid_if_any(rt: &ResourceType, name: &str, causes: Vec<StatusCause>) -> Ap
 /// annotation errors three times (its strategy, its schema's ObjectMeta check and the generic
 /// store each validate them), and when the CRD has CEL rules, any other metadata error adds
 /// the "rules were not checked" cause (the rules do not run on an invalid object).
-fn custom_meta_causes(rt: &ResourceType, meta_causes: Vec<StatusCause>) -> Vec<StatusCause> {
+fn custom_meta_causes(rt: &ResourceType, meta_causes: Vec<StatusCause>, update: bool) -> Vec<StatusCause> {
     if !rt.custom || meta_causes.is_empty() {
         return meta_causes;
     }
@@ -112,9 +112,11 @@ fn custom_meta_causes(rt: &ResourceType, meta_causes: Vec<StatusCause>) -> Vec<S
     let mut other = false;
     for c in meta_causes {
         if c.field == "metadata.labels" || c.field == "metadata.annotations" {
-            out.push(c.clone());
-            out.push(c.clone());
-        } else {
+            if update {
+                out.push(c.clone());
+                out.push(c.clone());
+            }
+        } else if c.field.starts_with("metadata.ownerReferences") || c.field == "metadata.name" {
             other = true;
         }
         out.push(c);
@@ -208,7 +210,7 @@ pub(crate) fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Wr
         causes.extend(rt.strategy.name_rule().errors(&name).into_iter().map(invalid));
     }
     causes.extend(object_meta_causes(meta, rt.namespaced));
-    let mut causes = custom_meta_causes(rt, causes);
+    let mut causes = custom_meta_causes(rt, causes, false);
     for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
         meta.remove(f);
     }
@@ -412,7 +414,7 @@ pub(crate) fn update(
     }
     rt.strategy.prepare_for_update(rt, &mut merged, &old_value, mode);
     let mut causes = match merged["metadata"].as_object() {
-        Some(meta) => custom_meta_causes(rt, object_meta_causes(meta, rt.namespaced)),
+        Some(meta) => custom_meta_causes(rt, object_meta_causes(meta, rt.namespaced), true),
         None => Vec::new(),
     };
     causes.extend(match mode {

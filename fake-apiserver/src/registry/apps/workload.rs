@@ -82,7 +82,7 @@ pub(crate) fn selector_and_template(out: &mut Vec<StatusCause>, spec: &Value, ki
     out.extend(validate_template(template, &tpath));
     if always {
         let restart = template.get("spec").and_then(|s| s.get("restartPolicy")).and_then(Value::as_str).unwrap_or_default();
-        if restart != "Always" && !restart.is_empty() && ["OnFailure", "Never"].contains(&restart) {
+        if restart != "Always" && !restart.is_empty() {
             out.push(field::not_supported(&tpath.child("spec").child("restartPolicy"), restart, &["Always"]));
         }
         if template.get("spec").and_then(|s| s.get("activeDeadlineSeconds")).is_some_and(|v| !v.is_null()) {

@@ -82,12 +82,24 @@ impl Strategy for EventStrategy {
 
     /// `ValidateEventUpdate`: the object an event is about does not change.
     fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<crate::error::StatusCause> {
+        use crate::registry::field::{Bad, FIELD_IMMUTABLE, Path, invalid};
         let mut out = validate_event(rt, obj);
-        let key = if rt.group == EVENTS_GROUP { "regarding" } else { "involvedObject" };
-        if obj.get(key) != old.get(key) {
-            let path = crate::registry::field::Path::root("involvedObject");
-            let value = crate::registry::field::Bad::Raw(obj[key].to_string());
-            out.push(crate::registry::field::invalid(&path, value, crate::registry::field::FIELD_IMMUTABLE));
+        if rt.group != EVENTS_GROUP {
+            return out;
+        }
+        // events.k8s.io: ValidateEventUpdate keeps what the event reports (internal names).
+        for (key, path) in [
+            ("regarding", "involvedObject"),
+            ("reportingController", "reportingController"),
+            ("reportingInstance", "reportingInstance"),
+            ("action", "action"),
+            ("reason", "reason"),
+            ("type", "type"),
+        ] {
+            let (n, o) = (obj.get(key).unwrap_or(&Value::Null), old.get(key).unwrap_or(&Value::Null));
+            if n != o {
+                out.push(invalid(&Path::root(path), Bad::of(n), FIELD_IMMUTABLE));
+            }
         }
         out
     }

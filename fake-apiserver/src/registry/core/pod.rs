@@ -54,8 +54,9 @@ impl Strategy for PodStrategy {
     }
 
     /// `ValidatePodUpdate` checks what may change, not the whole spec again.
-    fn validate_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
-        let mut out = Vec::new();
+    fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
+        let mut out: Vec<StatusCause> =
+            self.validate(rt, obj).into_iter().filter(|c| !c.field.starts_with("spec.volumes")).collect();
         if munged_spec(obj) != munged_spec(old) {
             out.push(field::forbidden(
                 &Path::root("spec"),

@@ -413,7 +413,8 @@ fn container(
     port_names: &mut BTreeSet<String>,
     init: bool,
 ) {
-    if of == SpecOf::Pod && s(c, "image").is_empty() {
+    let _ = of;
+    if s(c, "image").is_empty() {
         out.push(field::required(&path.child("image"), ""));
     }
     enum_required(out, &path.child("terminationMessagePolicy"), c.get("terminationMessagePolicy"), MESSAGE_POLICIES);

@@ -7,7 +7,6 @@ use super::configmap::{MAX_DATA_SIZE, config_key_errors};
 use crate::error::StatusCause;
 use crate::registry::field::{self, Path};
 use crate::registry::{ResourceType, Strategy};
-use apimachinery::validation::label_key_errors;
 use base64::Engine;
 use jiff::Timestamp;
 use serde_json::Map;
@@ -65,12 +64,7 @@ fn validate_secret(obj: &Value) -> Vec<StatusCause> {
                 }
             }
         }
-        "Opaque" | "" => {}
-        other => {
-            for msg in label_key_errors(other) {
-                out.push(field::invalid(&Path::root("type"), other, &msg));
-            }
-        }
+        _ => {}
     }
     if total > MAX_DATA_SIZE {
         out.push(field::too_long(&dpath, MAX_DATA_SIZE));

@@ -170,6 +170,19 @@ impl Strategy for ServiceStrategy {
         }
     }
 
+    /// An update that leaves out the allocated IPs keeps them (the REST storage does).
+    fn prepare_for_update(&self, _rt: &ResourceType, new: &mut Value, old: &Value, _mode: crate::registry::store::UpdateMode) {
+        if !new["spec"].is_object() {
+            return;
+        }
+        for key in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+            let missing = new["spec"].get(key).is_none_or(|v| v.is_null() || v == "");
+            if missing && let Some(v) = old["spec"].get(key) {
+                new["spec"][key] = v.clone();
+            }
+        }
+    }
+
     fn validate(&self, _rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
         validate_service(obj)
     }

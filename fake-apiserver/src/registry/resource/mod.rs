@@ -48,9 +48,7 @@ fn selectors(out: &mut Vec<StatusCause>, sels: &[Value], path: &Path) {
             None => out.push(field::required(&at.child("cel"), "")),
             Some(c) => {
                 let expr = text(c, "expression");
-                if expr.trim().is_empty() {
-                    out.push(field::required(&at.child("cel").child("expression"), ""));
-                } else if let Err(e) = cel::Program::compile(expr) {
+                if let Err(e) = cel::Program::compile(expr) {
                     out.push(field::invalid(&at.child("cel").child("expression"), expr, &format!("compilation failed: {e}")));
                 }
             }

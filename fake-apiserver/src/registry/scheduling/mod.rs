@@ -36,7 +36,9 @@ fn policy(out: &mut Vec<StatusCause>, p: Option<&Value>, path: &Path) {
         (true, Some(_)) => out.push(field::invalid(path, Bad::Raw("{`basic`, `gang`}".into()), "must specify exactly one of: `basic`, `gang`")),
         (false, Some(g)) => {
             let n = g.get("minCount").and_then(Value::as_i64).unwrap_or(0);
-            if n < 1 {
+            if n == 0 {
+                out.push(field::required(&path.child("gang").child("minCount"), ""));
+            } else if n < 0 {
                 out.push(field::invalid(&path.child("gang").child("minCount"), n, "must be greater than zero"));
             }
         }
