@@ -401,7 +401,8 @@ fn differential(args: DifferentialArgs) -> anyhow::Result<ExitCode> {
             None => {
                 let dir = args.upstream.upstream_dir.clone().unwrap_or_else(upstream::default_upstream_dir);
                 let build = upstream::build::locate(&dir)?;
-                let opts = upstream::PlaneOptions { kueue: false, kuberay: false, ..upstream::PlaneOptions::new(build) };
+                let opts =
+                    upstream::PlaneOptions { kueue: false, kuberay: false, ..upstream::PlaneOptions::new(build) };
                 eprintln!("kproof differential: starting etcd and kube-apiserver ...");
                 let p = upstream::ControlPlane::start(opts).await?;
                 let client = upstream::client_from(&p.kubeconfig).await.map_err(anyhow::Error::msg)?;
@@ -415,10 +416,9 @@ fn differential(args: DifferentialArgs) -> anyhow::Result<ExitCode> {
         let names = differential::corpus::RunNames { namespace: format!("kproof-diff-{}-{nonce}", args.seed), nonce };
         let bar = indicatif::ProgressBar::new(args.count as u64);
         let started = std::time::Instant::now();
-        let outcomes =
-            differential::run(&fake, &real, args.seed, args.count, &names, |n| bar.set_position(n as u64))
-                .await
-                .map_err(anyhow::Error::msg)?;
+        let outcomes = differential::run(&fake, &real, args.seed, args.count, &names, |n| bar.set_position(n as u64))
+            .await
+            .map_err(anyhow::Error::msg)?;
         bar.finish_and_clear();
         let summary = differential::Summary::of(&outcomes);
         println!(

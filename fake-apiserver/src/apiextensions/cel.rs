@@ -81,9 +81,9 @@ pub(super) fn compile_rules(v: &Value, path: &str) -> Result<Vec<Rule>, String> 
         }
         let program = ENV.compile(&source).map_err(|e| format!("{at}.rule: compilation failed: {e}"))?;
         let message_expression = match item.get("messageExpression").and_then(Value::as_str) {
-            Some(expr) if !expr.trim().is_empty() => Some(
-                ENV.compile(expr).map_err(|e| format!("{at}.messageExpression: compilation failed: {e}"))?,
-            ),
+            Some(expr) if !expr.trim().is_empty() => {
+                Some(ENV.compile(expr).map_err(|e| format!("{at}.messageExpression: compilation failed: {e}"))?)
+            }
             _ => None,
         };
         let reason = match item.get("reason").and_then(Value::as_str) {
@@ -154,8 +154,27 @@ fn comprehension_nesting(source: &str) -> u32 {
 }
 
 const RESERVED: &[&str] = &[
-    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if", "import",
-    "let", "loop", "package", "namespace", "return", "var", "void", "while",
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
 ];
 
 /// A property name as CEL sees it (`apiextensions-apiserver/pkg/apiserver/schema/cel/model`'s
@@ -247,7 +266,15 @@ impl CelPass {
 
     /// Runs the rules of `node` and of everything below it on `v`, with `old` the correlated
     /// old value (updates).
-    pub(super) fn walk(&mut self, node: &Node, v: &Value, old: Option<&Value>, path: &str, depth: usize, out: &mut Vec<FieldCause>) {
+    pub(super) fn walk(
+        &mut self,
+        node: &Node,
+        v: &Value,
+        old: Option<&Value>,
+        path: &str,
+        depth: usize,
+        out: &mut Vec<FieldCause>,
+    ) {
         if self.exhausted || depth > super::MAX_DEPTH || v.is_null() {
             return;
         }
@@ -273,9 +300,9 @@ impl CelPass {
                 let Some(item) = node.items.as_deref() else { return };
                 for (i, x) in items.iter().enumerate() {
                     let old_item = match (node.list_type, old) {
-                        (Some(ListType::Map), Some(Value::Array(olds))) => olds
-                            .iter()
-                            .find(|o| node.list_map_keys.iter().all(|k| o.get(k) == x.get(k))),
+                        (Some(ListType::Map), Some(Value::Array(olds))) => {
+                            olds.iter().find(|o| node.list_map_keys.iter().all(|k| o.get(k) == x.get(k)))
+                        }
                         (Some(ListType::Set), Some(Value::Array(olds))) => olds.iter().find(|o| *o == x),
                         _ => None,
                     };
@@ -293,7 +320,10 @@ impl CelPass {
         let base = size(v).max(old.map_or(0, size));
         let cost = rule.weight.saturating_mul(base.saturating_pow(rule.nesting.max(1)));
         let at = match &rule.field_path {
-            Some(fp) => format!("{path}{}", if fp.starts_with('.') || fp.starts_with('[') { fp.clone() } else { format!(".{fp}") }),
+            Some(fp) => format!(
+                "{path}{}",
+                if fp.starts_with('.') || fp.starts_with('[') { fp.clone() } else { format!(".{fp}") }
+            ),
             None => path.to_string(),
         };
         let at = at.trim_start_matches('.').to_string();
@@ -337,8 +367,12 @@ impl CelPass {
         let ty = schema_type(node);
         let cause = match rule.reason {
             Some("FieldValueForbidden") => FieldCause::new("FieldValueForbidden", &at, format!("Forbidden: {detail}")),
-            Some("FieldValueRequired") => FieldCause::new(FieldCause::REQUIRED, &at, format!("Required value: {detail}")),
-            Some("FieldValueDuplicate") => FieldCause::new(FieldCause::DUPLICATE, &at, format!("Duplicate value: \"{ty}\"")),
+            Some("FieldValueRequired") => {
+                FieldCause::new(FieldCause::REQUIRED, &at, format!("Required value: {detail}"))
+            }
+            Some("FieldValueDuplicate") => {
+                FieldCause::new(FieldCause::DUPLICATE, &at, format!("Duplicate value: \"{ty}\""))
+            }
             _ => FieldCause::new(FieldCause::INVALID, &at, format!("Invalid value: \"{ty}\": {detail}")),
         };
         out.push(cause);

@@ -8,10 +8,6 @@ use super::apps::statefulset::StatefulSetStrategy;
 use super::authorization::reviews::ReviewStrategy;
 use super::batch::job::JobStrategy;
 use super::coordination::LeaseStrategy;
-use super::discovery::EndpointSliceStrategy;
-use super::rbac::{BindingStrategy, RoleStrategy};
-use super::resource::{DeviceClassStrategy, ResourceClaimStrategy, ResourceClaimTemplateStrategy, ResourceSliceStrategy};
-use super::scheduling::{PodGroupStrategy, WorkloadStrategy};
 use super::core::configmap::ConfigMapStrategy;
 use super::core::event::EventStrategy;
 use super::core::namespace::NamespaceStrategy;
@@ -19,6 +15,12 @@ use super::core::node::NodeStrategy;
 use super::core::pod::PodStrategy;
 use super::core::secret::SecretStrategy;
 use super::core::service::ServiceStrategy;
+use super::discovery::EndpointSliceStrategy;
+use super::rbac::{BindingStrategy, RoleStrategy};
+use super::resource::{
+    DeviceClassStrategy, ResourceClaimStrategy, ResourceClaimTemplateStrategy, ResourceSliceStrategy,
+};
+use super::scheduling::{PodGroupStrategy, WorkloadStrategy};
 use super::{DefaultStrategy, Derived, ResourceType, ScaleSpec, Strategy, builtin_schema};
 use k8s_openapi::{ListableResource, NamespaceResourceScope, Resource};
 use serde_json::Value;
@@ -126,8 +128,8 @@ const EVENTS_V1_FIELDS: &[&str] = &[
 pub(super) fn types() -> Vec<ResourceType> {
     use k8s_openapi::api::{
         apps::v1 as apps, batch::v1 as batch, coordination::v1 as coordination, core::v1 as core,
-        discovery::v1 as discovery, events::v1 as events, policy::v1 as policy, rbac::v1 as rbac, resource::v1 as resource,
-        scheduling::v1 as scheduling, scheduling::v1beta1 as scheduling_beta,
+        discovery::v1 as discovery, events::v1 as events, policy::v1 as policy, rbac::v1 as rbac,
+        resource::v1 as resource, scheduling::v1 as scheduling, scheduling::v1beta1 as scheduling_beta,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
     let all = &["all"][..];
@@ -240,9 +242,18 @@ pub(super) fn types() -> Vec<ResourceType> {
         }),
         builtin::<coordination::Lease>(Extra { strategy: Some(&LeaseStrategy), ..Default::default() }),
         builtin::<rbac::Role>(Extra { strategy: Some(&RoleStrategy { namespaced: true }), ..Default::default() }),
-        builtin::<rbac::ClusterRole>(Extra { strategy: Some(&RoleStrategy { namespaced: false }), ..Default::default() }),
-        builtin::<rbac::RoleBinding>(Extra { strategy: Some(&BindingStrategy { namespaced: true }), ..Default::default() }),
-        builtin::<rbac::ClusterRoleBinding>(Extra { strategy: Some(&BindingStrategy { namespaced: false }), ..Default::default() }),
+        builtin::<rbac::ClusterRole>(Extra {
+            strategy: Some(&RoleStrategy { namespaced: false }),
+            ..Default::default()
+        }),
+        builtin::<rbac::RoleBinding>(Extra {
+            strategy: Some(&BindingStrategy { namespaced: true }),
+            ..Default::default()
+        }),
+        builtin::<rbac::ClusterRoleBinding>(Extra {
+            strategy: Some(&BindingStrategy { namespaced: false }),
+            ..Default::default()
+        }),
         builtin::<policy::PodDisruptionBudget>(Extra {
             short: &["pdb"],
             status: true,
@@ -257,9 +268,22 @@ pub(super) fn types() -> Vec<ResourceType> {
             strategy: Some(&CrdStrategy),
             ..Default::default()
         }),
-        builtin::<resource::ResourceClaim>(Extra { status: true, generation: true, strategy: Some(&ResourceClaimStrategy), ..Default::default() }),
-        builtin::<resource::ResourceClaimTemplate>(Extra { generation: true, strategy: Some(&ResourceClaimTemplateStrategy), ..Default::default() }),
-        builtin::<resource::DeviceClass>(Extra { generation: true, strategy: Some(&DeviceClassStrategy), ..Default::default() }),
+        builtin::<resource::ResourceClaim>(Extra {
+            status: true,
+            generation: true,
+            strategy: Some(&ResourceClaimStrategy),
+            ..Default::default()
+        }),
+        builtin::<resource::ResourceClaimTemplate>(Extra {
+            generation: true,
+            strategy: Some(&ResourceClaimTemplateStrategy),
+            ..Default::default()
+        }),
+        builtin::<resource::DeviceClass>(Extra {
+            generation: true,
+            strategy: Some(&DeviceClassStrategy),
+            ..Default::default()
+        }),
         builtin::<resource::ResourceSlice>(Extra {
             generation: true,
             fields: &["spec.nodeName", "spec.driver"],
@@ -267,8 +291,17 @@ pub(super) fn types() -> Vec<ResourceType> {
             ..Default::default()
         }),
         builtin::<scheduling::PriorityClass>(Extra { short: &["pc"], ..Default::default() }),
-        builtin::<scheduling_beta::PodGroup>(Extra { status: true, generation: true, strategy: Some(&PodGroupStrategy), ..Default::default() }),
-        builtin::<scheduling_beta::Workload>(Extra { generation: true, strategy: Some(&WorkloadStrategy), ..Default::default() }),
+        builtin::<scheduling_beta::PodGroup>(Extra {
+            status: true,
+            generation: true,
+            strategy: Some(&PodGroupStrategy),
+            ..Default::default()
+        }),
+        builtin::<scheduling_beta::Workload>(Extra {
+            generation: true,
+            strategy: Some(&WorkloadStrategy),
+            ..Default::default()
+        }),
         builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(),
         builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(),
     ]

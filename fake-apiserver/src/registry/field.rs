@@ -152,20 +152,12 @@ pub(crate) fn not_supported(path: &Path, value: impl Into<Bad>, valid: &[&str]) 
 
 /// `field.TooLong`: `Too long: may not be more than N bytes` (the value is never printed).
 pub(crate) fn too_long(path: &Path, max: usize) -> StatusCause {
-    StatusCause::field(
-        "FieldValueTooLong",
-        path.as_str(),
-        format!("Too long: may not be more than {max} bytes"),
-    )
+    StatusCause::field("FieldValueTooLong", path.as_str(), format!("Too long: may not be more than {max} bytes"))
 }
 
 /// `field.TooMany`: `Too many: N: must have at most M items`.
 pub(crate) fn too_many(path: &Path, actual: usize, max: usize) -> StatusCause {
-    StatusCause::field(
-        "FieldValueTooMany",
-        path.as_str(),
-        format!("Too many: {actual}: must have at most {max} items"),
-    )
+    StatusCause::field("FieldValueTooMany", path.as_str(), format!("Too many: {actual}: must have at most {max} items"))
 }
 
 /// `ValidateImmutableField`: a change is `Invalid value: <new>: field is immutable`.

@@ -1,10 +1,10 @@
 //! ObjectMeta as the generic store handles it: the shapes and rules of `metadata`, conditions,
 //! finalizers, and the finalizers a DELETE adds for its propagation policy.
 
+use super::field::{self, Path};
 use crate::error::{ApiError, ApiResult, StatusCause};
 use apimachinery::go::quote;
 use apimachinery::unstructured::{nested_field_at, set_nested_field};
-use super::field::{self, Path};
 use apimachinery::validation::{label_key_errors, label_value_errors};
 use serde_json::{Map, Value, json};
 
@@ -118,7 +118,10 @@ pub(crate) fn label_selector_causes(sel: &Value, path: &Path) -> Vec<StatusCause
         match op {
             "In" | "NotIn" => {
                 if values.is_empty() {
-                    out.push(field::required(&at.child("values"), "must be specified when `operator` is 'In' or 'NotIn'"));
+                    out.push(field::required(
+                        &at.child("values"),
+                        "must be specified when `operator` is 'In' or 'NotIn'",
+                    ));
                 }
             }
             "Exists" | "DoesNotExist" => {

@@ -7,8 +7,8 @@ pub(crate) mod apiextensions;
 pub(crate) mod apps;
 pub(crate) mod authorization;
 pub(crate) mod batch;
-pub(crate) mod coordination;
 mod builtin;
+pub(crate) mod coordination;
 pub(crate) mod core;
 pub(crate) mod decode;
 pub(crate) mod discovery;
@@ -19,8 +19,8 @@ pub(crate) mod patch_meta;
 pub(crate) mod printers;
 pub(crate) mod rbac;
 pub(crate) mod resource;
-pub(crate) mod scheduling;
 pub(crate) mod scale;
+pub(crate) mod scheduling;
 pub(crate) mod store;
 mod strategy;
 
@@ -28,9 +28,9 @@ pub(crate) use meta::{set_condition, str_field, string_list};
 pub(crate) use strategy::{DefaultStrategy, Strategy};
 
 use crate::apiextensions::StructuralSchema;
-use features::FeatureGates;
 use crate::storage::{StorageKey, Store, StoredResource, Subresource, Verb};
 use apimachinery::validation;
+use features::FeatureGates;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 use std::borrow::Borrow;
@@ -476,7 +476,6 @@ impl Registry {
         }
         r
     }
-
 }
 
 #[cfg(test)]

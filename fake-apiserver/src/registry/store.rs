@@ -122,7 +122,11 @@ fn custom_meta_causes(rt: &ResourceType, meta_causes: Vec<StatusCause>, update: 
         out.push(c);
     }
     if other && rt.schema.as_ref().is_some_and(|s| s.has_rules()) {
-        out.push(StatusCause::field("FieldValueInvalid", crate::apiextensions::NIL_PATH, crate::apiextensions::RULES_NOT_CHECKED));
+        out.push(StatusCause::field(
+            "FieldValueInvalid",
+            crate::apiextensions::NIL_PATH,
+            crate::apiextensions::RULES_NOT_CHECKED,
+        ));
     }
     out
 }

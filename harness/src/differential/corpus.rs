@@ -249,7 +249,9 @@ fn mutation_case(t: &KindTemplate, mu: &Mutation, form: Form, name: &str, names:
         Form::CreateDryRun => (vec![], Step::new("POST", format!("{coll}?dryRun=All")).json(&mutated)),
         Form::Update => (vec![create], Step::new("PUT", item).json(&mutated).carry_rv()),
         Form::MergePatch => (vec![create], Step::new("PATCH", item).json(&merge_patch(&valid, &mutated)).typed(MERGE)),
-        Form::StrategicPatch => (vec![create], Step::new("PATCH", item).json(&merge_patch(&valid, &mutated)).typed(SMP)),
+        Form::StrategicPatch => {
+            (vec![create], Step::new("PATCH", item).json(&merge_patch(&valid, &mutated)).typed(SMP))
+        }
         Form::JsonPatch => {
             let ops = serde_json::to_value(json_patch::diff(&valid, &mutated)).unwrap_or_default();
             (vec![create], Step::new("PATCH", item).json(&ops).typed(JSON_PATCH))
@@ -527,7 +529,8 @@ mod tests {
         let names = RunNames { namespace: "ns".into(), nonce: "n".into() };
         let a = generate(7, 200, &names);
         let b = generate(7, 200, &names);
-        let describe = |c: &[Case]| c.iter().map(|c| format!("{} {}", c.what, c.request.describe())).collect::<Vec<_>>();
+        let describe =
+            |c: &[Case]| c.iter().map(|c| format!("{} {}", c.what, c.request.describe())).collect::<Vec<_>>();
         assert_eq!(describe(&a), describe(&b), "seed 7 must reproduce");
         let c = generate(8, 200, &names);
         assert_ne!(describe(&a), describe(&c), "another seed, another corpus");

@@ -63,10 +63,7 @@ fn answer_of(code: u16, body: &[u8]) -> Answer {
         .into_iter()
         .flatten()
         .map(|c| {
-            (
-                c["reason"].as_str().unwrap_or_default().to_string(),
-                c["field"].as_str().unwrap_or_default().to_string(),
-            )
+            (c["reason"].as_str().unwrap_or_default().to_string(), c["field"].as_str().unwrap_or_default().to_string())
         })
         .collect();
     causes.sort();
@@ -82,7 +79,8 @@ fn answer_of(code: u16, body: &[u8]) -> Answer {
 async fn send(client: &kube::Client, step: &Step, previous: &[u8]) -> Result<(u16, Vec<u8>), String> {
     let mut body = step.body.clone().unwrap_or_default();
     if step.carry_resource_version
-        && let (Ok(mut obj), Ok(prev)) = (serde_json::from_slice::<Value>(&body), serde_json::from_slice::<Value>(previous))
+        && let (Ok(mut obj), Ok(prev)) =
+            (serde_json::from_slice::<Value>(&body), serde_json::from_slice::<Value>(previous))
         && let Some(rv) = prev["metadata"]["resourceVersion"].as_str()
         && obj.get("metadata").is_some_and(Value::is_object)
     {
@@ -172,7 +170,8 @@ async fn prepare(client: &kube::Client, names: &RunNames, crds: &[Value]) -> Res
     }
     for crd in crds {
         let (code, body) =
-            send(client, &step_json("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd), &[]).await?;
+            send(client, &step_json("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd), &[])
+                .await?;
         if code >= 300 && code != 409 {
             return Err(format!("creating CRD {}: {}", crd["metadata"]["name"], String::from_utf8_lossy(&body)));
         }
@@ -314,7 +313,8 @@ impl Summary {
     /// A Markdown table: kind, requests, agreement, message agreement.
     pub fn table(&self) -> String {
         let pct = |a: usize, n: usize| if n == 0 { 100.0 } else { 100.0 * a as f64 / n as f64 };
-        let mut out = String::from("| kind | requests | agree | agreement | messages agree |\n|---|---:|---:|---:|---:|\n");
+        let mut out =
+            String::from("| kind | requests | agree | agreement | messages agree |\n|---|---:|---:|---:|---:|\n");
         for (kind, (n, a, m)) in &self.per_kind {
             let _ = writeln!(out, "| {kind} | {n} | {a} | {:.1} % | {:.1} % |", pct(*a, *n), pct(*m, *n));
         }

@@ -121,8 +121,17 @@ fn pod_spec_mutations(p: &'static str) -> Vec<Mutation> {
         ),
         m("host-port-too-large", vec![Set(at("/containers/0/ports/0/hostPort"), json!(70000))]),
         m("env-name-missing", vec![Set(at("/containers/0/env/0/name"), json!(""))]),
-        m("env-value-from-and-value", vec![Set(at("/containers/0/env/0/valueFrom"), json!({"fieldRef": {"fieldPath": "metadata.name"}}))]),
-        m("env-field-path-unsupported", vec![Set(at("/containers/0/env/1"), json!({"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "spec.bogus"}}}))]),
+        m(
+            "env-value-from-and-value",
+            vec![Set(at("/containers/0/env/0/valueFrom"), json!({"fieldRef": {"fieldPath": "metadata.name"}}))],
+        ),
+        m(
+            "env-field-path-unsupported",
+            vec![Set(
+                at("/containers/0/env/1"),
+                json!({"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "spec.bogus"}}}),
+            )],
+        ),
         m("requests-over-limits", vec![Set(at("/containers/0/resources/requests/cpu"), json!("1"))]),
         m("request-negative", vec![Set(at("/containers/0/resources/requests/memory"), json!("-1Mi"))]),
         m("resource-name-invalid", vec![Set(at("/containers/0/resources/limits/bad~name"), json!("1"))]),
@@ -143,23 +152,44 @@ fn pod_spec_mutations(p: &'static str) -> Vec<Mutation> {
             vec![Set(at("/tolerations"), json!([{"key": "k", "operator": "Exists", "value": "v"}]))],
         ),
         m("toleration-operator-unsupported", vec![Set(at("/tolerations"), json!([{"key": "k", "operator": "Near"}]))]),
-        m("toleration-effect-unsupported", vec![Set(at("/tolerations"), json!([{"key": "k", "operator": "Exists", "effect": "Sometimes"}]))]),
+        m(
+            "toleration-effect-unsupported",
+            vec![Set(at("/tolerations"), json!([{"key": "k", "operator": "Exists", "effect": "Sometimes"}]))],
+        ),
         m("scheduling-gate-name-invalid", vec![Set(at("/schedulingGates"), json!([{"name": "bad gate"}]))]),
         m("service-account-name-invalid", vec![Set(at("/serviceAccountName"), json!("Bad_SA"))]),
         m("termination-message-policy", vec![Set(at("/containers/0/terminationMessagePolicy"), json!("Sometimes"))]),
         m("liveness-probe-no-handler", vec![Set(at("/containers/0/livenessProbe"), json!({"periodSeconds": 5}))]),
         m(
             "liveness-probe-success-threshold",
-            vec![Set(at("/containers/0/livenessProbe"), json!({"httpGet": {"port": 8080, "path": "/"}, "successThreshold": 2}))],
+            vec![Set(
+                at("/containers/0/livenessProbe"),
+                json!({"httpGet": {"port": 8080, "path": "/"}, "successThreshold": 2}),
+            )],
         ),
-        m("probe-port-name-unknown-ok", vec![Set(at("/containers/0/readinessProbe"), json!({"tcpSocket": {"port": "http"}}))]),
+        m(
+            "probe-port-name-unknown-ok",
+            vec![Set(at("/containers/0/readinessProbe"), json!({"tcpSocket": {"port": "http"}}))],
+        ),
         m("init-container-name-clash", vec![Set(at("/initContainers"), json!([{"name": "app", "image": "busybox"}]))]),
         m("security-context-run-as-negative", vec![Set(at("/securityContext/runAsUser"), json!(-1))]),
-        m("host-network-port-mismatch", vec![Set(at("/hostNetwork"), json!(true)), Set(at("/containers/0/ports/0/hostPort"), json!(9999))]),
+        m(
+            "host-network-port-mismatch",
+            vec![Set(at("/hostNetwork"), json!(true)), Set(at("/containers/0/ports/0/hostPort"), json!(9999))],
+        ),
         m("termination-grace-negative", vec![Set(at("/terminationGracePeriodSeconds"), json!(-5))]),
         m("image-pull-secret-empty", vec![Set(at("/imagePullSecrets"), json!([{"name": ""}]))]),
-        m("resource-claims-bad-name", vec![Set(at("/resourceClaims"), json!([{"name": "Bad_Claim", "resourceClaimName": "c"}]))]),
-        m("resource-claims-both-sources", vec![Set(at("/resourceClaims"), json!([{"name": "gpu", "resourceClaimName": "c", "resourceClaimTemplateName": "t"}]))]),
+        m(
+            "resource-claims-bad-name",
+            vec![Set(at("/resourceClaims"), json!([{"name": "Bad_Claim", "resourceClaimName": "c"}]))],
+        ),
+        m(
+            "resource-claims-both-sources",
+            vec![Set(
+                at("/resourceClaims"),
+                json!([{"name": "gpu", "resourceClaimName": "c", "resourceClaimTemplateName": "t"}]),
+            )],
+        ),
     ]
 }
 
@@ -171,7 +201,13 @@ fn meta_mutations() -> Vec<Mutation> {
         m("label-value-invalid", vec![Set("/metadata/labels/ok", json!("-bad-"))]),
         m("annotation-key-invalid", vec![Set("/metadata/annotations/-bad", json!("x"))]),
         m("finalizer-invalid", vec![Set("/metadata/finalizers", json!(["Not/A/Finalizer"]))]),
-        m("owner-reference-incomplete", vec![Set("/metadata/ownerReferences", json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "", "uid": ""}]))]),
+        m(
+            "owner-reference-incomplete",
+            vec![Set(
+                "/metadata/ownerReferences",
+                json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "", "uid": ""}]),
+            )],
+        ),
         m("unknown-field", vec![Set("/bogusTopLevel", json!(1))]),
     ]
 }
@@ -211,7 +247,10 @@ pub fn kinds() -> Vec<KindTemplate> {
         upd("pod-active-deadline-added", vec![Set("/spec/activeDeadlineSeconds", json!(30))]),
         status("pod-status-phase", vec![Set("/status/phase", json!("Running"))]),
         status("pod-status-ip-invalid", vec![Set("/status/podIP", json!("not-an-ip"))]),
-        status("pod-status-condition-status", vec![Set("/status/conditions", json!([{"type": "Ready", "status": "Maybe"}]))]),
+        status(
+            "pod-status-condition-status",
+            vec![Set("/status/conditions", json!([{"type": "Ready", "status": "Maybe"}]))],
+        ),
     ]);
     out.push(KindTemplate {
         label: "Pod",
@@ -349,8 +388,14 @@ pub fn kinds() -> Vec<KindTemplate> {
     muts.extend([
         m("event-involved-namespace-mismatch", vec![Set("/involvedObject/namespace", json!("elsewhere"))]),
         m("event-type-unsupported", vec![Set("/type", json!("Info"))]),
-        m("event-reporting-without-time", vec![Set("/reportingComponent", json!("x")), Set("/reportingInstance", json!("i"))]),
-        m("event-series-without-time", vec![Set("/eventTime", json!("2026-01-01T00:00:00.000000Z")), Set("/series", json!({"count": 1}))]),
+        m(
+            "event-reporting-without-time",
+            vec![Set("/reportingComponent", json!("x")), Set("/reportingInstance", json!("i"))],
+        ),
+        m(
+            "event-series-without-time",
+            vec![Set("/eventTime", json!("2026-01-01T00:00:00.000000Z")), Set("/series", json!({"count": 1}))],
+        ),
         m("event-event-time-no-controller", vec![Set("/eventTime", json!("2026-01-01T00:00:00.000000Z"))]),
     ]);
     out.push(KindTemplate {
@@ -403,14 +448,38 @@ pub fn kinds() -> Vec<KindTemplate> {
     muts.extend(pod_spec_mutations("/spec/template/spec"));
     muts.extend([
         m("deploy-strategy-unsupported", vec![Set("/spec/strategy", json!({"type": "BlueGreen"}))]),
-        m("deploy-surge-and-unavailable-zero", vec![Set("/spec/strategy", json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}))]),
-        m("deploy-unavailable-over-100", vec![Set("/spec/strategy", json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "150%"}}))]),
-        m("deploy-recreate-with-rolling", vec![Set("/spec/strategy", json!({"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}))]),
-        m("deploy-progress-deadline-le-min-ready", vec![Set("/spec/progressDeadlineSeconds", json!(10)), Set("/spec/minReadySeconds", json!(10))]),
+        m(
+            "deploy-surge-and-unavailable-zero",
+            vec![Set(
+                "/spec/strategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}),
+            )],
+        ),
+        m(
+            "deploy-unavailable-over-100",
+            vec![Set("/spec/strategy", json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "150%"}}))],
+        ),
+        m(
+            "deploy-recreate-with-rolling",
+            vec![Set("/spec/strategy", json!({"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}))],
+        ),
+        m(
+            "deploy-progress-deadline-le-min-ready",
+            vec![Set("/spec/progressDeadlineSeconds", json!(10)), Set("/spec/minReadySeconds", json!(10))],
+        ),
         m("deploy-revision-history-negative", vec![Set("/spec/revisionHistoryLimit", json!(-1))]),
-        upd("deploy-selector-change", vec![Set("/spec/selector/matchLabels/tier", json!("x")), Set("/spec/template/metadata/labels/tier", json!("x"))]),
+        upd(
+            "deploy-selector-change",
+            vec![
+                Set("/spec/selector/matchLabels/tier", json!("x")),
+                Set("/spec/template/metadata/labels/tier", json!("x")),
+            ],
+        ),
         status("deploy-status-replicas-negative", vec![Set("/status/replicas", json!(-1))]),
-        status("deploy-status-ready-over-replicas", vec![Set("/status/replicas", json!(1)), Set("/status/readyReplicas", json!(3))]),
+        status(
+            "deploy-status-ready-over-replicas",
+            vec![Set("/status/replicas", json!(1)), Set("/status/readyReplicas", json!(3))],
+        ),
     ]);
     out.push(workload_kind("Deployment", "deployments", json!({"replicas": 2, "selector": {"matchLabels": workload_labels}, "template": template(workload_labels.clone())}), muts, json!({"replicas": 0})));
     // ReplicaSet
@@ -429,7 +498,10 @@ pub fn kinds() -> Vec<KindTemplate> {
         m("sts-pod-management-unsupported", vec![Set("/spec/podManagementPolicy", json!("Random"))]),
         m("sts-update-strategy-unsupported", vec![Set("/spec/updateStrategy", json!({"type": "Sideways"}))]),
         m("sts-ordinals-negative", vec![Set("/spec/ordinals", json!({"start": -1}))]),
-        m("sts-pvc-retention-bad", vec![Set("/spec/persistentVolumeClaimRetentionPolicy", json!({"whenDeleted": "Keep"}))]),
+        m(
+            "sts-pvc-retention-bad",
+            vec![Set("/spec/persistentVolumeClaimRetentionPolicy", json!({"whenDeleted": "Keep"}))],
+        ),
         m("sts-template-restart-never", vec![Set("/spec/template/spec/restartPolicy", json!("Never"))]),
         upd("sts-service-name-change", vec![Set("/spec/serviceName", json!("other"))]),
         upd("sts-replicas-change-allowed", vec![Set("/spec/replicas", json!(3))]),
@@ -469,7 +541,12 @@ pub fn kinds() -> Vec<KindTemplate> {
     });
     // RBAC
     let rule = json!({"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]});
-    let rbac = |label: &'static str, plural: &'static str, kind: &str, namespaced: bool, valid: Value, extra: Vec<Mutation>| {
+    let rbac = |label: &'static str,
+                plural: &'static str,
+                kind: &str,
+                namespaced: bool,
+                valid: Value,
+                extra: Vec<Mutation>| {
         let mut muts = meta_mutations();
         muts.extend(extra);
         let mut v = valid;
@@ -493,16 +570,29 @@ pub fn kinds() -> Vec<KindTemplate> {
             m("rule-verbs-missing", vec![Set("/rules/0/verbs", json!([]))]),
             m("rule-api-groups-missing", vec![Remove("/rules/0/apiGroups")]),
             m("rule-resources-missing", vec![Remove("/rules/0/resources")]),
-            m("rule-non-resource-urls", vec![Set("/rules/1", json!({"nonResourceURLs": ["/healthz"], "verbs": ["get"]}))]),
+            m(
+                "rule-non-resource-urls",
+                vec![Set("/rules/1", json!({"nonResourceURLs": ["/healthz"], "verbs": ["get"]}))],
+            ),
             m("rule-non-resource-with-resources", vec![Set("/rules/0/nonResourceURLs", json!(["/metrics"]))]),
         ];
         if cluster {
-            v.push(m("aggregation-rule-empty-selector", vec![Set("/aggregationRule", json!({"clusterRoleSelectors": [{"matchLabels": {"bad key": "x"}}]}))]));
+            v.push(m(
+                "aggregation-rule-empty-selector",
+                vec![Set("/aggregationRule", json!({"clusterRoleSelectors": [{"matchLabels": {"bad key": "x"}}]}))],
+            ));
         }
         v
     };
     out.push(rbac("Role", "roles", "Role", true, json!({"metadata": {}, "rules": [rule.clone()]}), role_muts(false)));
-    out.push(rbac("ClusterRole", "clusterroles", "ClusterRole", false, json!({"metadata": {}, "rules": [rule.clone()]}), role_muts(true)));
+    out.push(rbac(
+        "ClusterRole",
+        "clusterroles",
+        "ClusterRole",
+        false,
+        json!({"metadata": {}, "rules": [rule.clone()]}),
+        role_muts(true),
+    ));
     let binding_muts = |cluster: bool| {
         let mut v = vec![
             m("roleref-kind-unsupported", vec![Set("/roleRef/kind", json!("Policy"))]),
@@ -510,12 +600,24 @@ pub fn kinds() -> Vec<KindTemplate> {
             m("roleref-api-group-unsupported", vec![Set("/roleRef/apiGroup", json!("example.com"))]),
             m("subject-kind-unsupported", vec![Set("/subjects/0/kind", json!("Robot"))]),
             m("subject-name-missing", vec![Set("/subjects/0/name", json!(""))]),
-            m("subject-sa-api-group", vec![Set("/subjects/1", json!({"kind": "ServiceAccount", "name": "sa", "namespace": "default", "apiGroup": "rbac.authorization.k8s.io"}))]),
-            m("subject-sa-name-invalid", vec![Set("/subjects/1", json!({"kind": "ServiceAccount", "name": "Bad_SA", "namespace": "default"}))]),
+            m(
+                "subject-sa-api-group",
+                vec![Set(
+                    "/subjects/1",
+                    json!({"kind": "ServiceAccount", "name": "sa", "namespace": "default", "apiGroup": "rbac.authorization.k8s.io"}),
+                )],
+            ),
+            m(
+                "subject-sa-name-invalid",
+                vec![Set("/subjects/1", json!({"kind": "ServiceAccount", "name": "Bad_SA", "namespace": "default"}))],
+            ),
             upd("roleref-change", vec![Set("/roleRef/name", json!("other-role"))]),
         ];
         if cluster {
-            v.push(m("crb-sa-namespace-missing", vec![Set("/subjects/1", json!({"kind": "ServiceAccount", "name": "sa"}))]));
+            v.push(m(
+                "crb-sa-namespace-missing",
+                vec![Set("/subjects/1", json!({"kind": "ServiceAccount", "name": "sa"}))],
+            ));
             v.push(m("crb-roleref-role", vec![Set("/roleRef/kind", json!("Role"))]));
         }
         v
@@ -525,7 +627,14 @@ pub fn kinds() -> Vec<KindTemplate> {
             "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}]})
     };
     out.push(rbac("RoleBinding", "rolebindings", "RoleBinding", true, binding("Role"), binding_muts(false)));
-    out.push(rbac("ClusterRoleBinding", "clusterrolebindings", "ClusterRoleBinding", false, binding("ClusterRole"), binding_muts(true)));
+    out.push(rbac(
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        false,
+        binding("ClusterRole"),
+        binding_muts(true),
+    ));
     out.push(lease());
     // EndpointSlice
     let mut muts = meta_mutations();
@@ -538,7 +647,10 @@ pub fn kinds() -> Vec<KindTemplate> {
         m("eps-port-too-large", vec![Set("/ports/0/port", json!(70000))]),
         m("eps-hostname-invalid", vec![Set("/endpoints/0/hostname", json!("Bad_Host"))]),
         m("eps-node-name-invalid", vec![Set("/endpoints/0/nodeName", json!("Bad_Node"))]),
-        upd("eps-address-type-change", vec![Set("/addressType", json!("IPv6")), Set("/endpoints/0/addresses/0", json!("fd00::1"))]),
+        upd(
+            "eps-address-type-change",
+            vec![Set("/addressType", json!("IPv6")), Set("/endpoints/0/addresses/0", json!("fd00::1"))],
+        ),
     ]);
     out.push(KindTemplate {
         label: "EndpointSlice",
@@ -565,9 +677,27 @@ fn workload_mutations() -> Vec<Mutation> {
         m("selector-missing", vec![Remove("/spec/selector")]),
         m("selector-empty", vec![Set("/spec/selector", json!({}))]),
         m("selector-mismatch", vec![Set("/spec/template/metadata/labels", json!({"app": "other"}))]),
-        m("selector-bad-operator", vec![Set("/spec/selector", json!({"matchExpressions": [{"key": "app", "operator": "Near", "values": ["web"]}]}))]),
-        m("selector-in-without-values", vec![Set("/spec/selector", json!({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "app", "operator": "In"}]}))]),
-        m("selector-exists-with-values", vec![Set("/spec/selector", json!({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "app", "operator": "Exists", "values": ["x"]}]}))]),
+        m(
+            "selector-bad-operator",
+            vec![Set(
+                "/spec/selector",
+                json!({"matchExpressions": [{"key": "app", "operator": "Near", "values": ["web"]}]}),
+            )],
+        ),
+        m(
+            "selector-in-without-values",
+            vec![Set(
+                "/spec/selector",
+                json!({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "app", "operator": "In"}]}),
+            )],
+        ),
+        m(
+            "selector-exists-with-values",
+            vec![Set(
+                "/spec/selector",
+                json!({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "app", "operator": "Exists", "values": ["x"]}]}),
+            )],
+        ),
         m("replicas-negative", vec![Set("/spec/replicas", json!(-1))]),
         m("min-ready-negative", vec![Set("/spec/minReadySeconds", json!(-1))]),
         m("template-labels-invalid", vec![Set("/spec/template/metadata/labels/bad key", json!("x"))]),
@@ -578,7 +708,13 @@ fn workload_mutations() -> Vec<Mutation> {
     ]
 }
 
-fn workload_kind(label: &'static str, plural: &'static str, spec: Value, muts: Vec<Mutation>, status: Value) -> KindTemplate {
+fn workload_kind(
+    label: &'static str,
+    plural: &'static str,
+    spec: Value,
+    muts: Vec<Mutation>,
+    status: Value,
+) -> KindTemplate {
     KindTemplate {
         label,
         prefix: "/apis/apps/v1",
@@ -596,13 +732,30 @@ fn workload_kind(label: &'static str, plural: &'static str, spec: Value, muts: V
 fn dra_kinds() -> Vec<KindTemplate> {
     let request = json!({"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}});
     let claim_spec = json!({"devices": {"requests": [request]}});
-    let dra = |label: &'static str, plural: &'static str, namespaced: bool, status: bool, valid: Value, valid_status: Value, extra: Vec<Mutation>| {
+    let dra = |label: &'static str,
+               plural: &'static str,
+               namespaced: bool,
+               status: bool,
+               valid: Value,
+               valid_status: Value,
+               extra: Vec<Mutation>| {
         let mut muts = meta_mutations();
         muts.extend(extra);
         let mut v = valid;
         v["apiVersion"] = json!("resource.k8s.io/v1");
         v["kind"] = json!(label);
-        KindTemplate { label, prefix: "/apis/resource.k8s.io/v1", plural, namespaced, status, scale: false, custom: false, valid: v, valid_status, mutations: muts }
+        KindTemplate {
+            label,
+            prefix: "/apis/resource.k8s.io/v1",
+            plural,
+            namespaced,
+            status,
+            scale: false,
+            custom: false,
+            valid: v,
+            valid_status,
+            mutations: muts,
+        }
     };
     let claim_muts = |p: &'static str| -> Vec<Mutation> {
         let at = |s: &str| -> &'static str { Box::leak(format!("{p}{s}").into_boxed_str()) };
@@ -610,18 +763,66 @@ fn dra_kinds() -> Vec<KindTemplate> {
             m("dra-request-name-missing", vec![Set(at("/devices/requests/0/name"), json!(""))]),
             m("dra-request-name-invalid", vec![Set(at("/devices/requests/0/name"), json!("GPU_0"))]),
             m("dra-request-no-exactly", vec![Remove(at("/devices/requests/0/exactly"))]),
-            m("dra-request-both", vec![Set(at("/devices/requests/0/firstAvailable"), json!([{"name": "a", "deviceClassName": "gpu.example.com"}]))]),
+            m(
+                "dra-request-both",
+                vec![Set(
+                    at("/devices/requests/0/firstAvailable"),
+                    json!([{"name": "a", "deviceClassName": "gpu.example.com"}]),
+                )],
+            ),
             m("dra-device-class-missing", vec![Remove(at("/devices/requests/0/exactly/deviceClassName"))]),
-            m("dra-device-class-invalid", vec![Set(at("/devices/requests/0/exactly/deviceClassName"), json!("Not A Class"))]),
-            m("dra-allocation-mode-unsupported", vec![Set(at("/devices/requests/0/exactly/allocationMode"), json!("Some"))]),
+            m(
+                "dra-device-class-invalid",
+                vec![Set(at("/devices/requests/0/exactly/deviceClassName"), json!("Not A Class"))],
+            ),
+            m(
+                "dra-allocation-mode-unsupported",
+                vec![Set(at("/devices/requests/0/exactly/allocationMode"), json!("Some"))],
+            ),
             m("dra-count-zero", vec![Set(at("/devices/requests/0/exactly/count"), json!(0))]),
             m("dra-count-with-all", vec![Set(at("/devices/requests/0/exactly/allocationMode"), json!("All"))]),
-            m("dra-request-duplicate", vec![Set(at("/devices/requests/1"), json!({"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}))]),
-            m("dra-selector-cel-empty", vec![Set(at("/devices/requests/0/exactly/selectors"), json!([{"cel": {"expression": ""}}]))]),
-            m("dra-constraint-unknown-request", vec![Set(at("/devices/constraints"), json!([{"requests": ["nope"], "matchAttribute": "example.com/numa"}]))]),
-            m("dra-config-unknown-request", vec![Set(at("/devices/config"), json!([{"requests": ["nope"], "opaque": {"driver": "gpu.example.com", "parameters": {"a": 1}}}]))]),
-            m("dra-too-many-requests", vec![Set(at("/devices/requests"), json!((0..33).map(|i| json!({"name": format!("r{i}"), "exactly": {"deviceClassName": "gpu.example.com"}})).collect::<Vec<_>>()))]),
-            m("dra-toleration-operator", vec![Set(at("/devices/requests/0/exactly/tolerations"), json!([{"key": "k", "operator": "Near"}]))]),
+            m(
+                "dra-request-duplicate",
+                vec![Set(
+                    at("/devices/requests/1"),
+                    json!({"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}),
+                )],
+            ),
+            m(
+                "dra-selector-cel-empty",
+                vec![Set(at("/devices/requests/0/exactly/selectors"), json!([{"cel": {"expression": ""}}]))],
+            ),
+            m(
+                "dra-constraint-unknown-request",
+                vec![Set(
+                    at("/devices/constraints"),
+                    json!([{"requests": ["nope"], "matchAttribute": "example.com/numa"}]),
+                )],
+            ),
+            m(
+                "dra-config-unknown-request",
+                vec![Set(
+                    at("/devices/config"),
+                    json!([{"requests": ["nope"], "opaque": {"driver": "gpu.example.com", "parameters": {"a": 1}}}]),
+                )],
+            ),
+            m(
+                "dra-too-many-requests",
+                vec![Set(
+                    at("/devices/requests"),
+                    json!(
+                        (0..33)
+                            .map(
+                                |i| json!({"name": format!("r{i}"), "exactly": {"deviceClassName": "gpu.example.com"}})
+                            )
+                            .collect::<Vec<_>>()
+                    ),
+                )],
+            ),
+            m(
+                "dra-toleration-operator",
+                vec![Set(at("/devices/requests/0/exactly/tolerations"), json!([{"key": "k", "operator": "Near"}]))],
+            ),
         ]
     };
     let mut claim_extra = claim_muts("/spec");
@@ -638,7 +839,8 @@ fn dra_kinds() -> Vec<KindTemplate> {
         status("dra-allocation-unknown-request", vec![Set("/status/allocation", json!({"devices": {"results": [{"request": "nope", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"}]}}))]),
     ]);
     let mut template_extra = claim_muts("/spec/spec");
-    template_extra.push(upd("dra-template-spec-change", vec![Set("/spec/spec/devices/requests/0/exactly/count", json!(2))]));
+    template_extra
+        .push(upd("dra-template-spec-change", vec![Set("/spec/spec/devices/requests/0/exactly/count", json!(2))]));
     vec![
         dra(
             "DeviceClass",
@@ -651,12 +853,23 @@ fn dra_kinds() -> Vec<KindTemplate> {
                 m("dc-selector-cel-empty", vec![Set("/spec/selectors/0/cel/expression", json!(""))]),
                 m("dc-selector-cel-syntax", vec![Set("/spec/selectors/0/cel/expression", json!("device.driver ==="))]),
                 m("dc-selector-no-cel", vec![Set("/spec/selectors/0", json!({}))]),
-                m("dc-config-driver-invalid", vec![Set("/spec/config", json!([{"opaque": {"driver": "Not A Driver", "parameters": {}}}]))]),
+                m(
+                    "dc-config-driver-invalid",
+                    vec![Set("/spec/config", json!([{"opaque": {"driver": "Not A Driver", "parameters": {}}}]))],
+                ),
                 m("dc-config-no-opaque", vec![Set("/spec/config", json!([{}]))]),
                 m("dc-extended-resource-invalid", vec![Set("/spec/extendedResourceName", json!("not valid"))]),
             ],
         ),
-        dra("ResourceClaim", "resourceclaims", true, true, json!({"metadata": {}, "spec": claim_spec.clone()}), json!({}), claim_extra),
+        dra(
+            "ResourceClaim",
+            "resourceclaims",
+            true,
+            true,
+            json!({"metadata": {}, "spec": claim_spec.clone()}),
+            json!({}),
+            claim_extra,
+        ),
         dra(
             "ResourceClaimTemplate",
             "resourceclaimtemplates",
@@ -684,7 +897,10 @@ fn dra_kinds() -> Vec<KindTemplate> {
                 m("slice-two-node-selections", vec![Set("/spec/allNodes", json!(true))]),
                 m("slice-device-name-invalid", vec![Set("/spec/devices/0/name", json!("GPU_0"))]),
                 m("slice-device-name-duplicate", vec![Set("/spec/devices/1", json!({"name": "gpu-0"}))]),
-                m("slice-attribute-two-values", vec![Set("/spec/devices/0/attributes/model", json!({"string": "x1", "int": 3}))]),
+                m(
+                    "slice-attribute-two-values",
+                    vec![Set("/spec/devices/0/attributes/model", json!({"string": "x1", "int": 3}))],
+                ),
                 m("slice-attribute-no-value", vec![Set("/spec/devices/0/attributes/model", json!({}))]),
                 m("slice-node-name-invalid", vec![Set("/spec/nodeName", json!("Bad_Node"))]),
                 upd("slice-driver-change", vec![Set("/spec/driver", json!("other.example.com"))]),
@@ -715,12 +931,31 @@ fn scheduling_kinds() -> Vec<KindTemplate> {
     wl_muts.extend([
         m("wl-templates-missing", vec![Remove("/spec/podGroupTemplates")]),
         m("wl-template-name-missing", vec![Set("/spec/podGroupTemplates/0/name", json!(""))]),
-        m("wl-template-name-duplicate", vec![Set("/spec/podGroupTemplates/1", json!({"name": "workers", "schedulingPolicy": {"basic": {}}}))]),
+        m(
+            "wl-template-name-duplicate",
+            vec![Set("/spec/podGroupTemplates/1", json!({"name": "workers", "schedulingPolicy": {"basic": {}}}))],
+        ),
         m("wl-template-policy-missing", vec![Set("/spec/podGroupTemplates/0/schedulingPolicy", json!({}))]),
-        m("wl-gang-min-zero", vec![Set("/spec/podGroupTemplates/0/schedulingPolicy", json!({"gang": {"minCount": 0}}))]),
-        m("wl-claims-too-many", vec![Set("/spec/podGroupTemplates/0/resourceClaims", json!((0..5).map(|i| json!({"name": format!("c{i}"), "resourceClaimName": format!("claim-{i}")})).collect::<Vec<_>>()))]),
+        m(
+            "wl-gang-min-zero",
+            vec![Set("/spec/podGroupTemplates/0/schedulingPolicy", json!({"gang": {"minCount": 0}}))],
+        ),
+        m(
+            "wl-claims-too-many",
+            vec![Set(
+                "/spec/podGroupTemplates/0/resourceClaims",
+                json!(
+                    (0..5)
+                        .map(|i| json!({"name": format!("c{i}"), "resourceClaimName": format!("claim-{i}")}))
+                        .collect::<Vec<_>>()
+                ),
+            )],
+        ),
         m("wl-controller-ref-incomplete", vec![Set("/spec/controllerRef", json!({"kind": "Job", "name": ""}))]),
-        upd("wl-templates-change", vec![Set("/spec/podGroupTemplates/0/schedulingPolicy", json!({"gang": {"minCount": 3}}))]),
+        upd(
+            "wl-templates-change",
+            vec![Set("/spec/podGroupTemplates/0/schedulingPolicy", json!({"gang": {"minCount": 3}}))],
+        ),
     ]);
     vec![
         KindTemplate {
@@ -756,31 +991,73 @@ fn custom_kinds() -> Vec<KindTemplate> {
         "backendRefs": [{"name": "web", "port": 80}]});
     let mut route_muts = meta_mutations();
     route_muts.extend([
-        m("route-redirect-repeated", vec![Set("/spec/rules/0/filters", json!([
+        m(
+            "route-redirect-repeated",
+            vec![
+                Set(
+                    "/spec/rules/0/filters",
+                    json!([
             {"type": "RequestRedirect", "requestRedirect": {"scheme": "https"}},
-            {"type": "RequestRedirect", "requestRedirect": {"scheme": "http"}}])), Remove("/spec/rules/0/backendRefs")]),
-        m("route-redirect-with-backends", vec![Set("/spec/rules/0/filters", json!([{"type": "RequestRedirect", "requestRedirect": {"scheme": "https"}}]))]),
+            {"type": "RequestRedirect", "requestRedirect": {"scheme": "http"}}]),
+                ),
+                Remove("/spec/rules/0/backendRefs"),
+            ],
+        ),
+        m(
+            "route-redirect-with-backends",
+            vec![Set(
+                "/spec/rules/0/filters",
+                json!([{"type": "RequestRedirect", "requestRedirect": {"scheme": "https"}}]),
+            )],
+        ),
         m("route-filter-type-mismatch", vec![Set("/spec/rules/0/filters", json!([{"type": "RequestHeaderModifier"}]))]),
         m("route-path-no-slash", vec![Set("/spec/rules/0/matches/0/path/value", json!("no-slash"))]),
         m("route-path-double-slash", vec![Set("/spec/rules/0/matches/0/path/value", json!("/a//b"))]),
         m("route-backend-no-port", vec![Remove("/spec/rules/0/backendRefs/0/port")]),
         m("route-hostname-invalid", vec![Set("/spec/hostnames", json!(["Not_A_Host"]))]),
-        m("route-timeouts-backend-longer", vec![Set("/spec/rules/0/timeouts", json!({"request": "1s", "backendRequest": "2s"}))]),
-        m("route-parent-section-missing", vec![Set("/spec/parentRefs", json!([{"name": "gw"}, {"name": "gw", "sectionName": "http"}]))]),
+        m(
+            "route-timeouts-backend-longer",
+            vec![Set("/spec/rules/0/timeouts", json!({"request": "1s", "backendRequest": "2s"}))],
+        ),
+        m(
+            "route-parent-section-missing",
+            vec![Set("/spec/parentRefs", json!([{"name": "gw"}, {"name": "gw", "sectionName": "http"}]))],
+        ),
         m("route-weight-negative", vec![Set("/spec/rules/0/backendRefs/0/weight", json!(-1))]),
-        m("route-too-many-rules", vec![Set("/spec/rules", json!((0..17).map(|_| route_rule.clone()).collect::<Vec<_>>()))]),
+        m(
+            "route-too-many-rules",
+            vec![Set("/spec/rules", json!((0..17).map(|_| route_rule.clone()).collect::<Vec<_>>()))],
+        ),
     ]);
     let listener = json!({"name": "http", "port": 80, "protocol": "HTTP"});
     let mut gw_muts = meta_mutations();
     gw_muts.extend([
-        m("gw-listener-name-duplicate", vec![Set("/spec/listeners/1", json!({"name": "http", "port": 8080, "protocol": "HTTP"}))]),
-        m("gw-listener-port-protocol-duplicate", vec![Set("/spec/listeners/1", json!({"name": "other", "port": 80, "protocol": "HTTP"}))]),
+        m(
+            "gw-listener-name-duplicate",
+            vec![Set("/spec/listeners/1", json!({"name": "http", "port": 8080, "protocol": "HTTP"}))],
+        ),
+        m(
+            "gw-listener-port-protocol-duplicate",
+            vec![Set("/spec/listeners/1", json!({"name": "other", "port": 80, "protocol": "HTTP"}))],
+        ),
         m("gw-https-without-tls-ok", vec![Set("/spec/listeners/0/protocol", json!("HTTPS"))]),
-        m("gw-tcp-with-hostname", vec![Set("/spec/listeners/0/protocol", json!("TCP")), Set("/spec/listeners/0/hostname", json!("a.example.com"))]),
-        m("gw-http-with-tls", vec![Set("/spec/listeners/0/tls", json!({"mode": "Terminate", "certificateRefs": [{"name": "cert"}]}))]),
+        m(
+            "gw-tcp-with-hostname",
+            vec![
+                Set("/spec/listeners/0/protocol", json!("TCP")),
+                Set("/spec/listeners/0/hostname", json!("a.example.com")),
+            ],
+        ),
+        m(
+            "gw-http-with-tls",
+            vec![Set("/spec/listeners/0/tls", json!({"mode": "Terminate", "certificateRefs": [{"name": "cert"}]}))],
+        ),
         m("gw-port-zero", vec![Set("/spec/listeners/0/port", json!(0))]),
         m("gw-class-missing", vec![Remove("/spec/gatewayClassName")]),
-        m("gw-addresses-hostname-invalid", vec![Set("/spec/addresses", json!([{"type": "Hostname", "value": "Bad_Host"}]))]),
+        m(
+            "gw-addresses-hostname-invalid",
+            vec![Set("/spec/addresses", json!([{"type": "Hostname", "value": "Bad_Host"}]))],
+        ),
         m("gw-listeners-empty", vec![Set("/spec/listeners", json!([]))]),
     ]);
     let mut gc_muts = meta_mutations();
@@ -791,10 +1068,25 @@ fn custom_kinds() -> Vec<KindTemplate> {
     let mut rf_muts = meta_mutations();
     rf_muts.extend([
         m("rf-taint-effect", vec![Set("/spec/nodeTaints", json!([{"key": "k", "value": "v", "effect": "Sometimes"}]))]),
-        m("rf-toleration-exists-value", vec![Set("/spec/tolerations", json!([{"key": "k", "operator": "Exists", "value": "v"}]))]),
-        m("rf-toleration-seconds-effect", vec![Set("/spec/tolerations", json!([{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]))]),
+        m(
+            "rf-toleration-exists-value",
+            vec![Set("/spec/tolerations", json!([{"key": "k", "operator": "Exists", "value": "v"}]))],
+        ),
+        m(
+            "rf-toleration-seconds-effect",
+            vec![Set(
+                "/spec/tolerations",
+                json!([{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]),
+            )],
+        ),
         m("rf-topology-without-labels", vec![Set("/spec/topologyName", json!("default"))]),
-        m("rf-node-labels-too-many", vec![Set("/spec/nodeLabels", json!((0..9).map(|i| (format!("k{i}"), json!("v"))).collect::<serde_json::Map<_, _>>()))]),
+        m(
+            "rf-node-labels-too-many",
+            vec![Set(
+                "/spec/nodeLabels",
+                json!((0..9).map(|i| (format!("k{i}"), json!("v"))).collect::<serde_json::Map<_, _>>()),
+            )],
+        ),
     ]);
     let mut rj_muts = meta_mutations();
     rj_muts.extend([
@@ -803,7 +1095,12 @@ fn custom_kinds() -> Vec<KindTemplate> {
         m("rayjob-managed-by-invalid", vec![Set("/spec/managedBy", json!("example.com/other"))]),
         m("rayjob-submission-mode-unsupported", vec![Set("/spec/submissionMode", json!("Telepathy"))]),
     ]);
-    let crd = |label: &'static str, prefix: &'static str, plural: &'static str, namespaced: bool, valid: Value, muts: Vec<Mutation>| KindTemplate {
+    let crd = |label: &'static str,
+               prefix: &'static str,
+               plural: &'static str,
+               namespaced: bool,
+               valid: Value,
+               muts: Vec<Mutation>| KindTemplate {
         label,
         prefix,
         plural,

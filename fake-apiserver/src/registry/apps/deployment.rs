@@ -1,11 +1,11 @@
 //! Deployments: defaults (`SetDefaults_Deployment`), validation (`ValidateDeployment`,
 //! its update and status rules) and kubectl's columns.
 
-use crate::registry::printers::{age_col, col, int, name_col, since, workload_cols, workload_tail};
 use super::workload::{nonnegative, selector_and_template, selector_immutable, status_counters};
 use crate::error::StatusCause;
 use crate::registry::core::pod_spec::default_template;
 use crate::registry::field::{self, Bad, Path};
+use crate::registry::printers::{age_col, col, int, name_col, since, workload_cols, workload_tail};
 use crate::registry::{ResourceType, Strategy};
 use jiff::Timestamp;
 use serde_json::{Value, json};
@@ -51,7 +51,16 @@ impl Strategy for DeploymentStrategy {
         status_counters(
             &mut out,
             obj,
-            &["replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas", "observedGeneration", "collisionCount", "terminatingReplicas"],
+            &[
+                "replicas",
+                "updatedReplicas",
+                "readyReplicas",
+                "availableReplicas",
+                "unavailableReplicas",
+                "observedGeneration",
+                "collisionCount",
+                "terminatingReplicas",
+            ],
         );
         out
     }
@@ -104,7 +113,10 @@ fn validate_spec(obj: &Value) -> Vec<StatusCause> {
     match strategy.get("type").and_then(Value::as_str).unwrap_or_default() {
         "Recreate" => {
             if strategy.get("rollingUpdate").is_some_and(|v| !v.is_null()) {
-                out.push(field::forbidden(&spath.child("rollingUpdate"), "may not be specified when strategy `type` is 'Recreate'"));
+                out.push(field::forbidden(
+                    &spath.child("rollingUpdate"),
+                    "may not be specified when strategy `type` is 'Recreate'",
+                ));
             }
         }
         "RollingUpdate" => {
@@ -117,7 +129,11 @@ fn validate_spec(obj: &Value) -> Vec<StatusCause> {
                 }
             }
             if int_or_percent(ru.get("maxUnavailable")) == Some(0) && int_or_percent(ru.get("maxSurge")) == Some(0) {
-                out.push(field::invalid(&rpath.child("maxUnavailable"), Bad::of(&ru["maxUnavailable"]), "may not be 0 when `maxSurge` is 0"));
+                out.push(field::invalid(
+                    &rpath.child("maxUnavailable"),
+                    Bad::of(&ru["maxUnavailable"]),
+                    "may not be 0 when `maxSurge` is 0",
+                ));
             }
             if let Some(Value::String(s)) = ru.get("maxUnavailable")
                 && s.strip_suffix('%').and_then(|p| p.parse::<i64>().ok()).is_some_and(|p| p > 100)

@@ -1,11 +1,11 @@
 //! ReplicaSets: defaults, validation (`ValidateReplicaSet`, update and status) and kubectl's
 //! columns.
 
-use crate::registry::printers::{age_col, col, int, name_col, since, workload_cols, workload_tail};
 use super::workload::{nonnegative, selector_and_template, selector_immutable, status_counters};
 use crate::error::StatusCause;
 use crate::registry::core::pod_spec::default_template;
 use crate::registry::field::Path;
+use crate::registry::printers::{age_col, col, int, name_col, since, workload_cols, workload_tail};
 use crate::registry::{ResourceType, Strategy};
 use jiff::Timestamp;
 use serde_json::{Value, json};
@@ -47,7 +47,14 @@ impl Strategy for ReplicaSetStrategy {
         status_counters(
             &mut out,
             obj,
-            &["replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas", "observedGeneration", "terminatingReplicas"],
+            &[
+                "replicas",
+                "fullyLabeledReplicas",
+                "readyReplicas",
+                "availableReplicas",
+                "observedGeneration",
+                "terminatingReplicas",
+            ],
         );
         out
     }

@@ -1,11 +1,11 @@
 //! StatefulSets: defaults, validation (`ValidateStatefulSet`, update and status) and
 //! kubectl's columns.
 
-use crate::registry::printers::{age_col, col, int, name_col, since, workload_cols, workload_tail};
 use super::workload::{nonnegative, selector_and_template, status_counters};
 use crate::error::StatusCause;
 use crate::registry::core::pod_spec::default_template;
 use crate::registry::field::{self, Bad, Path};
+use crate::registry::printers::{age_col, col, int, name_col, since, workload_cols, workload_tail};
 use crate::registry::{ResourceType, Strategy};
 use jiff::Timestamp;
 use serde_json::{Value, json};
@@ -21,7 +21,9 @@ fn validate_spec(obj: &Value) -> Vec<StatusCause> {
     match spec.get("podManagementPolicy").and_then(Value::as_str).unwrap_or_default() {
         "" => out.push(field::required(&path.child("podManagementPolicy"), "")),
         "OrderedReady" | "Parallel" => {}
-        other => out.push(field::invalid(&path.child("podManagementPolicy"), other, "must be 'OrderedReady' or 'Parallel'")),
+        other => {
+            out.push(field::invalid(&path.child("podManagementPolicy"), other, "must be 'OrderedReady' or 'Parallel'"))
+        }
     }
     let us = spec.get("updateStrategy").unwrap_or(&Value::Null);
     match us.get("type").and_then(Value::as_str).unwrap_or_default() {
@@ -40,7 +42,11 @@ fn validate_spec(obj: &Value) -> Vec<StatusCause> {
                 nonnegative(&mut out, ru, "partition", &path.child("updateStrategy").child("rollingUpdate"));
             }
         }
-        _ => out.push(field::invalid(&path.child("updateStrategy"), Bad::Raw(us.to_string()), "must be 'RollingUpdate' or 'OnDelete'")),
+        _ => out.push(field::invalid(
+            &path.child("updateStrategy"),
+            Bad::Raw(us.to_string()),
+            "must be 'RollingUpdate' or 'OnDelete'",
+        )),
     }
     if let Some(policy) = spec.get("persistentVolumeClaimRetentionPolicy").filter(|v| v.is_object()) {
         let ppath = path.child("persistentVolumeClaimRetentionPolicy");
@@ -104,13 +110,12 @@ impl Strategy for StatefulSetStrategy {
         let mut out = validate_spec(obj);
         // 1.37 reports each immutable field on its own.
         let empty = serde_json::Map::new();
-        let (new_spec, old_spec) = (
-            obj["spec"].as_object().unwrap_or(&empty),
-            old["spec"].as_object().unwrap_or(&empty),
-        );
+        let (new_spec, old_spec) =
+            (obj["spec"].as_object().unwrap_or(&empty), old["spec"].as_object().unwrap_or(&empty));
         let keys: std::collections::BTreeSet<&String> = new_spec.keys().chain(old_spec.keys()).collect();
         for k in keys.into_iter().filter(|k| !MUTABLE_SPEC.contains(&k.as_str())) {
-            let (n, o) = (new_spec.get(k.as_str()).unwrap_or(&Value::Null), old_spec.get(k.as_str()).unwrap_or(&Value::Null));
+            let (n, o) =
+                (new_spec.get(k.as_str()).unwrap_or(&Value::Null), old_spec.get(k.as_str()).unwrap_or(&Value::Null));
             if let Some(c) = field::immutable(&Path::root("spec").child(k), n, o) {
                 out.push(c);
             }
@@ -123,7 +128,15 @@ impl Strategy for StatefulSetStrategy {
         status_counters(
             &mut out,
             obj,
-            &["replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas", "observedGeneration", "collisionCount"],
+            &[
+                "replicas",
+                "readyReplicas",
+                "currentReplicas",
+                "updatedReplicas",
+                "availableReplicas",
+                "observedGeneration",
+                "collisionCount",
+            ],
         );
         out
     }

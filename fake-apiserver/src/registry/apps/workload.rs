@@ -31,7 +31,8 @@ pub(crate) fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool
         .into_iter()
         .flatten()
         .map(|e| {
-            let values = e.get("values").and_then(Value::as_array).map(|a| a.iter().map(text).collect()).unwrap_or_default();
+            let values =
+                e.get("values").and_then(Value::as_array).map(|a| a.iter().map(text).collect()).unwrap_or_default();
             (text(&e["key"]), text(&e["operator"]), values)
         })
         .collect();
@@ -81,7 +82,8 @@ pub(crate) fn selector_and_template(out: &mut Vec<StatusCause>, spec: &Value, ki
     let tpath = path.child("template");
     out.extend(validate_template(template, &tpath));
     if always {
-        let restart = template.get("spec").and_then(|s| s.get("restartPolicy")).and_then(Value::as_str).unwrap_or_default();
+        let restart =
+            template.get("spec").and_then(|s| s.get("restartPolicy")).and_then(Value::as_str).unwrap_or_default();
         if restart != "Always" && !restart.is_empty() {
             out.push(field::not_supported(&tpath.child("spec").child("restartPolicy"), restart, &["Always"]));
         }
@@ -98,7 +100,11 @@ pub(crate) fn selector_and_template(out: &mut Vec<StatusCause>, spec: &Value, ki
 pub(crate) fn selector_immutable(out: &mut Vec<StatusCause>, new: &Value, old: &Value) {
     let (n, o) = (&new["spec"]["selector"], &old["spec"]["selector"]);
     if n != o {
-        out.push(field::invalid(&Path::root("spec").child("selector"), Bad::Raw(n.to_string()), field::FIELD_IMMUTABLE));
+        out.push(field::invalid(
+            &Path::root("spec").child("selector"),
+            Bad::Raw(n.to_string()),
+            field::FIELD_IMMUTABLE,
+        ));
     }
 }
 
@@ -116,12 +122,27 @@ pub(crate) fn status_counters(out: &mut Vec<StatusCause>, obj: &Value, keys: &[&
         }
     }
     if n("readyReplicas") > n("replicas") && keys.contains(&"readyReplicas") {
-        out.push(field::invalid(&path.child("readyReplicas"), n("readyReplicas"), "cannot be greater than status.replicas"));
+        out.push(field::invalid(
+            &path.child("readyReplicas"),
+            n("readyReplicas"),
+            "cannot be greater than status.replicas",
+        ));
     }
     if n("availableReplicas") > n("replicas") && keys.contains(&"availableReplicas") {
-        out.push(field::invalid(&path.child("availableReplicas"), n("availableReplicas"), "cannot be greater than status.replicas"));
+        out.push(field::invalid(
+            &path.child("availableReplicas"),
+            n("availableReplicas"),
+            "cannot be greater than status.replicas",
+        ));
     }
-    if n("availableReplicas") > n("readyReplicas") && keys.contains(&"availableReplicas") && keys.contains(&"readyReplicas") {
-        out.push(field::invalid(&path.child("availableReplicas"), n("availableReplicas"), "cannot be greater than readyReplicas"));
+    if n("availableReplicas") > n("readyReplicas")
+        && keys.contains(&"availableReplicas")
+        && keys.contains(&"readyReplicas")
+    {
+        out.push(field::invalid(
+            &path.child("availableReplicas"),
+            n("availableReplicas"),
+            "cannot be greater than readyReplicas",
+        ));
     }
 }

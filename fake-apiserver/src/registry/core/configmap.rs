@@ -1,9 +1,9 @@
 //! ConfigMaps: keys, the 1 MiB size limit, `immutable` (`ValidateConfigMap`, its update), and
 //! kubectl's columns.
 
-use crate::registry::printers::{age_col, col, name_col, since};
 use crate::error::StatusCause;
 use crate::registry::field::{self, Path};
+use crate::registry::printers::{age_col, col, name_col, since};
 use crate::registry::{ResourceType, Strategy};
 use jiff::Timestamp;
 use serde_json::Map;

@@ -24,7 +24,8 @@ fn validate_event(rt: &ResourceType, obj: &Value) -> Vec<crate::error::StatusCau
     let v1 = rt.group == EVENTS_GROUP;
     let s = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_default();
     let ns = obj["metadata"]["namespace"].as_str().unwrap_or_default();
-    let (involved, involved_name) = if v1 { (&obj["regarding"], "involvedObject") } else { (&obj["involvedObject"], "involvedObject") };
+    let (involved, involved_name) =
+        if v1 { (&obj["regarding"], "involvedObject") } else { (&obj["involvedObject"], "involvedObject") };
     let ins = involved["namespace"].as_str().unwrap_or_default();
     let ns_path = Path::root(involved_name).child("namespace");
     let has_time = obj.get("eventTime").is_some_and(|v| v.as_str().is_some_and(|t| !t.is_empty()));

@@ -60,7 +60,11 @@ impl Strategy for NamespaceStrategy {
         let phase = obj["status"]["phase"].as_str().unwrap_or_default();
         if !deleting && phase != "Active" {
             let path = crate::registry::field::Path::root("status").child("Phase");
-            return vec![crate::registry::field::invalid(&path, phase, "may only be 'Active' if `deletionTimestamp` is empty")];
+            return vec![crate::registry::field::invalid(
+                &path,
+                phase,
+                "may only be 'Active' if `deletionTimestamp` is empty",
+            )];
         }
         Vec::new()
     }

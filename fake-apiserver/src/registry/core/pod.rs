@@ -20,7 +20,8 @@ const SCHEDULING_GATED_MESSAGE: &str = "Scheduling is blocked due to non-empty s
 pub(crate) struct PodStrategy;
 
 /// The spec fields a pod update may change (`ValidatePodUpdate`); images are compared apart.
-const MUTABLE_SPEC: &[&str] = &["activeDeadlineSeconds", "terminationGracePeriodSeconds", "schedulingGates", "tolerations"];
+const MUTABLE_SPEC: &[&str] =
+    &["activeDeadlineSeconds", "terminationGracePeriodSeconds", "schedulingGates", "tolerations"];
 
 /// The spec with what an update may change taken out.
 fn munged_spec(pod: &Value) -> Value {

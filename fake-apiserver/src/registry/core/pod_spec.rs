@@ -2,12 +2,10 @@
 //! validation (`ValidatePodSpec`, `ValidatePodTemplateSpec` of `pkg/apis/core/validation`),
 //! shared by pods and every workload that carries a pod template.
 
-use crate::registry::field::{self, Bad, Path};
 use crate::error::StatusCause;
+use crate::registry::field::{self, Bad, Path};
 use apimachinery::quantity::Quantity;
-use apimachinery::validation::{
-    dns1123_label_errors, dns1123_subdomain_errors, label_key_errors, label_value_errors,
-};
+use apimachinery::validation::{dns1123_label_errors, dns1123_subdomain_errors, label_key_errors, label_value_errors};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
@@ -301,10 +299,8 @@ fn resources(out: &mut Vec<StatusCause>, c: &Value, path: &Path) {
     if let (Some(limits), Some(requests)) = (limits, requests) {
         for (name, req) in requests {
             let Some(lim) = limits.get(name) else { continue };
-            let (Some(r), Some(l)) = (
-                req.as_str().and_then(Quantity::parse),
-                lim.as_str().and_then(Quantity::parse),
-            ) else {
+            let (Some(r), Some(l)) = (req.as_str().and_then(Quantity::parse), lim.as_str().and_then(Quantity::parse))
+            else {
                 continue;
             };
             if r > l {
@@ -320,7 +316,8 @@ fn resources(out: &mut Vec<StatusCause>, c: &Value, path: &Path) {
 
 fn probe(out: &mut Vec<StatusCause>, p: Option<&Value>, path: &Path, liveness_like: bool) {
     let Some(p) = p.filter(|p| p.is_object()) else { return };
-    let handlers = ["exec", "httpGet", "tcpSocket", "grpc"].iter().filter(|h| p.get(**h).is_some_and(|v| !v.is_null())).count();
+    let handlers =
+        ["exec", "httpGet", "tcpSocket", "grpc"].iter().filter(|h| p.get(**h).is_some_and(|v| !v.is_null())).count();
     if handlers == 0 {
         out.push(field::required(path, "must specify a handler type"));
     } else if handlers > 1 {
@@ -507,17 +504,29 @@ fn tolerations(out: &mut Vec<StatusCause>, spec: &Value, path: &Path) {
             }
             "Exists" => {
                 if !value.is_empty() {
-                    out.push(field::invalid(&at, Bad::Raw(t.to_string()), "value must be empty when `operator` is 'Exists'"));
+                    out.push(field::invalid(
+                        &at,
+                        Bad::Raw(t.to_string()),
+                        "value must be empty when `operator` is 'Exists'",
+                    ));
                 }
             }
             other => out.push(field::not_supported(&at.child("operator"), other, &["Equal", "Exists"])),
         }
         let effect = s(t, "effect");
         if !effect.is_empty() && !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect) {
-            out.push(field::not_supported(&at.child("effect"), effect, &["NoExecute", "NoSchedule", "PreferNoSchedule"]));
+            out.push(field::not_supported(
+                &at.child("effect"),
+                effect,
+                &["NoExecute", "NoSchedule", "PreferNoSchedule"],
+            ));
         }
         if t.get("tolerationSeconds").is_some_and(|v| !v.is_null()) && effect != "NoExecute" {
-            out.push(field::invalid(&at.child("effect"), effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"));
+            out.push(field::invalid(
+                &at.child("effect"),
+                effect,
+                "effect must be 'NoExecute' when `tolerationSeconds` is set",
+            ));
         }
     }
 }
@@ -542,7 +551,11 @@ pub(crate) fn validate_pod_spec(spec: &Value, path: &Path, of: SpecOf) -> Vec<St
     if let Some(n) = spec.get("activeDeadlineSeconds").and_then(Value::as_i64)
         && !(1..=i64::from(i32::MAX)).contains(&n)
     {
-        out.push(field::invalid(&path.child("activeDeadlineSeconds"), n, "must be between 1 and 2147483647, inclusive"));
+        out.push(field::invalid(
+            &path.child("activeDeadlineSeconds"),
+            n,
+            "must be between 1 and 2147483647, inclusive",
+        ));
     }
     for key in ["hostname", "subdomain"] {
         let v = s(spec, key);

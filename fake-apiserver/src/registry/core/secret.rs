@@ -2,10 +2,10 @@
 //! and defaults), keys, size and per-type keys (`ValidateSecret`, its update), kubectl's
 //! columns.
 
-use crate::registry::printers::{age_col, col, name_col, since};
 use super::configmap::{MAX_DATA_SIZE, config_key_errors};
 use crate::error::StatusCause;
 use crate::registry::field::{self, Path};
+use crate::registry::printers::{age_col, col, name_col, since};
 use crate::registry::{ResourceType, Strategy};
 use base64::Engine;
 use jiff::Timestamp;
@@ -31,9 +31,14 @@ fn validate_secret(obj: &Value) -> Vec<StatusCause> {
     let ty = obj.get("type").and_then(Value::as_str).unwrap_or("Opaque");
     match ty {
         "kubernetes.io/service-account-token" => {
-            let annotated = obj["metadata"]["annotations"]["kubernetes.io/service-account.name"].as_str().is_some_and(|s| !s.is_empty());
+            let annotated = obj["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+                .as_str()
+                .is_some_and(|s| !s.is_empty());
             if !annotated {
-                out.push(field::required(&Path::root("metadata").child("annotations").key("kubernetes.io/service-account.name"), ""));
+                out.push(field::required(
+                    &Path::root("metadata").child("annotations").key("kubernetes.io/service-account.name"),
+                    "",
+                ));
             }
         }
         "kubernetes.io/dockercfg" => {

@@ -1,16 +1,16 @@
 //! Services: names are DNS-1035 labels; defaults (`SetDefaults_Service`), a cluster IP
 //! allocated on create, validation (`ValidateService`, update, status); kubectl's columns.
 
-use crate::registry::NameRule;
-use crate::registry::printers::{age_col, col, format_map, int, name_col, or_none, since};
 use super::pod_spec::{labels_at, port_name_errors};
 use crate::error::StatusCause;
+use crate::registry::NameRule;
 use crate::registry::field::{self, Bad, Path};
+use crate::registry::printers::{age_col, col, format_map, int, name_col, or_none, since};
 use crate::registry::{ResourceType, Strategy};
 use apimachinery::validation::dns1123_label_errors;
-use std::collections::BTreeSet;
 use jiff::Timestamp;
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 
 /// core/v1 Service.
 #[derive(Debug)]
@@ -114,7 +114,11 @@ fn validate_service(obj: &Value) -> Vec<StatusCause> {
 /// A cluster IP for a new service in 10.96.0.0/16, derived from its namespace and name (the
 /// fake has no allocator to keep in step; upstream allocates at random).
 fn cluster_ip(obj: &Value) -> String {
-    let key = format!("{}/{}", obj["metadata"]["namespace"].as_str().unwrap_or_default(), obj["metadata"]["name"].as_str().unwrap_or_default());
+    let key = format!(
+        "{}/{}",
+        obj["metadata"]["namespace"].as_str().unwrap_or_default(),
+        obj["metadata"]["name"].as_str().unwrap_or_default()
+    );
     let h = key.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619));
     format!("10.96.{}.{}", (h >> 8) % 256, (h % 254) + 1)
 }
@@ -171,7 +175,13 @@ impl Strategy for ServiceStrategy {
     }
 
     /// An update that leaves out the allocated IPs keeps them (the REST storage does).
-    fn prepare_for_update(&self, _rt: &ResourceType, new: &mut Value, old: &Value, _mode: crate::registry::store::UpdateMode) {
+    fn prepare_for_update(
+        &self,
+        _rt: &ResourceType,
+        new: &mut Value,
+        old: &Value,
+        _mode: crate::registry::store::UpdateMode,
+    ) {
         if !new["spec"].is_object() {
             return;
         }

@@ -36,14 +36,20 @@ impl Strategy for RoleStrategy {
                 if self.namespaced {
                     out.push(field::invalid(
                         &at.child("nonResourceURLs"),
-                        crate::registry::field::Bad::Raw(format!("{:?}", urls.iter().filter_map(Value::as_str).collect::<Vec<_>>())),
+                        crate::registry::field::Bad::Raw(format!(
+                            "{:?}",
+                            urls.iter().filter_map(Value::as_str).collect::<Vec<_>>()
+                        )),
                         "namespaced rules cannot apply to non-resource URLs",
                     ));
                 }
                 if !list(rule, "apiGroups").is_empty() || !list(rule, "resources").is_empty() {
                     out.push(field::invalid(
                         &at.child("nonResourceURLs"),
-                        crate::registry::field::Bad::Raw(format!("{:?}", urls.iter().filter_map(Value::as_str).collect::<Vec<_>>())),
+                        crate::registry::field::Bad::Raw(format!(
+                            "{:?}",
+                            urls.iter().filter_map(Value::as_str).collect::<Vec<_>>()
+                        )),
                         "rules cannot apply to both regular resources and non-resource URLs",
                     ));
                 }
@@ -58,7 +64,10 @@ impl Strategy for RoleStrategy {
         }
         if let Some(agg) = obj.get("aggregationRule").filter(|v| v.is_object()) {
             for (i, sel) in list(agg, "clusterRoleSelectors").iter().enumerate() {
-                out.extend(label_selector_causes(sel, &Path::root("aggregationRule").child("clusterRoleSelectors").index(i)));
+                out.extend(label_selector_causes(
+                    sel,
+                    &Path::root("aggregationRule").child("clusterRoleSelectors").index(i),
+                ));
             }
         }
         out
@@ -90,7 +99,8 @@ impl Strategy for BindingStrategy {
         if name.is_empty() {
             out.push(field::required(&rpath.child("name"), ""));
         } else {
-            for msg in dns1123_subdomain_errors(&name).into_iter().filter(|_| name.contains('/') || name.contains('%')) {
+            for msg in dns1123_subdomain_errors(&name).into_iter().filter(|_| name.contains('/') || name.contains('%'))
+            {
                 out.push(field::invalid(&rpath.child("name"), name.as_str(), &msg));
             }
         }

@@ -49,7 +49,11 @@ fn selectors(out: &mut Vec<StatusCause>, sels: &[Value], path: &Path) {
             Some(c) => {
                 let expr = text(c, "expression");
                 if let Err(e) = cel::Program::compile(expr) {
-                    out.push(field::invalid(&at.child("cel").child("expression"), expr, &format!("compilation failed: {e}")));
+                    out.push(field::invalid(
+                        &at.child("cel").child("expression"),
+                        expr,
+                        &format!("compilation failed: {e}"),
+                    ));
                 }
             }
         }
@@ -76,7 +80,11 @@ fn exact(out: &mut Vec<StatusCause>, e: &Value, path: &Path, subrequest: bool) {
         }
         "All" => {
             if e.get("count").and_then(Value::as_i64).is_some_and(|n| n != 0) {
-                out.push(field::invalid(&path.child("count"), e["count"].as_i64().unwrap_or(0), "must not be specified when allocationMode is 'All'"));
+                out.push(field::invalid(
+                    &path.child("count"),
+                    e["count"].as_i64().unwrap_or(0),
+                    "must not be specified when allocationMode is 'All'",
+                ));
             }
         }
         other => out.push(field::not_supported(&path.child("allocationMode"), other, &["All", "ExactCount"])),
@@ -117,7 +125,11 @@ fn claim_spec(spec: &Value, path: &Path) -> Vec<StatusCause> {
                 }
             }
             (false, true) => out.push(field::required(&at, "exactly one of `exactly` or `firstAvailable` is required")),
-            (true, false) => out.push(field::invalid(&at, Bad::Raw(String::new()), "exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set")),
+            (true, false) => out.push(field::invalid(
+                &at,
+                Bad::Raw(String::new()),
+                "exactly one of `exactly` or `firstAvailable` is required, but multiple fields are set",
+            )),
         }
     }
     let known = |n: &str| names.contains(n.split('/').next().unwrap_or(n));
@@ -156,7 +168,8 @@ fn opaque(out: &mut Vec<StatusCause>, c: &Value, path: &Path) {
 pub(crate) struct ResourceClaimStrategy;
 
 fn default_requests(spec: &mut Value) {
-    let Some(requests) = spec.get_mut("devices").and_then(|d| d.get_mut("requests")).and_then(Value::as_array_mut) else {
+    let Some(requests) = spec.get_mut("devices").and_then(|d| d.get_mut("requests")).and_then(Value::as_array_mut)
+    else {
         return;
     };
     for r in requests {
@@ -242,7 +255,10 @@ fn claim_status(obj: &Value, old: &Value) -> Vec<StatusCause> {
     if old.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some_and(|v| !v.is_null()) {
         let old_uids: BTreeSet<&str> = old_reserved.iter().map(|r| text(r, "uid")).collect();
         if reserved.iter().any(|r| !old_uids.contains(text(r, "uid"))) {
-            out.push(field::forbidden(&rpath, "new entries may not be added while `deallocationRequested` or `deletionTimestamp` are set"));
+            out.push(field::forbidden(
+                &rpath,
+                "new entries may not be added while `deallocationRequested` or `deletionTimestamp` are set",
+            ));
         }
     }
     if let (Some(a), Some(o)) = (allocation, old_allocation)
@@ -314,7 +330,11 @@ impl Strategy for DeviceClassStrategy {
         }
         let ext = text(spec, "extendedResourceName");
         if !ext.is_empty() && (ext.contains(' ') || !ext.contains('/')) {
-            out.push(field::invalid(&path.child("extendedResourceName"), ext, "must be a valid extended resource name"));
+            out.push(field::invalid(
+                &path.child("extendedResourceName"),
+                ext,
+                "must be a valid extended resource name",
+            ));
         }
         out
     }
@@ -368,12 +388,17 @@ fn slice_spec(obj: &Value) -> Vec<StatusCause> {
         }
         if let Some(attrs) = d.get("attributes").and_then(Value::as_object) {
             for (k, a) in attrs {
-                let kinds = ["int", "bool", "string", "version"].iter().filter(|t| a.get(**t).is_some_and(|v| !v.is_null())).count();
+                let kinds = ["int", "bool", "string", "version"]
+                    .iter()
+                    .filter(|t| a.get(**t).is_some_and(|v| !v.is_null()))
+                    .count();
                 let apath = at.child("attributes").key(k);
                 match kinds {
                     0 => out.push(field::required(&apath, "exactly one value must be specified")),
                     1 => {}
-                    _ => out.push(field::invalid(&apath, Bad::Raw(a.to_string()), "exactly one value must be specified")),
+                    _ => {
+                        out.push(field::invalid(&apath, Bad::Raw(a.to_string()), "exactly one value must be specified"))
+                    }
                 }
             }
         }
@@ -392,9 +417,11 @@ impl Strategy for ResourceSliceStrategy {
         if let Some(c) = field::immutable(&path.child("driver"), &obj["spec"]["driver"], &old["spec"]["driver"]) {
             out.push(c);
         }
-        if let Some(c) =
-            field::immutable(&path.child("pool").child("name"), &obj["spec"]["pool"]["name"], &old["spec"]["pool"]["name"])
-        {
+        if let Some(c) = field::immutable(
+            &path.child("pool").child("name"),
+            &obj["spec"]["pool"]["name"],
+            &old["spec"]["pool"]["name"],
+        ) {
             out.push(c);
         }
         if let Some(c) = field::immutable(&path.child("nodeName"), &obj["spec"]["nodeName"], &old["spec"]["nodeName"]) {

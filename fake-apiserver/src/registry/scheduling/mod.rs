@@ -33,7 +33,11 @@ fn policy(out: &mut Vec<StatusCause>, p: Option<&Value>, path: &Path) {
     let gang = p.get("gang").filter(|g| g.is_object());
     match (basic, gang) {
         (false, None) => out.push(field::invalid(path, "", "must specify one of: `basic`, `gang`")),
-        (true, Some(_)) => out.push(field::invalid(path, Bad::Raw("{`basic`, `gang`}".into()), "must specify exactly one of: `basic`, `gang`")),
+        (true, Some(_)) => out.push(field::invalid(
+            path,
+            Bad::Raw("{`basic`, `gang`}".into()),
+            "must specify exactly one of: `basic`, `gang`",
+        )),
         (false, Some(g)) => {
             let n = g.get("minCount").and_then(Value::as_i64).unwrap_or(0);
             if n == 0 {
@@ -67,7 +71,11 @@ fn claims(out: &mut Vec<StatusCause>, items: &[Value], path: &Path) {
         let by_name = !text(c, "resourceClaimName").is_empty();
         let by_template = !text(c, "resourceClaimTemplateName").is_empty();
         if by_name == by_template {
-            out.push(field::invalid(&at, Bad::Raw(c.to_string()), "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"));
+            out.push(field::invalid(
+                &at,
+                Bad::Raw(c.to_string()),
+                "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`",
+            ));
         }
     }
 }
