@@ -247,8 +247,20 @@ impl StructuralSchema {
         let mut v = Validator { budget, exhausted: false };
         let mut out = Vec::new();
         v.node(&self.root, obj, "", 0, Mode { root: true, junctor: false }, &mut out);
-        // Like apiextensions-apiserver, CEL rules run only on a structurally valid object.
-        if out.is_empty() {
+        // Like apiextensions-apiserver (customResourceStrategy.Validate, hasBlockingErr): CEL
+        // rules are skipped when a schema error is Required, NotSupported, TooLong, TooMany or
+        // TypeInvalid; after other errors (pattern, bounds, format) they still run.
+        let blocking = out.iter().any(|c| {
+            matches!(
+                c.reason,
+                FieldCause::REQUIRED
+                    | FieldCause::NOT_SUPPORTED
+                    | FieldCause::TOO_LONG
+                    | FieldCause::TOO_MANY
+                    | FieldCause::TYPE_INVALID
+            )
+        });
+        if !blocking {
             cel::CelPass::new().walk(&self.root, obj, old, "", 0, &mut out);
         } else if self.has_rules() {
             out.push(FieldCause::new(FieldCause::INVALID, NIL_PATH, RULES_NOT_CHECKED.into()));

@@ -69,6 +69,9 @@ pub(crate) enum NameRule {
     Label,
     /// RFC 1035 label (starts with a letter): services.
     Rfc1035Label,
+    /// Only a valid path segment (`path.ValidatePathSegmentName`: not `.` or `..`, no `/` or
+    /// `%`): RBAC objects and core/v1 events, whose strategies check nothing more.
+    PathSegment,
 }
 
 impl NameRule {
@@ -78,6 +81,18 @@ impl NameRule {
             NameRule::Subdomain => validation::dns1123_subdomain_errors(name),
             NameRule::Label => validation::dns1123_label_errors(name),
             NameRule::Rfc1035Label => validation::dns1035_label_errors(name),
+            NameRule::PathSegment => {
+                let mut errs = Vec::new();
+                if name == "." || name == ".." {
+                    errs.push(format!("may not be '{name}'"));
+                }
+                for bad in ["/", "%"] {
+                    if name.contains(bad) {
+                        errs.push(format!("may not contain '{bad}'"));
+                    }
+                }
+                errs
+            }
         }
     }
 }

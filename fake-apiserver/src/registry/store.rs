@@ -100,10 +100,11 @@ fn invalid_if_any(rt: &ResourceType, name: &str, causes: Vec<StatusCause>) -> Ap
     if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&rt.group, &rt.kind, name, causes)) }
 }
 
-/// ObjectMeta causes of a custom resource as apiextensions-apiserver reports them: label and
-/// annotation errors three times (its strategy, its schema's ObjectMeta check and the generic
-/// store each validate them), and when the CRD has CEL rules, any other metadata error adds
-/// the "rules were not checked" cause (the rules do not run on an invalid object).
+/// ObjectMeta causes of a custom resource as apiextensions-apiserver reports them: on update,
+/// label, annotation and owner-reference errors three times (its strategy, its schema's
+/// ObjectMeta check and the generic store each validate them), and when the CRD has CEL rules,
+/// a blocking metadata error (Required, NotSupported, TooLong, TooMany, TypeInvalid) adds the
+/// "rules were not checked" cause (the rules do not run on such an object).
 fn custom_meta_causes(rt: &ResourceType, meta_causes: Vec<StatusCause>, update: bool) -> Vec<StatusCause> {
     if !rt.custom || meta_causes.is_empty() {
         return meta_causes;
@@ -111,12 +112,23 @@ fn custom_meta_causes(rt: &ResourceType, meta_causes: Vec<StatusCause>, update: 
     let mut out = Vec::new();
     let mut other = false;
     for c in meta_causes {
-        if c.field == "metadata.labels" || c.field == "metadata.annotations" {
+        if c.field == "metadata.labels"
+            || c.field == "metadata.annotations"
+            || (update && c.field.starts_with("metadata.ownerReferences"))
+        {
             if update {
                 out.push(c.clone());
                 out.push(c.clone());
             }
-        } else if c.field.starts_with("metadata.ownerReferences") || c.field == "metadata.name" {
+        } else if matches!(
+            c.reason.as_str(),
+            "FieldValueRequired"
+                | "FieldValueNotSupported"
+                | "FieldValueTooLong"
+                | "FieldValueTooMany"
+                | "FieldValueTypeInvalid"
+        ) {
+            // hasBlockingErr: only these types keep the CEL rules from running.
             other = true;
         }
         out.push(c);
@@ -402,18 +414,17 @@ pub(crate) fn update(
         let new_finalizers = string_list(merged["metadata"].get("finalizers"));
         let added: Vec<&String> = new_finalizers.iter().filter(|f| !old.finalizers.contains(f)).collect();
         if !added.is_empty() {
-            return Err(ApiError::invalid(
-                &rt.group,
-                &rt.kind,
-                name,
-                vec![StatusCause::field(
-                    "FieldValueForbidden",
-                    "metadata.finalizers",
-                    format!(
-                        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
-                    ),
-                )],
-            ));
+            let cause = StatusCause::field(
+                "FieldValueForbidden",
+                "metadata.finalizers",
+                format!(
+                    "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                ),
+            );
+            // A custom resource's update checks its ObjectMeta twice (its strategy and the
+            // generic store's ValidateObjectMetaUpdate), so kube-apiserver reports it twice.
+            let causes = if rt.custom { vec![cause.clone(), cause] } else { vec![cause] };
+            return Err(ApiError::invalid(&rt.group, &rt.kind, name, causes));
         }
     }
     rt.strategy.prepare_for_update(rt, &mut merged, &old_value, mode);

@@ -18,6 +18,11 @@ pub(crate) trait Strategy: Sync + std::fmt::Debug {
         NameRule::Subdomain
     }
 
+    /// Whether a PUT of an object that does not exist creates it (`AllowCreateOnUpdate`).
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
     /// Whether a create keeps the `status` the client sent (nodes: the kubelet registers them
     /// with theirs); other kinds with a status subresource start with none.
     fn keeps_status_on_create(&self) -> bool {

@@ -47,13 +47,38 @@ pub struct Step {
     pub content_type: &'static str,
     /// The body, if any.
     pub body: Option<Vec<u8>>,
-    /// Fill `metadata.resourceVersion` of the (JSON) body from the previous answer.
-    pub carry_resource_version: bool,
+    /// Read-modify-write: the body is the previous answer's object with these changes (as a
+    /// client does it; each server gets its own object, with whatever its admission added).
+    pub rewrite: Option<Rewrite>,
+}
+
+/// The changes a read-modify-write step makes to the object it read.
+#[derive(Debug, Clone)]
+pub struct Rewrite {
+    /// Replaces `status` first, when not `Null` (status writes).
+    pub status: Value,
+    /// Then these edits.
+    pub edits: Vec<Edit>,
+}
+
+impl Rewrite {
+    /// The body to send: `previous` (an answer body) changed.
+    pub fn body(&self, previous: &[u8]) -> Option<Vec<u8>> {
+        let mut obj: Value = serde_json::from_slice(previous).ok()?;
+        if !obj.is_object() {
+            return None;
+        }
+        if !self.status.is_null() {
+            obj["status"] = self.status.clone();
+        }
+        apply_edits(&mut obj, &self.edits);
+        serde_json::to_vec(&obj).ok()
+    }
 }
 
 impl Step {
     fn new(method: &'static str, path: String) -> Self {
-        Step { method, path, content_type: "application/json", body: None, carry_resource_version: false }
+        Step { method, path, content_type: "application/json", body: None, rewrite: None }
     }
 
     fn json(mut self, body: &Value) -> Self {
@@ -66,9 +91,15 @@ impl Step {
         self
     }
 
-    fn carry_rv(mut self) -> Self {
-        self.carry_resource_version = true;
+    fn rewrite(mut self, status: Value, edits: &[Edit]) -> Self {
+        self.rewrite = Some(Rewrite { status, edits: edits.to_vec() });
+        self.body = Some(Vec::new());
         self
+    }
+
+    /// A `GET` of `path`.
+    pub fn get(path: &str) -> Self {
+        Step::new("GET", path.to_string())
     }
 
     /// `METHOD path (content type)` for reports.
@@ -247,7 +278,9 @@ fn mutation_case(t: &KindTemplate, mu: &Mutation, form: Form, name: &str, names:
     match form {
         Form::Create => (vec![], Step::new("POST", coll).json(&mutated)),
         Form::CreateDryRun => (vec![], Step::new("POST", format!("{coll}?dryRun=All")).json(&mutated)),
-        Form::Update => (vec![create], Step::new("PUT", item).json(&mutated).carry_rv()),
+        // Read-modify-write of a fresh GET: a controller of the real cluster may have written
+        // the object since the create, and its admission may have added to it.
+        Form::Update => (vec![create, Step::get(&item)], Step::new("PUT", item).rewrite(Value::Null, &mu.edits)),
         Form::MergePatch => (vec![create], Step::new("PATCH", item).json(&merge_patch(&valid, &mutated)).typed(MERGE)),
         Form::StrategicPatch => {
             (vec![create], Step::new("PATCH", item).json(&merge_patch(&valid, &mutated)).typed(SMP))
@@ -265,7 +298,10 @@ fn mutation_case(t: &KindTemplate, mu: &Mutation, form: Form, name: &str, names:
             };
             (setup, Step::new("PATCH", path).json(&mutated).typed(APPLY))
         }
-        Form::StatusUpdate => (vec![create], Step::new("PUT", format!("{item}/status")).json(&mutated).carry_rv()),
+        Form::StatusUpdate => (
+            vec![create, Step::get(&item)],
+            Step::new("PUT", format!("{item}/status")).rewrite(t.valid_status.clone(), &mu.edits),
+        ),
         Form::StatusMergePatch => {
             let patch = json!({"status": mutated.get("status").cloned().unwrap_or(Value::Null)});
             (vec![create], Step::new("PATCH", format!("{item}/status")).json(&patch).typed(MERGE))

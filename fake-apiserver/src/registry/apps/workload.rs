@@ -116,7 +116,7 @@ pub(crate) fn status_counters(out: &mut Vec<StatusCause>, obj: &Value, keys: &[&
         nonnegative(out, status, k, &path);
     }
     let n = |k: &str| status.get(k).and_then(Value::as_i64).unwrap_or(0);
-    for k in ["currentReplicas", "updatedReplicas"] {
+    for k in ["fullyLabeledReplicas", "currentReplicas", "updatedReplicas"] {
         if keys.contains(&k) && n(k) > n("replicas") {
             out.push(field::invalid(&path.child(k), n(k), "cannot be greater than status.replicas"));
         }

@@ -57,8 +57,9 @@ fn validate_spec(obj: &Value) -> Vec<StatusCause> {
     let tpath = path.child("template");
     out.extend(validate_template(template, &tpath));
     let restart = template.get("spec").and_then(|s| s.get("restartPolicy")).and_then(Value::as_str).unwrap_or_default();
-    if restart == "Always" {
-        out.push(field::not_supported(&tpath.child("spec").child("restartPolicy"), restart, &["OnFailure", "Never"]));
+    // Upstream reports any other policy (the defaulted `Always` included) as Required.
+    if restart != "OnFailure" && restart != "Never" {
+        out.push(field::required(&tpath.child("spec").child("restartPolicy"), r#"valid values: "OnFailure", "Never""#));
     }
     out
 }

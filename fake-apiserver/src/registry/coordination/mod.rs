@@ -11,6 +11,10 @@ use serde_json::Value;
 pub(crate) struct LeaseStrategy;
 
 impl Strategy for LeaseStrategy {
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+
     fn validate(&self, _rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
         let mut out = Vec::new();
         let spec = obj.get("spec").unwrap_or(&Value::Null);

@@ -43,14 +43,14 @@ fn validate_configmap(obj: &Value) -> Vec<StatusCause> {
         for msg in config_key_errors(k) {
             out.push(field::invalid(&Path::root("data").key(k), k.as_str(), &msg));
         }
+        if obj.get("binaryData").and_then(Value::as_object).is_some_and(|b| b.contains_key(k)) {
+            out.push(field::invalid(&Path::root("data").key(k), k.as_str(), "duplicate of key present in binaryData"));
+        }
         total += v.as_str().map_or(0, str::len);
     }
     for (k, v) in obj.get("binaryData").and_then(Value::as_object).into_iter().flatten() {
         for msg in config_key_errors(k) {
             out.push(field::invalid(&Path::root("binaryData").key(k), k.as_str(), &msg));
-        }
-        if data.is_some_and(|d| d.contains_key(k)) {
-            out.push(field::invalid(&Path::root("binaryData").key(k), k.as_str(), "duplicate of key present in data"));
         }
         // Base64 text: the decoded size counts.
         total += v.as_str().map_or(0, |t| t.len() * 3 / 4);

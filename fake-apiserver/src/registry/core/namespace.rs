@@ -50,6 +50,14 @@ impl Strategy for NamespaceStrategy {
             for msg in apimachinery::validation::label_key_errors(&f) {
                 out.push(crate::registry::field::invalid(&path, f.as_str(), &msg));
             }
+            // validateKubeFinalizerName: a name without a `/` must be a standard one.
+            if !f.contains('/') && !["kubernetes", "orphan", "foregroundDeletion"].contains(&f.as_str()) {
+                out.push(crate::registry::field::invalid(
+                    &path,
+                    f.as_str(),
+                    "name is neither a standard finalizer name nor is it fully qualified",
+                ));
+            }
         }
         out
     }

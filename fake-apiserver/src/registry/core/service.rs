@@ -213,6 +213,12 @@ impl Strategy for ServiceStrategy {
     fn validate_status_update(&self, _rt: &ResourceType, obj: &Value, _old: &Value) -> Vec<StatusCause> {
         let mut out = Vec::new();
         let ingress = obj["status"]["loadBalancer"]["ingress"].as_array().cloned().unwrap_or_default();
+        // ValidateLoadBalancerStatus (AllowServiceLBStatusOnNonLB off): ingress only on a
+        // LoadBalancer service, and then each entry is checked.
+        if obj["spec"]["type"].as_str() != Some("LoadBalancer") && !ingress.is_empty() {
+            let at = Path::root("status").child("loadBalancer").child("ingress");
+            return vec![field::forbidden(&at, "may only be used when `spec.type` is 'LoadBalancer'")];
+        }
         for (i, ing) in ingress.iter().enumerate() {
             let ip = ing.get("ip").and_then(Value::as_str).unwrap_or_default();
             if !ip.is_empty() && !is_ip(ip) {

@@ -6,7 +6,7 @@
 use crate::error::StatusCause;
 use crate::registry::field::{self, Path};
 use crate::registry::meta::label_selector_causes;
-use crate::registry::{ResourceType, Strategy};
+use crate::registry::{NameRule, ResourceType, Strategy};
 use apimachinery::validation::{dns1123_subdomain_errors, label_key_errors};
 use serde_json::Value;
 
@@ -24,6 +24,15 @@ pub(crate) struct RoleStrategy {
 }
 
 impl Strategy for RoleStrategy {
+    /// RBAC names are path segments only (ValidateRBACName).
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+
     fn validate(&self, _rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
         let mut out = Vec::new();
         for (i, rule) in list(obj, "rules").iter().enumerate() {
@@ -82,6 +91,15 @@ pub(crate) struct BindingStrategy {
 }
 
 impl Strategy for BindingStrategy {
+    /// RBAC names are path segments only (ValidateRBACName).
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+
     fn validate(&self, _rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
         let mut out = Vec::new();
         let role_ref = obj.get("roleRef").unwrap_or(&Value::Null);

@@ -7,7 +7,7 @@
 use crate::error::StatusCause;
 use crate::registry::field::{self, Bad, Path};
 use crate::registry::{ResourceType, Strategy};
-use apimachinery::validation::{dns1123_label_errors, dns1123_subdomain_errors};
+use apimachinery::validation::{dns1123_label_errors, dns1123_subdomain_errors, label_key_errors};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
@@ -328,15 +328,27 @@ impl Strategy for DeviceClassStrategy {
         for (i, c) in list(spec, "config").iter().enumerate() {
             opaque(&mut out, c, &path.child("config").index(i));
         }
-        let ext = text(spec, "extendedResourceName");
-        if !ext.is_empty() && (ext.contains(' ') || !ext.contains('/')) {
-            out.push(field::invalid(
-                &path.child("extendedResourceName"),
-                ext,
-                "must be a valid extended resource name",
-            ));
+        if let Some(ext) = spec.get("extendedResourceName").and_then(Value::as_str) {
+            extended_resource_name(&mut out, &path.child("extendedResourceName"), ext);
         }
         out
+    }
+}
+
+/// validate.ExtendedResourceName (format=k8s-extended-resource-name): a domain-prefixed path,
+/// not in `kubernetes.io`, without the `requests.` prefix, and a label key once prefixed with
+/// `requests.` (as quota names it).
+fn extended_resource_name(out: &mut Vec<StatusCause>, path: &Path, v: &str) {
+    if !v.contains('/') {
+        out.push(field::invalid(path, v, "a name must be a domain-prefixed path, such as 'example.com/my-prop'"));
+    } else if v.contains("kubernetes.io/") {
+        out.push(field::invalid(path, v, "must not have \"kubernetes.io/\" domain"));
+    }
+    if v.starts_with("requests.") {
+        out.push(field::invalid(path, v, "must not have \"requests.\" prefix"));
+    }
+    for msg in label_key_errors(&format!("requests.{v}")) {
+        out.push(field::invalid(path, v, &msg));
     }
 }
 
