@@ -112,6 +112,15 @@ fn custom_meta_causes(rt: &ResourceType, meta_causes: Vec<StatusCause>, update: 
     let mut out = Vec::new();
     let mut other = false;
     for c in meta_causes {
+        // hasBlockingErr: only these types keep the CEL rules from running.
+        other |= matches!(
+            c.reason.as_str(),
+            "FieldValueRequired"
+                | "FieldValueNotSupported"
+                | "FieldValueTooLong"
+                | "FieldValueTooMany"
+                | "FieldValueTypeInvalid"
+        );
         if c.field == "metadata.labels"
             || c.field == "metadata.annotations"
             || (update && c.field.starts_with("metadata.ownerReferences"))
@@ -120,16 +129,6 @@ fn custom_meta_causes(rt: &ResourceType, meta_causes: Vec<StatusCause>, update: 
                 out.push(c.clone());
                 out.push(c.clone());
             }
-        } else if matches!(
-            c.reason.as_str(),
-            "FieldValueRequired"
-                | "FieldValueNotSupported"
-                | "FieldValueTooLong"
-                | "FieldValueTooMany"
-                | "FieldValueTypeInvalid"
-        ) {
-            // hasBlockingErr: only these types keep the CEL rules from running.
-            other = true;
         }
         out.push(c);
     }

@@ -114,6 +114,17 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
             rt.kind
         )));
     }
+    // Nor one whose list-map has two items of the same key.
+    if let Some((at, key)) =
+        crate::fieldmanager::managed::duplicate_key(&applied, crate::fieldmanager::managed::shape_of(rt))
+    {
+        let ns = if target.namespace.is_empty() { String::new() } else { format!("{}/", target.namespace) };
+        let gv = if rt.group.is_empty() { format!("/{}", rt.version) } else { rt.api_version().to_string() };
+        return Err(ApiError::internal_plain(format!(
+            "failed to create typed patch object ({ns}{name}; {gv}, Kind={}): {at}: duplicate entries for key {key}",
+            rt.kind
+        )));
+    }
     let manager = query.field_manager.clone().unwrap_or_default();
     let now = call.ctx.clock.now();
     let req = ApplyRequest {

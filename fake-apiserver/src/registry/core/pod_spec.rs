@@ -305,7 +305,7 @@ fn resources(out: &mut Vec<StatusCause>, c: &Value, path: &Path) {
             };
             if r > l {
                 out.push(field::invalid(
-                    &path.child("requests").key(name),
+                    &path.child("requests"),
                     req.as_str().unwrap_or_default(),
                     &format!("must be less than or equal to {name} limit of {}", lim.as_str().unwrap_or_default()),
                 ));

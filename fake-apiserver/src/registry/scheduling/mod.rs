@@ -126,10 +126,9 @@ impl Strategy for PodGroupStrategy {
 
     fn validate_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
         let mut out = podgroup_spec(obj);
-        let path = Path::root("spec").child("resourceClaims");
-        if let Some(c) = field::immutable(&path, &obj["spec"]["resourceClaims"], &old["spec"]["resourceClaims"]) {
-            out.push(c);
-        }
+        immutable_short_circuit(&mut out, obj, old, "resourceClaims");
+        let path = Path::root("spec").child("schedulingPolicy");
+        policy_members_update(&mut out, &obj["spec"]["schedulingPolicy"], &old["spec"]["schedulingPolicy"], &path);
         out
     }
 
@@ -169,7 +168,7 @@ fn workload_spec(obj: &Value) -> Vec<StatusCause> {
                 out.push(field::invalid(&at.child("name"), name, &msg));
             }
             if !names.insert(name.to_string()) {
-                out.push(field::duplicate(&at.child("name"), name));
+                out.push(field::duplicate(&at, Bad::Raw(t.to_string())));
             }
         }
         policy(&mut out, t.get("schedulingPolicy"), &at.child("schedulingPolicy"));
@@ -206,10 +205,49 @@ impl Strategy for WorkloadStrategy {
 
     fn validate_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
         let mut out = workload_spec(obj);
-        let path = Path::root("spec").child("controllerRef");
-        if let Some(c) = field::immutable(&path, &obj["spec"]["controllerRef"], &old["spec"]["controllerRef"]) {
-            out.push(c);
+        immutable_short_circuit(&mut out, obj, old, "controllerRef");
+        // podGroupTemplates is a list-map keyed by name: entries may not be removed, and an
+        // entry's scheduling policy members follow the old entry of the same name.
+        let path = Path::root("spec").child("podGroupTemplates");
+        let (new_t, old_t) = (list(&obj["spec"], "podGroupTemplates"), list(&old["spec"], "podGroupTemplates"));
+        if old_t.iter().any(|o| !new_t.iter().any(|n| text(n, "name") == text(o, "name"))) {
+            out.push(field::forbidden(&path, "item may not be removed"));
+        }
+        for (i, n) in new_t.iter().enumerate() {
+            if let Some(o) = old_t.iter().find(|o| text(o, "name") == text(n, "name")) {
+                let at = path.index(i).child("schedulingPolicy");
+                policy_members_update(&mut out, &n["schedulingPolicy"], &o["schedulingPolicy"], &at);
+            }
         }
         out
+    }
+}
+
+/// Declarative validation's `+k8s:immutable` on `spec.<key>`: a change is reported alone (the
+/// other errors under it are short-circuited), with the value printed as null.
+fn immutable_short_circuit(out: &mut Vec<StatusCause>, obj: &Value, old: &Value, key: &str) {
+    let (n, o) = (obj["spec"].get(key).unwrap_or(&Value::Null), old["spec"].get(key).unwrap_or(&Value::Null));
+    if n == o {
+        return;
+    }
+    let field_name = format!("spec.{key}");
+    out.retain(|c| {
+        !(c.field == field_name
+            || c.field.starts_with(&format!("{field_name}."))
+            || c.field.starts_with(&format!("{field_name}[")))
+    });
+    out.push(field::invalid(&Path::root("spec").child(key), Bad::Null, field::FIELD_IMMUTABLE));
+}
+
+/// The members of a scheduling policy (`basic`, `gang`) may not be set or cleared on update.
+fn policy_members_update(out: &mut Vec<StatusCause>, new: &Value, old: &Value, path: &Path) {
+    for k in ["basic", "gang"] {
+        let (n, o) = (new.get(k).filter(|v| !v.is_null()), old.get(k).filter(|v| !v.is_null()));
+        let detail = match (n, o) {
+            (Some(_), None) => field::FIELD_IMMUTABLE,
+            (None, Some(_)) => "field cannot be cleared once set",
+            _ => continue,
+        };
+        out.push(field::invalid(&path.child(k), Bad::Null, detail));
     }
 }
