@@ -54,10 +54,10 @@ impl Strategy for PodStrategy {
         validate_pod_spec(obj.get("spec").unwrap_or(&Value::Null), &Path::root("spec"), SpecOf::Pod)
     }
 
-    /// `ValidatePodUpdate` checks what may change, not the whole spec again.
+    /// `ValidatePodUpdate`: the whole new spec (validatePodMetadataAndSpec), then what may
+    /// change.
     fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
-        let mut out: Vec<StatusCause> =
-            self.validate(rt, obj).into_iter().filter(|c| !c.field.starts_with("spec.volumes")).collect();
+        let mut out = self.validate(rt, obj);
         if munged_spec(obj) != munged_spec(old) {
             out.push(field::forbidden(
                 &Path::root("spec"),

@@ -104,12 +104,27 @@ pub(crate) fn default_pod_spec(spec: &mut Value, of: SpecOf) {
     if of == SpecOf::Pod {
         set_default(s, "enableServiceLinks", json!(true));
     }
+    let host_network = s.get("hostNetwork").and_then(Value::as_bool) == Some(true);
     for key in ["containers", "initContainers"] {
         for c in items_mut(s, key) {
             default_container(c, of);
+            // defaultHostNetworkPorts: on the host network, hostPort defaults to containerPort.
+            if host_network {
+                for p in items_mut(c, "ports") {
+                    if p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0
+                        && let Some(cp) = p.get("containerPort").cloned()
+                    {
+                        p.insert("hostPort".into(), cp);
+                    }
+                }
+            }
         }
     }
     for v in items_mut(s, "volumes") {
+        // SetDefaults_Volume: a volume without a source is an emptyDir.
+        if !VOLUME_SOURCES.iter().any(|k| v.get(*k).is_some_and(|x| !x.is_null())) {
+            v.insert("emptyDir".into(), json!({}));
+        }
         for (source, mode) in [("configMap", true), ("secret", true), ("downwardAPI", true), ("projected", true)] {
             if let Some(src) = v.get_mut(source).and_then(Value::as_object_mut)
                 && mode
@@ -238,31 +253,37 @@ fn enum_required(out: &mut Vec<StatusCause>, path: &Path, value: Option<&Value>,
     }
 }
 
-/// `ValidateVolumes`: names unique DNS labels, exactly one source each. Returns the names.
+/// `ValidateVolumes`: exactly one source each, names unique DNS labels. Returns the names of
+/// the volumes without errors (mounts of the others are then not found, as upstream).
 fn volumes(out: &mut Vec<StatusCause>, spec: &Value, path: &Path) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for (i, v) in list(spec, "volumes").iter().enumerate() {
         let at = path.index(i);
-        let name = s(v, "name");
-        if name.is_empty() {
-            out.push(field::required(&at.child("name"), ""));
-        } else {
-            dns_label(out, &at.child("name"), name);
-            if !names.insert(name.to_string()) {
-                out.push(field::duplicate(&at.child("name"), name));
-            }
-        }
+        let mut el = Vec::new();
         let sources: Vec<&str> =
             VOLUME_SOURCES.iter().copied().filter(|k| v.get(*k).is_some_and(|x| !x.is_null())).collect();
         match sources.as_slice() {
-            [] => out.push(field::required(&at, "must specify a volume type")),
+            [] => el.push(field::required(&at, "must specify a volume type")),
             [_] => {}
             [_, rest @ ..] => {
                 for extra in rest {
-                    out.push(field::forbidden(&at.child(extra), "may not specify more than 1 volume type"));
+                    el.push(field::forbidden(&at.child(extra), "may not specify more than 1 volume type"));
                 }
             }
         }
+        let name = s(v, "name");
+        if name.is_empty() {
+            el.push(field::required(&at.child("name"), ""));
+        } else {
+            dns_label(&mut el, &at.child("name"), name);
+        }
+        if names.contains(name) {
+            el.push(field::duplicate(&at.child("name"), name));
+        }
+        if el.is_empty() {
+            names.insert(name.to_string());
+        }
+        out.extend(el);
     }
     names
 }
@@ -536,6 +557,19 @@ pub(crate) fn validate_pod_spec(spec: &Value, path: &Path, of: SpecOf) -> Vec<St
     let mut out = Vec::new();
     let volume_names = volumes(&mut out, spec, &path.child("volumes"));
     containers(&mut out, spec, path, &volume_names, of);
+    // validateHostNetwork: on the host network, each container port's hostPort is its
+    // containerPort.
+    if spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
+        for (i, c) in list(spec, "containers").iter().enumerate() {
+            for (j, p) in list(c, "ports").iter().enumerate() {
+                let host = p.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
+                if host != p.get("containerPort").and_then(Value::as_i64).unwrap_or(0) {
+                    let at = path.child("containers").index(i).child("ports").index(j).child("hostPort");
+                    out.push(field::invalid(&at, host, "must match `containerPort` when `hostNetwork` is true"));
+                }
+            }
+        }
+    }
     let restart = spec.get("restartPolicy");
     enum_required(&mut out, &path.child("restartPolicy"), restart, RESTART_POLICIES);
     enum_required(&mut out, &path.child("dnsPolicy"), spec.get("dnsPolicy"), DNS_POLICIES);

@@ -400,13 +400,17 @@ fn slice_spec(obj: &Value) -> Vec<StatusCause> {
         }
         if let Some(attrs) = d.get("attributes").and_then(Value::as_object) {
             for (k, a) in attrs {
-                let kinds = ["int", "bool", "string", "version"]
+                let kinds = ["int", "bool", "string", "version", "ints", "bools", "strings", "versions"]
                     .iter()
                     .filter(|t| a.get(**t).is_some_and(|v| !v.is_null()))
                     .count();
                 let apath = at.child("attributes").key(k);
                 match kinds {
-                    0 => out.push(field::required(&apath, "exactly one value must be specified")),
+                    0 => out.push(field::invalid(
+                        &apath,
+                        "",
+                        "must specify one of: `int`, `bool`, `string`, `version`, `ints`, `bools`, `strings`, `versions`",
+                    )),
                     1 => {}
                     _ => {
                         out.push(field::invalid(&apath, Bad::Raw(a.to_string()), "exactly one value must be specified"))
