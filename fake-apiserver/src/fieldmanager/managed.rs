@@ -182,7 +182,14 @@ pub(crate) fn item_key(item: &Value, keys: &[String]) -> Option<String> {
     let mut sorted: Vec<&String> = keys.iter().collect();
     sorted.sort();
     for k in sorted {
-        m.insert(k.clone(), item.get(k)?.clone());
+        // structured-merge-diff fills a missing key field from its schema default: the only
+        // defaulted key of the built-in list-maps is `protocol` (TCP) of ports.
+        let v = match item.get(k) {
+            Some(v) => v.clone(),
+            None if k == "protocol" => json!("TCP"),
+            None => return None,
+        };
+        m.insert(k.clone(), v);
     }
     Some(format!("k:{}", Value::Object(m)))
 }

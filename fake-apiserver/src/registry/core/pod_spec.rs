@@ -388,8 +388,16 @@ fn env(out: &mut Vec<StatusCause>, c: &Value, path: &Path) {
                 let ok = ENV_FIELD_PATHS.contains(&fp)
                     || fp.starts_with("metadata.annotations[")
                     || fp.starts_with("metadata.labels[");
+                // ConvertDownwardAPIFieldLabel knows a few more labels than env may use.
+                let convertible = ok || ["spec.restartPolicy", "spec.schedulerName", "status.phase"].contains(&fp);
                 if fp.is_empty() {
                     out.push(field::required(&fp_path, ""));
+                } else if !convertible {
+                    out.push(field::invalid(
+                        &fp_path,
+                        fp,
+                        &format!("error converting fieldPath: field label not supported: {fp}"),
+                    ));
                 } else if !ok {
                     out.push(field::not_supported(&fp_path, fp, ENV_FIELD_PATHS));
                 }
