@@ -142,10 +142,8 @@ fn comprehension_nesting(source: &str) -> u32 {
                 }
                 open.push(is_macro);
             }
-            ')' => {
-                if open.pop() == Some(true) {
-                    depth = depth.saturating_sub(1);
-                }
+            ')' if open.pop() == Some(true) => {
+                depth = depth.saturating_sub(1);
             }
             _ => {}
         }

@@ -121,14 +121,12 @@ fn custom_meta_causes(rt: &ResourceType, meta_causes: Vec<StatusCause>, update: 
                 | "FieldValueTooMany"
                 | "FieldValueTypeInvalid"
         );
-        if c.field == "metadata.labels"
+        let repeated = c.field == "metadata.labels"
             || c.field == "metadata.annotations"
-            || (update && c.field.starts_with("metadata.ownerReferences"))
-        {
-            if update {
-                out.push(c.clone());
-                out.push(c.clone());
-            }
+            || c.field.starts_with("metadata.ownerReferences");
+        if update && repeated {
+            out.push(c.clone());
+            out.push(c.clone());
         }
         out.push(c);
     }

@@ -78,7 +78,7 @@ pub fn differences(a: &Value, b: &Value, limit: usize) -> Vec<String> {
     }
     fn brief(v: &Value) -> String {
         let s = v.to_string();
-        if s.len() > 120 { format!("{}...", &s[..s.floor_char_boundary(117)]) } else { s }
+        if s.len() > 120 { format!("{}...", s.chars().take(117).collect::<String>()) } else { s }
     }
     let mut out = Vec::new();
     walk(a, b, "", &mut out, limit);
@@ -178,11 +178,11 @@ pub fn normalise_object(v: &Value) -> Value {
             }
         }
     }
-    if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut) {
-        if spec.get("clusterIP").and_then(Value::as_str).is_some_and(|ip| ip != "None") {
-            spec.insert("clusterIP".into(), json!("<allocated>"));
-            spec.insert("clusterIPs".into(), json!(["<allocated>"]));
-        }
+    if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut)
+        && spec.get("clusterIP").and_then(Value::as_str).is_some_and(|ip| ip != "None")
+    {
+        spec.insert("clusterIP".into(), json!("<allocated>"));
+        spec.insert("clusterIPs".into(), json!(["<allocated>"]));
     }
     if pod && let Some(spec) = v.get_mut("spec") {
         strip_pod_admission(spec);

@@ -32,7 +32,7 @@ fn validate_event(rt: &ResourceType, obj: &Value, create: bool) -> Vec<crate::er
     let controller_field = if v1 { "reportingController" } else { "reportingComponent" };
     let controller = s(controller_field);
     if !has_time {
-        if (ins.is_empty() && ns != "" && ns != "default") || (!ins.is_empty() && ns != ins) {
+        if (ins.is_empty() && !ns.is_empty() && ns != "default") || (!ins.is_empty() && ns != ins) {
             out.push(field::invalid(&ns_path, ins, "does not match event.namespace"));
         }
     } else {

@@ -41,26 +41,18 @@ fn validate_secret(obj: &Value) -> Vec<StatusCause> {
                 ));
             }
         }
-        "kubernetes.io/dockercfg" => {
-            if !has(".dockercfg") {
-                out.push(field::required(&dpath.key(".dockercfg"), ""));
-            }
+        "kubernetes.io/dockercfg" if !has(".dockercfg") => {
+            out.push(field::required(&dpath.key(".dockercfg"), ""));
         }
-        "kubernetes.io/dockerconfigjson" => {
-            if !has(".dockerconfigjson") {
-                out.push(field::required(&dpath.key(".dockerconfigjson"), ""));
-            }
+        "kubernetes.io/dockerconfigjson" if !has(".dockerconfigjson") => {
+            out.push(field::required(&dpath.key(".dockerconfigjson"), ""));
         }
-        "kubernetes.io/basic-auth" => {
-            if !has("username") && !has("password") {
-                out.push(field::required(&dpath.key("username"), ""));
-                out.push(field::required(&dpath.key("password"), ""));
-            }
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            out.push(field::required(&dpath.key("username"), ""));
+            out.push(field::required(&dpath.key("password"), ""));
         }
-        "kubernetes.io/ssh-auth" => {
-            if !has("ssh-privatekey") {
-                out.push(field::required(&dpath.key("ssh-privatekey"), ""));
-            }
+        "kubernetes.io/ssh-auth" if !has("ssh-privatekey") => {
+            out.push(field::required(&dpath.key("ssh-privatekey"), ""));
         }
         "kubernetes.io/tls" => {
             for k in ["tls.key", "tls.crt"] {
