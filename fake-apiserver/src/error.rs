@@ -225,6 +225,11 @@ impl ApiError {
         }
     }
 
+    /// 500 with only a message, as a handler's unwrapped error reaches the client.
+    pub fn internal_plain(message: impl Into<String>) -> Self {
+        Self::new(500, "", message)
+    }
+
     /// 504 Timeout: a resourceVersion from the future was requested (`errors.NewTimeoutError`,
     /// which prefixes the message with `Timeout: `).
     pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
@@ -248,6 +253,11 @@ impl ApiError {
             "message": self.message,
             "reason": self.reason,
         });
+        if self.reason.is_empty()
+            && let Some(o) = status.as_object_mut()
+        {
+            o.remove("reason");
+        }
         if let Some(d) = &self.details {
             let mut det = serde_json::Map::new();
             if !d.name.is_empty() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates fake-apiserver/src/patch_meta.json: per built-in type, its fields with the
+"""Generates fake-apiserver/src/registry/patch_meta.json: per built-in type, its fields with the
 strategic-merge-patch and server-side-apply metadata (patch merge key and strategy, list type,
 list map keys, map type) that k8s-openapi does not carry.
 

@@ -8,11 +8,14 @@
 //! - [`actors`]: the reference controllers and simulated components a backend starts per row.
 //! - [`engine`]: runs a row's fixtures, steps and expectations (including ordering over the
 //!   timeline of writes), and selects and schedules rows.
+//! - [`differential`]: the seeded request corpus sent to the fake server and to a real
+//!   kube-apiserver, and their agreement.
 //! - [`report`]: typed run events consumed by the human summary, the JSON report and the JUnit
 //!   XML, and the flight recorder of failing rows.
 
 pub mod actors;
 pub mod backend;
+pub mod differential;
 pub mod engine;
 pub mod report;
 pub mod suite;

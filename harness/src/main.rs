@@ -42,6 +42,31 @@ enum Command {
         #[command(subcommand)]
         command: ClusterCommand,
     },
+    /// Send one seeded corpus of requests to the fake API server and to a real kube-apiserver
+    /// and print how often their answers agree (code, reason, cause types, field paths).
+    Differential(DifferentialArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct DifferentialArgs {
+    /// The corpus seed (the same seed sends the same requests).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// How many cases (one compared request each).
+    #[arg(long, default_value_t = 5000)]
+    count: usize,
+    /// Compare with the cluster of this kubeconfig instead of starting etcd and kube-apiserver
+    /// from the upstream build.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    upstream: UpstreamDirArgs,
+    /// Write every disagreement (seed, index, request, both answers) to this file.
+    #[arg(long)]
+    disagreements: Option<PathBuf>,
+    /// Exit non-zero when the agreement is below this percentage.
+    #[arg(long, default_value_t = 0.0)]
+    min_agreement: f64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -287,6 +312,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Upstream { command } => upstream_command(command),
         Command::Cluster { command: ClusterCommand::Up(args) } => cluster_up(args),
         Command::Cluster { command: ClusterCommand::Down } => cluster_down(),
+        Command::Differential(args) => differential(args),
     }
 }
 
@@ -369,6 +395,59 @@ fn upstream_command(command: UpstreamCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn differential(args: DifferentialArgs) -> anyhow::Result<ExitCode> {
+    use kproof::backend::upstream;
+    use kproof::differential;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async {
+        // The plane (when started here) lives until the comparison is done.
+        let mut plane = None;
+        let real = match &args.kubeconfig {
+            Some(path) => upstream::client_from(path).await.map_err(anyhow::Error::msg)?,
+            None => {
+                let dir = args.upstream.upstream_dir.clone().unwrap_or_else(upstream::default_upstream_dir);
+                let build = upstream::build::locate(&dir)?;
+                let opts =
+                    upstream::PlaneOptions { kueue: false, kuberay: false, ..upstream::PlaneOptions::new(build) };
+                eprintln!("kproof differential: starting etcd and kube-apiserver ...");
+                let p = upstream::ControlPlane::start(opts).await?;
+                let client = upstream::client_from(&p.kubeconfig).await.map_err(anyhow::Error::msg)?;
+                plane = Some(p);
+                client
+            }
+        };
+        let server = differential::fake_server();
+        let fake = server.client();
+        let nonce = format!("{:x}", jiff::Timestamp::now().as_second() % 0xfffff);
+        let names = differential::corpus::RunNames { namespace: format!("kproof-diff-{}-{nonce}", args.seed), nonce };
+        let bar = indicatif::ProgressBar::new(args.count as u64);
+        let started = std::time::Instant::now();
+        let outcomes = differential::run(&fake, &real, args.seed, args.count, &names, |n| bar.set_position(n as u64))
+            .await
+            .map_err(anyhow::Error::msg)?;
+        bar.finish_and_clear();
+        let summary = differential::Summary::of(&outcomes);
+        println!(
+            "kproof differential --seed {} --count {} ({:.0} s)\n",
+            args.seed,
+            args.count,
+            started.elapsed().as_secs_f64()
+        );
+        println!("{}", summary.table());
+        let report = differential::disagreements(args.seed, &outcomes);
+        if let Some(path) = &args.disagreements {
+            std::fs::write(path, &report).with_context(|| format!("cannot write {}", path.display()))?;
+            println!("disagreements: {}", path.display());
+        }
+        if let Some(p) = plane {
+            for e in p.stop() {
+                eprintln!("kproof differential: stopping: {e}");
+            }
+        }
+        Ok(if summary.percent() + 1e-9 >= args.min_agreement { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    })
 }
 
 fn cluster_up(args: ClusterArgs) -> anyhow::Result<ExitCode> {

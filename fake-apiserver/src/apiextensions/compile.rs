@@ -205,8 +205,11 @@ impl Compiler {
                 "x-kubernetes-map-type" => n.map_type = val.as_str().map(str::to_string),
                 "default" => n.default = Some(val.clone()),
                 "$ref" => return Err(schema_err(&p, "$ref is not supported in CRD schemas")),
-                // description, title, example, externalDocs,
-                // x-kubernetes-validations (CEL, not evaluated), ...: no effect here.
+                "x-kubernetes-validations" => {
+                    let rules = super::cel::compile_rules(val, &p).map_err(|m| schema_err(&p, m))?;
+                    n.rules = std::sync::Arc::new(rules);
+                }
+                // description, title, example, externalDocs, ...: no effect here.
                 _ => {}
             }
         }

@@ -38,10 +38,11 @@
 //! * Patterns are compiled with the `regex` crate, which is RE2-like like Go's
 //!   `regexp`. A pattern that does not compile is kept but never checked, so
 //!   that CRDs from the wild still install.
-//! * `x-kubernetes-validations` (CEL rules) are NOT evaluated: they are
-//!   accepted and ignored. Their place is a `cel` module beside `validation`,
-//!   run by [`StructuralSchema::validate`] after the structural checks, as
-//!   apiserver runs CEL after the OpenAPI validation.
+//! * `x-kubernetes-validations` (CEL rules) are compiled with the schema (a rule
+//!   that does not compile refuses the CRD) and evaluated by the `cel` module
+//!   after the structural checks, as apiserver runs CEL after the OpenAPI
+//!   validation; [`StructuralSchema::validate_update`] binds `oldSelf` for
+//!   transition rules.
 //! * The root's `apiVersion`, `kind` and `metadata` are neither pruned nor
 //!   validated here: the server handles ObjectMeta itself.
 //! * Like apiserver, compiling refuses `additionalProperties: false`,
@@ -57,6 +58,7 @@
 //! Files by concern: `schema` (the compiled tree), `compile`, `prune`, `defaulting`,
 //! `validation`, `formats` (string formats) and `go_values` (Go's printing of bad values).
 
+mod cel;
 mod compile;
 mod defaulting;
 mod formats;
@@ -76,6 +78,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use validation::{Mode, Validator};
+
+/// The field of a cause about the whole object, as Go prints a nil `field.Path`.
+pub const NIL_PATH: &str = "<nil>";
+
+/// The cause apiextensions-apiserver adds when CEL rules were skipped because the object was
+/// invalid already.
+pub const RULES_NOT_CHECKED: &str = "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
 
 /// How deep an object is followed by validation, pruning and defaulting.
 /// Deeper values are reported as "too deeply nested" by [`StructuralSchema::validate`]
@@ -213,10 +222,49 @@ impl StructuralSchema {
         self.validate_with_budget(obj, VALIDATION_BUDGET)
     }
 
+    /// Whether any node of the schema carries CEL rules.
+    pub fn has_rules(&self) -> bool {
+        fn any(n: &Node) -> bool {
+            !n.rules.is_empty()
+                || n.properties.iter().any(|(_, c)| any(c))
+                || n.items.as_deref().is_some_and(any)
+                || matches!(&n.additional, Some(schema::Additional::Schema(s)) if any(s))
+        }
+        any(&self.root)
+    }
+
+    /// Validate an update: the structural checks and every CEL rule on `obj`, with
+    /// transition rules (`oldSelf`) evaluated against the correlated parts of `old`.
+    pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<FieldCause> {
+        self.validate_inner(obj, Some(old), VALIDATION_BUDGET)
+    }
+
     fn validate_with_budget(&self, obj: &Value, budget: u64) -> Vec<FieldCause> {
+        self.validate_inner(obj, None, budget)
+    }
+
+    fn validate_inner(&self, obj: &Value, old: Option<&Value>, budget: u64) -> Vec<FieldCause> {
         let mut v = Validator { budget, exhausted: false };
         let mut out = Vec::new();
         v.node(&self.root, obj, "", 0, Mode { root: true, junctor: false }, &mut out);
+        // Like apiextensions-apiserver (customResourceStrategy.Validate, hasBlockingErr): CEL
+        // rules are skipped when a schema error is Required, NotSupported, TooLong, TooMany or
+        // TypeInvalid; after other errors (pattern, bounds, format) they still run.
+        let blocking = out.iter().any(|c| {
+            matches!(
+                c.reason,
+                FieldCause::REQUIRED
+                    | FieldCause::NOT_SUPPORTED
+                    | FieldCause::TOO_LONG
+                    | FieldCause::TOO_MANY
+                    | FieldCause::TYPE_INVALID
+            )
+        });
+        if !blocking {
+            cel::CelPass::new().walk(&self.root, obj, old, "", 0, &mut out);
+        } else if self.has_rules() {
+            out.push(FieldCause::new(FieldCause::INVALID, NIL_PATH, RULES_NOT_CHECKED.into()));
+        }
         if v.exhausted {
             out.push(FieldCause::new(
                 FieldCause::INVALID,

@@ -129,6 +129,8 @@ pub(super) struct Node {
     /// `x-kubernetes-map-type` as written (`atomic` or `granular`), for server-side apply.
     pub(super) map_type: Option<String>,
     pub(super) default: Option<Value>,
+    /// `x-kubernetes-validations`, compiled.
+    pub(super) rules: std::sync::Arc<Vec<super::cel::Rule>>,
 }
 
 impl Node {

@@ -652,10 +652,12 @@ mod tests {
     }
 
     #[test]
-    fn cel_rules_are_accepted_and_ignored() {
+    fn cel_rules_are_evaluated() {
         let s = field(json!({"type": "object", "properties": {"a": {"type": "integer"}},
             "x-kubernetes-validations": [{"rule": "self.a > 10", "message": "a must exceed 10"}]}));
-        assert!(check(&s, json!({"a": 1})).is_empty());
+        assert!(check(&s, json!({"a": 11})).is_empty(), "11 passes the rule");
+        let c = one(check(&s, json!({"a": 1})));
+        assert_eq!((c.field.as_str(), c.message.as_str()), ("spec.f", "Invalid value: \"object\": a must exceed 10"));
     }
 
     // ----- enum, pattern, bounds, lengths, counts ---------------------------

@@ -543,7 +543,7 @@ mod tests {
 
     #[test]
     fn crd_schema_names_reverse_the_group() {
-        let r = crate::registry::Registry::builtin();
+        let r = crate::registry::Registry::builtin(Default::default());
         let rt = r.get("apps", "v1", "deployments").expect("deployments");
         assert_eq!(crd_schema_name(&rt), "apps.v1.Deployment");
         let rt = r.get("resource.k8s.io", "v1", "resourceclaims").expect("resourceclaims");

@@ -18,15 +18,23 @@ pub(crate) enum FieldValidation {
 }
 
 impl FieldValidation {
-    /// The `fieldValidation` query parameter (absent: Warn).
-    pub(crate) fn parse(v: Option<&str>) -> ApiResult<Self> {
+    /// The `fieldValidation` query parameter (absent: Warn); another value is 422 on the
+    /// verb's options kind (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+    pub(crate) fn parse(v: Option<&str>, options_kind: &str) -> ApiResult<Self> {
         match v {
             None | Some("") | Some("Warn") => Ok(Self::Warn),
             Some("Ignore") => Ok(Self::Ignore),
             Some("Strict") => Ok(Self::Strict),
-            Some(other) => Err(ApiError::bad_request(format!(
-                "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got {other:?}"
-            ))),
+            Some(other) => Err(ApiError::invalid(
+                "meta.k8s.io",
+                options_kind,
+                "",
+                vec![crate::registry::field::not_supported(
+                    &crate::registry::field::Path::root("fieldValidation"),
+                    other,
+                    &["", "Ignore", "Strict", "Warn"],
+                )],
+            )),
         }
     }
 }

@@ -182,9 +182,45 @@ pub(crate) fn item_key(item: &Value, keys: &[String]) -> Option<String> {
     let mut sorted: Vec<&String> = keys.iter().collect();
     sorted.sort();
     for k in sorted {
-        m.insert(k.clone(), item.get(k)?.clone());
+        // structured-merge-diff fills a missing key field from its schema default: the only
+        // defaulted key of the built-in list-maps is `protocol` (TCP) of ports.
+        let v = match item.get(k) {
+            Some(v) => v.clone(),
+            None if k == "protocol" => json!("TCP"),
+            None => return None,
+        };
+        m.insert(k.clone(), v);
     }
     Some(format!("k:{}", Value::Object(m)))
+}
+
+/// The first list-map of `v` with two items of the same key, as structured-merge-diff names it
+/// when it types an applied configuration: `(".spec.resourceClaims", "[name=\"gpu\"]")`.
+pub(crate) fn duplicate_key(v: &Value, shape: Shape<'_>) -> Option<(String, String)> {
+    fn walk(v: &Value, shape: Shape<'_>, at: &str) -> Option<(String, String)> {
+        match v {
+            Value::Object(m) if !shape.map_atomic() => {
+                m.iter().find_map(|(k, x)| walk(x, shape.child(k), &format!("{at}.{k}")))
+            }
+            Value::Array(items) => {
+                let ListType::Map(keys) = shape.list_type() else { return None };
+                let mut seen = std::collections::BTreeSet::new();
+                for x in items {
+                    if let Some(k) = item_key(x, &keys)
+                        && !seen.insert(k)
+                    {
+                        let mut sorted: Vec<&String> = keys.iter().collect();
+                        sorted.sort();
+                        let parts: Vec<String> = sorted.iter().map(|k| format!("{k}={}", x[k.as_str()])).collect();
+                        return Some((at.to_string(), format!("[{}]", parts.join(","))));
+                    }
+                }
+                items.iter().find_map(|x| walk(x, shape.item(), at))
+            }
+            _ => None,
+        }
+    }
+    walk(v, shape, "")
 }
 
 /// A path printed the way apply conflicts name it: `.spec.containers[name="a"].image`.

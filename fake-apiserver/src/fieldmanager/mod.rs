@@ -7,7 +7,8 @@ pub(crate) mod apply;
 pub(crate) mod field_validation;
 pub(crate) mod go_json_patch;
 pub(crate) mod managed;
-pub(crate) mod patch_meta;
+/// The built-in types' merge metadata lives with the types (`registry::patch_meta`).
+pub(crate) use crate::registry::patch_meta;
 pub(crate) mod smp;
 
 use crate::registry::ResourceType;

@@ -7,6 +7,7 @@ use super::apps::replicaset::ReplicaSetStrategy;
 use super::apps::statefulset::StatefulSetStrategy;
 use super::authorization::reviews::ReviewStrategy;
 use super::batch::job::JobStrategy;
+use super::coordination::LeaseStrategy;
 use super::core::configmap::ConfigMapStrategy;
 use super::core::event::EventStrategy;
 use super::core::namespace::NamespaceStrategy;
@@ -14,6 +15,12 @@ use super::core::node::NodeStrategy;
 use super::core::pod::PodStrategy;
 use super::core::secret::SecretStrategy;
 use super::core::service::ServiceStrategy;
+use super::discovery::EndpointSliceStrategy;
+use super::rbac::{BindingStrategy, RoleStrategy};
+use super::resource::{
+    DeviceClassStrategy, ResourceClaimStrategy, ResourceClaimTemplateStrategy, ResourceSliceStrategy,
+};
+use super::scheduling::{PodGroupStrategy, WorkloadStrategy};
 use super::{DefaultStrategy, Derived, ResourceType, ScaleSpec, Strategy, builtin_schema};
 use k8s_openapi::{ListableResource, NamespaceResourceScope, Resource};
 use serde_json::Value;
@@ -81,6 +88,7 @@ where
         decode_check: Some(decode_as::<T>),
         openapi: Some(builtin_schema::<T>()),
         strategy: x.strategy.unwrap_or(&DefaultStrategy),
+        gates: Default::default(),
         derived: Derived::of(T::GROUP, T::VERSION, T::URL_PATH_SEGMENT, T::KIND),
     }
 }
@@ -120,8 +128,8 @@ const EVENTS_V1_FIELDS: &[&str] = &[
 pub(super) fn types() -> Vec<ResourceType> {
     use k8s_openapi::api::{
         apps::v1 as apps, batch::v1 as batch, coordination::v1 as coordination, core::v1 as core,
-        discovery::v1 as discovery, events::v1 as events, policy::v1 as policy, resource::v1 as resource,
-        scheduling::v1 as scheduling, scheduling::v1beta1 as scheduling_beta,
+        discovery::v1 as discovery, events::v1 as events, policy::v1 as policy, rbac::v1 as rbac,
+        resource::v1 as resource, scheduling::v1 as scheduling, scheduling::v1beta1 as scheduling_beta,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
     let all = &["all"][..];
@@ -225,14 +233,27 @@ pub(super) fn types() -> Vec<ResourceType> {
             generation: true,
             ..Default::default()
         }),
-        builtin::<discovery::EndpointSlice>(Extra::default()),
+        builtin::<discovery::EndpointSlice>(Extra { strategy: Some(&EndpointSliceStrategy), ..Default::default() }),
         builtin::<events::Event>(Extra {
             short: &["ev"],
             fields: EVENTS_V1_FIELDS,
             strategy: Some(&EventStrategy),
             ..Default::default()
         }),
-        builtin::<coordination::Lease>(Extra::default()),
+        builtin::<coordination::Lease>(Extra { strategy: Some(&LeaseStrategy), ..Default::default() }),
+        builtin::<rbac::Role>(Extra { strategy: Some(&RoleStrategy { namespaced: true }), ..Default::default() }),
+        builtin::<rbac::ClusterRole>(Extra {
+            strategy: Some(&RoleStrategy { namespaced: false }),
+            ..Default::default()
+        }),
+        builtin::<rbac::RoleBinding>(Extra {
+            strategy: Some(&BindingStrategy { namespaced: true }),
+            ..Default::default()
+        }),
+        builtin::<rbac::ClusterRoleBinding>(Extra {
+            strategy: Some(&BindingStrategy { namespaced: false }),
+            ..Default::default()
+        }),
         builtin::<policy::PodDisruptionBudget>(Extra {
             short: &["pdb"],
             status: true,
@@ -247,16 +268,40 @@ pub(super) fn types() -> Vec<ResourceType> {
             strategy: Some(&CrdStrategy),
             ..Default::default()
         }),
-        builtin::<resource::ResourceClaim>(Extra { status: true, generation: true, ..Default::default() }),
-        builtin::<resource::ResourceClaimTemplate>(Extra { generation: true, ..Default::default() }),
-        builtin::<resource::DeviceClass>(Extra { generation: true, ..Default::default() }),
+        builtin::<resource::ResourceClaim>(Extra {
+            status: true,
+            generation: true,
+            strategy: Some(&ResourceClaimStrategy),
+            ..Default::default()
+        }),
+        builtin::<resource::ResourceClaimTemplate>(Extra {
+            generation: true,
+            strategy: Some(&ResourceClaimTemplateStrategy),
+            ..Default::default()
+        }),
+        builtin::<resource::DeviceClass>(Extra {
+            generation: true,
+            strategy: Some(&DeviceClassStrategy),
+            ..Default::default()
+        }),
         builtin::<resource::ResourceSlice>(Extra {
             generation: true,
             fields: &["spec.nodeName", "spec.driver"],
+            strategy: Some(&ResourceSliceStrategy),
             ..Default::default()
         }),
         builtin::<scheduling::PriorityClass>(Extra { short: &["pc"], ..Default::default() }),
-        builtin::<scheduling_beta::PodGroup>(Extra { status: true, generation: true, ..Default::default() }),
+        builtin::<scheduling_beta::PodGroup>(Extra {
+            status: true,
+            generation: true,
+            strategy: Some(&PodGroupStrategy),
+            ..Default::default()
+        }),
+        builtin::<scheduling_beta::Workload>(Extra {
+            generation: true,
+            strategy: Some(&WorkloadStrategy),
+            ..Default::default()
+        }),
         builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(),
         builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(),
     ]

@@ -2,6 +2,7 @@
 //! match the URL, the shapes of ObjectMeta fields, then the built-in type (400 BadRequest on
 //! failure; a patched object that no longer decodes is 422).
 
+use super::patch_meta::Shape;
 use super::{DecodeCheck, ResourceType};
 use crate::error::{ApiError, ApiResult, StatusCause};
 use apimachinery::go::quote;
@@ -99,11 +100,42 @@ fn decode_body(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
 }
 
 /// Decodes a request body for `rt` the way the create and update handlers do: type meta, the
-/// shapes of ObjectMeta fields, then the built-in decoder (400 BadRequest on failure).
+/// shapes of ObjectMeta fields, then the built-in decoder (400 BadRequest on failure). What
+/// the decoder leaves is what kube-apiserver's leaves: a built-in loses the fields its type
+/// does not declare and gets its defaults, a custom resource is pruned and defaulted by its
+/// schema, so managedFields and validation see the object as it will be stored.
 pub(crate) fn decode_object(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
     check_type_meta(rt, obj)?;
     check_meta_shape(rt, obj)?;
-    decode_body(rt, obj)
+    decode_body(rt, obj)?;
+    if !rt.custom {
+        drop_unknown_fields(obj, Shape::builtin_root(&rt.group, &rt.version, &rt.kind), 0);
+    }
+    rt.strategy.canonicalize(rt, obj);
+    rt.strategy.default(rt, obj);
+    Ok(())
+}
+
+/// Removes the fields the built-in type does not declare, and `null`s (which the Go types
+/// decode as absent), as decoding into the typed object and encoding it again does.
+fn drop_unknown_fields(v: &mut Value, shape: Shape<'_>, depth: usize) {
+    if depth > crate::apiextensions::MAX_DEPTH {
+        return;
+    }
+    match v {
+        Value::Object(m) => {
+            m.retain(|k, x| !x.is_null() && shape.declares(k) != Some(false));
+            for (k, x) in m.iter_mut() {
+                drop_unknown_fields(x, shape.child(k), depth + 1);
+            }
+        }
+        Value::Array(items) => {
+            for x in items {
+                drop_unknown_fields(x, shape.item(), depth + 1);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Checks that a patched object still decodes into its type. The patch handler answers a

@@ -1,6 +1,7 @@
 //! ObjectMeta as the generic store handles it: the shapes and rules of `metadata`, conditions,
 //! finalizers, and the finalizers a DELETE adds for its propagation policy.
 
+use super::field::{self, Path};
 use crate::error::{ApiError, ApiResult, StatusCause};
 use apimachinery::go::quote;
 use apimachinery::unstructured::{nested_field_at, set_nested_field};
@@ -44,6 +45,110 @@ pub(crate) fn label_causes(labels: Option<&Value>) -> Vec<StatusCause> {
         causes.extend(label_value_errors(value).into_iter().map(|m| invalid(value, m)));
     }
     causes
+}
+
+/// The most bytes all annotations of an object may hold together (`TotalAnnotationSizeLimitB`).
+const TOTAL_ANNOTATION_SIZE: usize = 256 * 1024;
+
+/// `ValidateObjectMeta` beyond the name: labels, annotations (qualified keys, 256 KiB in
+/// all), owner references (apiVersion, kind, name, uid) and finalizers (qualified names).
+pub(crate) fn object_meta_causes(meta: &Map<String, Value>, _namespaced: bool) -> Vec<StatusCause> {
+    let mut causes = label_causes(meta.get("labels"));
+    let path = Path::root("metadata");
+    if let Some(Value::Object(annotations)) = meta.get("annotations") {
+        let at = path.child("annotations");
+        let mut total = 0;
+        for (k, v) in annotations {
+            for msg in label_key_errors(&k.to_lowercase()) {
+                causes.push(field::invalid(&at, k.as_str(), &msg));
+            }
+            total += k.len() + v.as_str().map_or(0, str::len);
+        }
+        if total > TOTAL_ANNOTATION_SIZE {
+            causes.push(field::too_long(&at, TOTAL_ANNOTATION_SIZE));
+        }
+    }
+    if let Some(Value::Array(refs)) = meta.get("ownerReferences") {
+        let at = path.child("ownerReferences");
+        for (i, r) in refs.iter().enumerate() {
+            let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
+            let version = text("apiVersion").rsplit('/').next().unwrap_or_default();
+            if version.is_empty() {
+                causes.push(field::required(&at.index(i).child("apiVersion"), "must not be empty"));
+            }
+            for k in ["kind", "name", "uid"] {
+                if text(k).is_empty() {
+                    causes.push(field::required(&at.index(i).child(k), "must not be empty"));
+                }
+            }
+        }
+    }
+    if let Some(Value::Array(finalizers)) = meta.get("finalizers") {
+        let at = path.child("finalizers");
+        for f in finalizers.iter().filter_map(Value::as_str) {
+            for msg in label_key_errors(f) {
+                causes.push(field::invalid(&at, f, &msg));
+            }
+        }
+    }
+    causes
+}
+
+/// `metav1validation.ValidateLabelSelector`: labels of `matchLabels`, each requirement of
+/// `matchExpressions` (operator, values for it, key, values as label values).
+pub(crate) fn label_selector_causes(sel: &Value, path: &Path) -> Vec<StatusCause> {
+    let mut out = Vec::new();
+    if let Some(Value::Object(m)) = sel.get("matchLabels") {
+        let at = path.child("matchLabels");
+        for (k, v) in m {
+            for msg in label_key_errors(k) {
+                out.push(field::invalid(&at, k.as_str(), &msg));
+            }
+            let v = v.as_str().unwrap_or_default();
+            for msg in label_value_errors(v) {
+                out.push(field::invalid(&at, v, &msg));
+            }
+        }
+    }
+    for (i, e) in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let at = path.child("matchExpressions").index(i);
+        let op = e.get("operator").and_then(Value::as_str).unwrap_or_default();
+        let values: Vec<&str> =
+            e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        match op {
+            "In" | "NotIn" => {
+                if values.is_empty() {
+                    out.push(field::required(
+                        &at.child("values"),
+                        "must be specified when `operator` is 'In' or 'NotIn'",
+                    ));
+                }
+            }
+            "Exists" | "DoesNotExist" => {
+                if !values.is_empty() {
+                    out.push(field::forbidden(
+                        &at.child("values"),
+                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    ));
+                }
+            }
+            other => out.push(field::invalid(&at.child("operator"), other, "not a valid selector operator")),
+        }
+        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+        for msg in label_key_errors(key) {
+            out.push(field::invalid(&at.child("key"), key, &msg));
+        }
+        for (j, v) in values.iter().enumerate() {
+            for msg in label_value_errors(v) {
+                out.push(field::invalid(&at.child("values").index(j), *v, &msg));
+            }
+        }
+    }
+    // `LabelSelectorAsSelector` fails on the same input: the caller reports that as well.
+    if !out.is_empty() {
+        out.push(field::invalid(path, field::Bad::Raw(sel.to_string()), "invalid label selector"));
+    }
+    out
 }
 
 /// Adds finalizer `f` unless it is there.

@@ -8,11 +8,19 @@ pub(crate) mod apps;
 pub(crate) mod authorization;
 pub(crate) mod batch;
 mod builtin;
+pub(crate) mod coordination;
 pub(crate) mod core;
 pub(crate) mod decode;
+pub(crate) mod discovery;
+pub(crate) mod features;
+pub(crate) mod field;
 pub(crate) mod meta;
+pub(crate) mod patch_meta;
 pub(crate) mod printers;
+pub(crate) mod rbac;
+pub(crate) mod resource;
 pub(crate) mod scale;
+pub(crate) mod scheduling;
 pub(crate) mod store;
 mod strategy;
 
@@ -22,6 +30,7 @@ pub(crate) use strategy::{DefaultStrategy, Strategy};
 use crate::apiextensions::StructuralSchema;
 use crate::storage::{StorageKey, Store, StoredResource, Subresource, Verb};
 use apimachinery::validation;
+use features::FeatureGates;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 use std::borrow::Borrow;
@@ -60,6 +69,9 @@ pub(crate) enum NameRule {
     Label,
     /// RFC 1035 label (starts with a letter): services.
     Rfc1035Label,
+    /// Only a valid path segment (`path.ValidatePathSegmentName`: not `.` or `..`, no `/` or
+    /// `%`): RBAC objects and core/v1 events, whose strategies check nothing more.
+    PathSegment,
 }
 
 impl NameRule {
@@ -69,6 +81,18 @@ impl NameRule {
             NameRule::Subdomain => validation::dns1123_subdomain_errors(name),
             NameRule::Label => validation::dns1123_label_errors(name),
             NameRule::Rfc1035Label => validation::dns1035_label_errors(name),
+            NameRule::PathSegment => {
+                let mut errs = Vec::new();
+                if name == "." || name == ".." {
+                    errs.push(format!("may not be '{name}'"));
+                }
+                for bad in ["/", "%"] {
+                    if name.contains(bad) {
+                        errs.push(format!("may not contain '{bad}'"));
+                    }
+                }
+                errs
+            }
         }
     }
 }
@@ -143,6 +167,8 @@ pub(crate) struct ResourceType {
     pub openapi: Option<SchemaSource>,
     /// The kind's rules (see [`Strategy`]).
     pub strategy: &'static dyn Strategy,
+    /// The server's feature gates, which some kinds' rules depend on.
+    pub gates: Arc<FeatureGates>,
     /// Names derived from group, version and plural, computed once (see [`ResourceType::derive`]).
     derived: Derived,
 }
@@ -305,6 +331,8 @@ pub(crate) struct Registry {
     /// Which CRD (by name) serves which (group, version, plural) entries.
     crd_entries: BTreeMap<String, Vec<(String, String, String)>>,
     next_schema_epoch: u64,
+    /// The server's feature gates, handed to every resource type.
+    gates: Arc<FeatureGates>,
 }
 
 /// Sort key for Kubernetes version strings: GA before beta before alpha, higher numbers first.
@@ -428,6 +456,7 @@ impl Registry {
         self.unregister_crd(crd_name);
         let mut keys = Vec::new();
         for mut rt in types {
+            rt.gates = self.gates.clone();
             self.next_schema_epoch += 1;
             rt.schema_epoch = self.next_schema_epoch;
             keys.push((rt.group.clone(), rt.version.clone(), rt.plural.clone()));
@@ -452,10 +481,12 @@ impl Registry {
         self.group_order.retain(|g| live.contains(g));
     }
 
-    /// The registry of built-in resources.
-    pub fn builtin() -> Self {
-        let mut r = Registry::default();
-        for rt in builtin::types() {
+    /// The registry of built-in resources, with the server's feature gates.
+    pub fn builtin(gates: FeatureGates) -> Self {
+        let gates = Arc::new(gates);
+        let mut r = Registry { gates: gates.clone(), ..Registry::default() };
+        for mut rt in builtin::types() {
+            rt.gates = gates.clone();
             r.insert(rt);
         }
         r
@@ -475,7 +506,7 @@ mod tests {
 
     #[test]
     fn builtins_include_dra_and_podgroups() {
-        let r = Registry::builtin();
+        let r = Registry::builtin(FeatureGates::default());
         assert!(r.get("resource.k8s.io", "v1", "resourceclaims").is_some_and(|rt| rt.namespaced && rt.status));
         assert!(r.get("resource.k8s.io", "v1", "deviceclasses").is_some_and(|rt| !rt.namespaced));
         assert!(r.get("scheduling.k8s.io", "v1beta1", "podgroups").is_some());

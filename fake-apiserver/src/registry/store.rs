@@ -5,7 +5,7 @@
 
 use super::core::namespace::terminating_forbidden;
 use super::decode::decode_object;
-use super::meta::{deletion_finalizers, label_causes, meta_mut, new_uid, string_list};
+use super::meta::{deletion_finalizers, meta_mut, new_uid, object_meta_causes, string_list};
 use super::{ResourceType, State, namespaces_key};
 use crate::error::{ApiError, ApiResult, StatusCause};
 use crate::storage::{ChangeKind, Encoded, StoredObject, Subresource, Verb, WriteContext, parse_rv, preview, value_rv};
@@ -94,12 +94,50 @@ pub(crate) fn served_as_stored(rt: &ResourceType, obj: &StoredObject) -> bool {
     obj.api_version == rt.api_version() && obj.schema_epoch == rt.schema_epoch
 }
 
-/// Runs the kind's strategy: canonicalization (custom resources: prune and default by the
-/// schema), then validation. (The built-in decoder runs earlier, in [`decode_object`].)
-fn validate_content(rt: &ResourceType, obj: &mut Value, name: &str) -> ApiResult<()> {
-    rt.strategy.canonicalize(rt, obj);
-    let causes = rt.strategy.validate(rt, obj);
+/// The 422 of a write whose ObjectMeta or kind-specific validation failed: meta causes first,
+/// in one `Invalid`, as a kind's `Validate` reports `ValidateObjectMeta` with its own rules.
+fn invalid_if_any(rt: &ResourceType, name: &str, causes: Vec<StatusCause>) -> ApiResult<()> {
     if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&rt.group, &rt.kind, name, causes)) }
+}
+
+/// ObjectMeta causes of a custom resource as apiextensions-apiserver reports them: on update,
+/// label, annotation and owner-reference errors three times (its strategy, its schema's
+/// ObjectMeta check and the generic store each validate them), and when the CRD has CEL rules,
+/// a blocking metadata error (Required, NotSupported, TooLong, TooMany, TypeInvalid) adds the
+/// "rules were not checked" cause (the rules do not run on such an object).
+fn custom_meta_causes(rt: &ResourceType, meta_causes: Vec<StatusCause>, update: bool) -> Vec<StatusCause> {
+    if !rt.custom || meta_causes.is_empty() {
+        return meta_causes;
+    }
+    let mut out = Vec::new();
+    let mut other = false;
+    for c in meta_causes {
+        // hasBlockingErr: only these types keep the CEL rules from running.
+        other |= matches!(
+            c.reason.as_str(),
+            "FieldValueRequired"
+                | "FieldValueNotSupported"
+                | "FieldValueTooLong"
+                | "FieldValueTooMany"
+                | "FieldValueTypeInvalid"
+        );
+        let repeated = c.field == "metadata.labels"
+            || c.field == "metadata.annotations"
+            || c.field.starts_with("metadata.ownerReferences");
+        if update && repeated {
+            out.push(c.clone());
+            out.push(c.clone());
+        }
+        out.push(c);
+    }
+    if other && rt.schema.as_ref().is_some_and(|s| s.has_rules()) {
+        out.push(StatusCause::field(
+            "FieldValueInvalid",
+            crate::apiextensions::NIL_PATH,
+            crate::apiextensions::RULES_NOT_CHECKED,
+        ));
+    }
+    out
 }
 
 /// NamespaceLifecycle admission: a namespaced object needs a namespace that exists and is not
@@ -169,7 +207,8 @@ pub(crate) fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Wr
         name = apimachinery::names::generate_name(&generate);
         meta.insert("name".into(), Value::String(name.clone()));
     }
-    // ValidateObjectMeta: the name first, then the labels, all in one Invalid.
+    // ValidateObjectMeta (the name, then the labels and the rest), reported with the kind's
+    // own causes in one Invalid once the object is prepared.
     let mut causes = Vec::new();
     if name.is_empty() {
         causes.push(StatusCause::field(
@@ -183,10 +222,8 @@ pub(crate) fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Wr
         };
         causes.extend(rt.strategy.name_rule().errors(&name).into_iter().map(invalid));
     }
-    causes.extend(label_causes(meta.get("labels")));
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(&rt.group, &rt.kind, &name, causes));
-    }
+    causes.extend(object_meta_causes(meta, rt.namespaced));
+    let mut causes = custom_meta_causes(rt, causes, false);
     for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
         meta.remove(f);
     }
@@ -204,11 +241,12 @@ pub(crate) fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Wr
     {
         o.remove("status");
     }
-    rt.strategy.prepare_for_create(&mut obj, &w.time());
+    rt.strategy.prepare_for_create(rt, &mut obj, &w.time());
     if let Some(fields) = w.fields {
         fields.record_create(rt, &mut obj, w);
     }
-    let object = validate_content(rt, &mut obj, &name).map(|()| {
+    causes.extend(rt.strategy.validate(rt, &obj));
+    let object = invalid_if_any(rt, &name, causes).map(|()| {
         if w.dry_run {
             PreparedObject { preview_rv: value_rv(&obj), encoded: Encoded::exact(rt, &obj) }
         } else {
@@ -373,26 +411,29 @@ pub(crate) fn update(
         let new_finalizers = string_list(merged["metadata"].get("finalizers"));
         let added: Vec<&String> = new_finalizers.iter().filter(|f| !old.finalizers.contains(f)).collect();
         if !added.is_empty() {
-            return Err(ApiError::invalid(
-                &rt.group,
-                &rt.kind,
-                name,
-                vec![StatusCause::field(
-                    "FieldValueForbidden",
-                    "metadata.finalizers",
-                    format!(
-                        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
-                    ),
-                )],
-            ));
+            let cause = StatusCause::field(
+                "FieldValueForbidden",
+                "metadata.finalizers",
+                format!(
+                    "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                ),
+            );
+            // A custom resource's update checks its ObjectMeta twice (its strategy and the
+            // generic store's ValidateObjectMetaUpdate), so kube-apiserver reports it twice.
+            let causes = if rt.custom { vec![cause.clone(), cause] } else { vec![cause] };
+            return Err(ApiError::invalid(&rt.group, &rt.kind, name, causes));
         }
     }
-    rt.strategy.prepare_for_update(&mut merged, &old_value, mode);
-    let causes = label_causes(merged["metadata"].get("labels"));
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(&rt.group, &rt.kind, name, causes));
-    }
-    validate_content(rt, &mut merged, name)?;
+    rt.strategy.prepare_for_update(rt, &mut merged, &old_value, mode);
+    let mut causes = match merged["metadata"].as_object() {
+        Some(meta) => custom_meta_causes(rt, object_meta_causes(meta, rt.namespaced), true),
+        None => Vec::new(),
+    };
+    causes.extend(match mode {
+        UpdateMode::Main => rt.strategy.validate_update(rt, &merged, &old_value),
+        UpdateMode::Status => rt.strategy.validate_status_update(rt, &merged, &old_value),
+    });
+    invalid_if_any(rt, name, causes)?;
     if rt.tracks_generation {
         let skip: &[&str] =
             if rt.status { &["metadata", "status", "apiVersion", "kind"] } else { &["metadata", "apiVersion", "kind"] };

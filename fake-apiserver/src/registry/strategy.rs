@@ -18,6 +18,11 @@ pub(crate) trait Strategy: Sync + std::fmt::Debug {
         NameRule::Subdomain
     }
 
+    /// Whether a PUT of an object that does not exist creates it (`AllowCreateOnUpdate`).
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
     /// Whether a create keeps the `status` the client sent (nodes: the kubelet registers them
     /// with theirs); other kinds with a status subresource start with none.
     fn keeps_status_on_create(&self) -> bool {
@@ -25,19 +30,36 @@ pub(crate) trait Strategy: Sync + std::fmt::Debug {
     }
 
     /// `PrepareForCreate`: what the server sets on a new object (status, conditions,
-    /// finalizers), after the generic metadata. `now` is a `metav1.Time` string.
-    fn prepare_for_create(&self, _obj: &mut Value, _now: &str) {}
+    /// finalizers, fields of disabled features dropped), after the generic metadata. `now` is
+    /// a `metav1.Time` string.
+    fn prepare_for_create(&self, _rt: &ResourceType, _obj: &mut Value, _now: &str) {}
 
     /// `PrepareForUpdate`: what an update through `mode` may not change, undone on `new`.
-    fn prepare_for_update(&self, _new: &mut Value, _old: &Value, _mode: UpdateMode) {}
+    fn prepare_for_update(&self, _rt: &ResourceType, _new: &mut Value, _old: &Value, _mode: UpdateMode) {}
 
-    /// Normalizes the object before validation (custom resources: pruned and defaulted by the
-    /// schema).
+    /// What the decoder does to a body of this kind after it decoded: custom resources are
+    /// pruned and defaulted by their schema (built-ins lose their unknown fields in
+    /// `registry::decode`, then get [`Strategy::default`]).
     fn canonicalize(&self, _rt: &ResourceType, _obj: &mut Value) {}
 
-    /// `Validate` and `ValidateUpdate` of the kind's own fields (ObjectMeta is validated by
-    /// the generic store): the causes of a 422 Invalid.
+    /// The kind's defaults (`SetDefaults_<Kind>` of `pkg/apis/<group>/v1/defaults.go`),
+    /// applied to every decoded body, so managedFields and validation see them.
+    fn default(&self, _rt: &ResourceType, _obj: &mut Value) {}
+
+    /// `Validate` of the kind's own fields on create (ObjectMeta is validated by the generic
+    /// store): the causes of a 422 Invalid.
     fn validate(&self, _rt: &ResourceType, _obj: &Value) -> Vec<StatusCause> {
+        Vec::new()
+    }
+
+    /// `ValidateUpdate` of a write to the main resource: by default the create rules on the
+    /// new object; kinds add their immutable fields.
+    fn validate_update(&self, rt: &ResourceType, obj: &Value, _old: &Value) -> Vec<StatusCause> {
+        self.validate(rt, obj)
+    }
+
+    /// `ValidateUpdate` of the status strategy (a write through `/status`).
+    fn validate_status_update(&self, _rt: &ResourceType, _obj: &Value, _old: &Value) -> Vec<StatusCause> {
         Vec::new()
     }
 

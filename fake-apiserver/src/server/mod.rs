@@ -49,8 +49,10 @@ impl ApiServer {
     /// A server with the built-in resources and the four standard namespaces.
     pub fn new(config: Config) -> Self {
         let clock = Clock::following_tokio(config.clock_start.unwrap_or_else(Timestamp::now));
-        let state =
-            State { store: Store::new(config.history, config.timeline_capacity), registry: Registry::builtin() };
+        let state = State {
+            store: Store::new(config.history, config.timeline_capacity),
+            registry: Registry::builtin(config.feature_gates.clone()),
+        };
         let settings = Settings {
             max_request_body_bytes: config.max_request_body_bytes,
             bookmark_interval: config.bookmark_interval,

@@ -221,7 +221,8 @@ async fn jobs_orphan_by_default_and_deployments_cascade() {
     let job = jobs.create(&PostParams::default(), &job).await.unwrap();
     let deploy: Deployment = serde_json::from_value(json!({
         "metadata": {"name": "web"},
-        "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": template},
+        "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": {
+            "metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}},
     }))
     .unwrap();
     let deploy = deployments.create(&PostParams::default(), &deploy).await.unwrap();

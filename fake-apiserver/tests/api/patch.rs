@@ -110,7 +110,13 @@ async fn patch_delete_directive_removes_a_list_item_and_a_map() {
     .await;
     assert!(container(&d, "sidecar").is_null(), "{d}");
     assert!(!container(&d, "main").is_null());
-    assert!(d["spec"]["strategy"].get("rollingUpdate").is_none(), "{}", d["spec"]["strategy"]);
+    // The deleted rollingUpdate of a RollingUpdate strategy is defaulted back, as upstream does.
+    assert_eq!(
+        d["spec"]["strategy"]["rollingUpdate"],
+        json!({"maxUnavailable": "25%", "maxSurge": "25%"}),
+        "{}",
+        d["spec"]["strategy"]
+    );
 }
 
 #[tokio::test]

@@ -187,11 +187,21 @@ async fn send_initial_events_streams_the_state_then_an_initial_events_end_bookma
     assert_eq!(events[1]["type"], "BOOKMARK");
     assert_eq!(events[1]["object"]["metadata"]["annotations"][INITIAL_EVENTS_END], "true");
     assert_eq!(events[1]["object"]["metadata"]["resourceVersion"], list_rv.to_string());
-    // sendInitialEvents needs bookmarks and NotOlderThan.
+    // kube-apiserver 1.37 sends the initial-events-end bookmark without allowWatchBookmarks
+    // (measured by `kproof differential`).
+    let uri = "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1";
+    let (code, _, body) = raw_full(&server, Method::GET, uri, &[], "").await;
+    assert_eq!(code, StatusCode::OK);
+    let events: Vec<Value> =
+        body.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
+    assert_eq!(events[0]["type"], "ADDED");
+    assert_eq!(events[1]["type"], "BOOKMARK");
+    assert_eq!(events[1]["object"]["metadata"]["annotations"][INITIAL_EVENTS_END], "true");
+    // It still needs resourceVersionMatch=NotOlderThan.
     let (code, status) = raw_with(
         &server,
         Method::GET,
-        "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+        "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&allowWatchBookmarks=true",
         &[],
         "",
     )

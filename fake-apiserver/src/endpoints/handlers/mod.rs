@@ -67,7 +67,12 @@ impl Call {
 
     /// `fieldValidation` on a request body: Strict refuses unknown fields, Warn returns them.
     fn unknown_fields(&self, body: &Value) -> ApiResult<Vec<String>> {
-        let how = FieldValidation::parse(self.query.field_validation.as_deref())?;
+        let options = match self.parts.method {
+            http::Method::POST => "CreateOptions",
+            http::Method::PUT => "UpdateOptions",
+            _ => "PatchOptions",
+        };
+        let how = FieldValidation::parse(self.query.field_validation.as_deref(), options)?;
         field_validation::check(&self.target.rt, how, body)
     }
 }

@@ -104,6 +104,27 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
     if applied["metadata"].get("managedFields").is_some_and(|v| !v.is_null()) {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
+    // structured-merge-diff cannot type a patch with fields the schema does not declare:
+    // kube-apiserver answers 500 whatever fieldValidation says.
+    if let Some(first) = crate::fieldmanager::field_validation::unknown_fields(rt, &applied).first() {
+        let ns = if target.namespace.is_empty() { String::new() } else { format!("{}/", target.namespace) };
+        let gv = if rt.group.is_empty() { format!("/{}", rt.version) } else { rt.api_version().to_string() };
+        return Err(ApiError::internal_plain(format!(
+            "failed to create typed patch object ({ns}{name}; {gv}, Kind={}): .{first}: field not declared in schema",
+            rt.kind
+        )));
+    }
+    // Nor one whose list-map has two items of the same key.
+    if let Some((at, key)) =
+        crate::fieldmanager::managed::duplicate_key(&applied, crate::fieldmanager::managed::shape_of(rt))
+    {
+        let ns = if target.namespace.is_empty() { String::new() } else { format!("{}/", target.namespace) };
+        let gv = if rt.group.is_empty() { format!("/{}", rt.version) } else { rt.api_version().to_string() };
+        return Err(ApiError::internal_plain(format!(
+            "failed to create typed patch object ({ns}{name}; {gv}, Kind={}): {at}: duplicate entries for key {key}",
+            rt.kind
+        )));
+    }
     let manager = query.field_manager.clone().unwrap_or_default();
     let now = call.ctx.clock.now();
     let req = ApplyRequest {

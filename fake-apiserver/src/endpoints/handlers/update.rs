@@ -25,13 +25,28 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let rt = &call.target.rt;
     let mode = update_mode(rt, call.subresource)?;
     let ctx = call.write_context(Verb::Update);
+    let create_ctx = call.write_context(Verb::Create);
     let now = call.ctx.clock.now();
     let (namespace, name) = (&call.target.namespace, call.name());
-    let updated = call.ctx.write(dry_run, |st| {
+    // AllowCreateOnUpdate (events, RBAC, leases): a PUT without a resourceVersion of an object
+    // that does not exist creates it (201), as the generic store does.
+    let creates = mode == UpdateMode::Main
+        && rt.strategy.allow_create_on_update()
+        && obj["metadata"]["resourceVersion"].as_str().is_none_or(str::is_empty);
+    let (code, updated) = call.ctx.write(dry_run, |st| {
+        let stored_ns = if rt.namespaced { namespace.as_str() } else { "" };
+        if creates && st.store.get(rt.storage_key(), stored_ns, name).is_none() {
+            let mut obj = obj;
+            if let Some(meta) = obj.get_mut("metadata").and_then(serde_json::Value::as_object_mut) {
+                meta.entry("name").or_insert_with(|| name.into());
+            }
+            let w = Write { ctx: &create_ctx, now, dry_run, fields: Some(&UpdateOwnership) };
+            return store::create(st, rt, namespace, obj, &w).map(|o| (StatusCode::CREATED, o));
+        }
         let w = Write { ctx: &ctx, now, dry_run, fields: Some(&UpdateOwnership) };
-        store::update(st, rt, namespace, name, obj, mode, &w)
+        store::update(st, rt, namespace, name, obj, mode, &w).map(|o| (StatusCode::OK, o))
     })?;
-    Ok(with_warnings(bytes_response(StatusCode::OK, render(rt, &updated)), &warnings))
+    Ok(with_warnings(bytes_response(code, render(rt, &updated)), &warnings))
 }
 
 /// The Scale replaced.

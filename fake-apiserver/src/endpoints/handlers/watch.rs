@@ -182,12 +182,8 @@ pub(super) fn handle(call: Call) -> ApiResult<Response> {
     let (labels, fields) = query.selectors(&target.rt)?;
     let send_initial = query.send_initial_events;
     if send_initial.is_some() {
-        if !query.allow_watch_bookmarks {
-            return Err(invalid_watch(
-                "allowWatchBookmarks",
-                "Forbidden: sendInitialEvents requires setting allowWatchBookmarks=true",
-            ));
-        }
+        // kube-apiserver 1.37 no longer insists on allowWatchBookmarks (it sends the
+        // initial-events-end bookmark regardless): measured by `kproof differential`.
         if query.resource_version_match.as_deref() != Some("NotOlderThan") {
             return Err(invalid_watch(
                 "resourceVersionMatch",

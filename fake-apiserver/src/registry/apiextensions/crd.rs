@@ -20,7 +20,7 @@ pub(crate) const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensi
 pub(crate) struct CrdStrategy;
 
 impl Strategy for CrdStrategy {
-    fn prepare_for_create(&self, obj: &mut Value, _now: &str) {
+    fn prepare_for_create(&self, _rt: &ResourceType, obj: &mut Value, _now: &str) {
         add_finalizer(obj, CRD_CLEANUP_FINALIZER);
         if nested_field(obj, &["spec", "conversion"]).is_none_or(Value::is_null) {
             set_nested_field(obj, &["spec", "conversion"], json!({"strategy": "None"}));
@@ -176,6 +176,7 @@ pub(crate) fn crd_resource_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<S
             decode_check: None,
             openapi: schema_json.is_object().then(|| SchemaSource::Crd(Arc::new(schema_json.clone()))),
             strategy: &CustomResourceStrategy,
+            gates: Default::default(),
             derived,
         });
     }

@@ -21,7 +21,18 @@ impl Strategy for CustomResourceStrategy {
 
     fn validate(&self, rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
         let Some(schema) = &rt.schema else { return Vec::new() };
-        schema.validate(obj).into_iter().map(|c| StatusCause::field(c.reason, c.field, c.message)).collect()
+        causes(schema.validate(obj))
+    }
+
+    /// The schema again, and the CEL rules with `oldSelf` (transition rules) against `old`.
+    fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
+        let Some(schema) = &rt.schema else { return Vec::new() };
+        causes(schema.validate_update(obj, old))
+    }
+
+    /// A status write is validated against the whole schema too.
+    fn validate_status_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
+        self.validate_update(rt, obj, old)
     }
 
     fn table_columns(&self, rt: &ResourceType) -> Vec<Value> {
@@ -47,6 +58,11 @@ impl Strategy for CustomResourceStrategy {
     }
 }
 
+fn causes(found: Vec<crate::apiextensions::FieldCause>) -> Vec<StatusCause> {
+    found.into_iter().map(|c| StatusCause::field(c.reason, c.field, c.message)).collect()
+}
+
+/// The CRD's printer columns, or the default Age column when none
 /// are given.
 fn printer_columns(rt: &ResourceType) -> Vec<Value> {
     if rt.printer_columns.is_empty() {

@@ -1,5 +1,10 @@
-//! ReplicaSets: kubectl's columns.
+//! ReplicaSets: defaults, validation (`ValidateReplicaSet`, update and status) and kubectl's
+//! columns.
 
+use super::workload::{nonnegative, selector_and_template, selector_immutable, status_counters};
+use crate::error::StatusCause;
+use crate::registry::core::pod_spec::default_template;
+use crate::registry::field::Path;
 use crate::registry::printers::{age_col, col, int, name_col, since, workload_cols, workload_tail};
 use crate::registry::{ResourceType, Strategy};
 use jiff::Timestamp;
@@ -9,7 +14,51 @@ use serde_json::{Value, json};
 #[derive(Debug)]
 pub(crate) struct ReplicaSetStrategy;
 
+fn validate_spec(obj: &Value) -> Vec<StatusCause> {
+    let mut out = Vec::new();
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let path = Path::root("spec");
+    nonnegative(&mut out, spec, "replicas", &path);
+    nonnegative(&mut out, spec, "minReadySeconds", &path);
+    selector_and_template(&mut out, spec, "deployment", true);
+    out
+}
+
 impl Strategy for ReplicaSetStrategy {
+    fn default(&self, _rt: &ResourceType, obj: &mut Value) {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.entry("replicas").or_insert(json!(1));
+        }
+        default_template(obj);
+    }
+
+    fn validate(&self, _rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
+        validate_spec(obj)
+    }
+
+    fn validate_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
+        let mut out = validate_spec(obj);
+        selector_immutable(&mut out, obj, old);
+        out
+    }
+
+    fn validate_status_update(&self, _rt: &ResourceType, obj: &Value, _old: &Value) -> Vec<StatusCause> {
+        let mut out = Vec::new();
+        status_counters(
+            &mut out,
+            obj,
+            &[
+                "replicas",
+                "fullyLabeledReplicas",
+                "readyReplicas",
+                "availableReplicas",
+                "observedGeneration",
+                "terminatingReplicas",
+            ],
+        );
+        out
+    }
+
     fn table_columns(&self, _rt: &ResourceType) -> Vec<Value> {
         let mut c = vec![
             name_col(),

@@ -3,7 +3,7 @@
 //! field, and both APIs' field selectors match it.
 
 use crate::registry::printers::{NAME_DESC, col, int, since};
-use crate::registry::{ResourceType, Strategy};
+use crate::registry::{NameRule, ResourceType, Strategy};
 use crate::storage::field_string;
 use apimachinery::unstructured::nested_field_at;
 use jiff::Timestamp;
@@ -16,7 +16,174 @@ pub(crate) const EVENTS_GROUP: &str = "events.k8s.io";
 #[derive(Debug)]
 pub(crate) struct EventStrategy;
 
+/// `ValidateEventCreate`: the legacy rules for core/v1 (namespaces agree; with an
+/// `eventTime`, the reporting fields are required), the strict ones for events.k8s.io.
+fn validate_event(rt: &ResourceType, obj: &Value, create: bool) -> Vec<crate::error::StatusCause> {
+    use crate::registry::field::{self, Path};
+    let mut out = Vec::new();
+    let v1 = rt.group == EVENTS_GROUP;
+    let s = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_default();
+    let ns = obj["metadata"]["namespace"].as_str().unwrap_or_default();
+    let (involved, involved_name) =
+        if v1 { (&obj["regarding"], "involvedObject") } else { (&obj["involvedObject"], "involvedObject") };
+    let ins = involved["namespace"].as_str().unwrap_or_default();
+    let ns_path = Path::root(involved_name).child("namespace");
+    let has_time = obj.get("eventTime").is_some_and(|v| v.as_str().is_some_and(|t| !t.is_empty()));
+    let controller_field = if v1 { "reportingController" } else { "reportingComponent" };
+    let controller = s(controller_field);
+    if !has_time {
+        if (ins.is_empty() && !ns.is_empty() && ns != "default") || (!ins.is_empty() && ns != ins) {
+            out.push(field::invalid(&ns_path, ins, "does not match event.namespace"));
+        }
+    } else {
+        if ins.is_empty() && ns != "default" && ns != "kube-system" {
+            out.push(field::invalid(&ns_path, ins, "does not match event.namespace"));
+        } else if !ins.is_empty() && ns != ins && !v1 {
+            // The legacy check only covers an empty involved namespace here.
+        }
+        if controller.is_empty() {
+            out.push(field::required(&Path::root(controller_field), ""));
+        }
+        for msg in apimachinery::validation::label_key_errors(controller) {
+            out.push(field::invalid(&Path::root(controller_field), controller, &msg));
+        }
+        if s("reportingInstance").is_empty() {
+            out.push(field::required(&Path::root("reportingInstance"), ""));
+        }
+        if s("action").is_empty() {
+            out.push(field::required(&Path::root("action"), ""));
+        }
+        if s("reportingInstance").len() > 128 {
+            out.push(field::invalid(&Path::root("reportingInstance"), "", "can have at most 128 characters"));
+        }
+        if s("action").len() > 128 {
+            out.push(field::invalid(&Path::root("action"), "", "can have at most 128 characters"));
+        }
+        if s("reason").is_empty() {
+            out.push(field::required(&Path::root("reason"), ""));
+        }
+        if s("reason").len() > 128 {
+            out.push(field::invalid(&Path::root("reason"), "", "can have at most 128 characters"));
+        }
+        let note = if v1 { s("note") } else { s("message") };
+        if note.len() > 1024 {
+            out.push(field::invalid(&Path::root("message"), "", "can have at most 1024 characters"));
+        }
+    }
+    // The strict rules of events.k8s.io on create (ValidateEventCreate; an update checks
+    // immutability instead, in `validate_update`).
+    if v1 && create {
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        for msg in apimachinery::validation::dns1123_subdomain_errors(name) {
+            out.push(field::invalid(&Path::root("metadata").child("name"), name, &msg));
+        }
+        if !has_time {
+            out.push(field::required(&Path::root("eventTime"), ""));
+        }
+        let ty = s("type");
+        if ty != "Normal" && ty != "Warning" {
+            out.push(field::invalid(&Path::root("type"), "", &format!("has invalid value: {ty}")));
+        }
+        for (key, path) in [
+            ("deprecatedFirstTimestamp", "firstTimestamp"),
+            ("deprecatedLastTimestamp", "lastTimestamp"),
+            ("deprecatedCount", "count"),
+        ] {
+            if !is_zero(obj.get(key)) {
+                out.push(field::invalid(&Path::root(path), "", "needs to be unset"));
+            }
+        }
+        let source = &obj["deprecatedSource"];
+        if !is_zero(source.get("component")) || !is_zero(source.get("host")) {
+            out.push(field::invalid(&Path::root("source"), "", "needs to be unset"));
+        }
+    }
+    if v1
+        && create
+        && let Some(series) = obj.get("series").filter(|v| !v.is_null())
+    {
+        out.extend(series_causes(series));
+    }
+    out
+}
+
+/// validateV1EventSeries.
+fn series_causes(series: &Value) -> Vec<crate::error::StatusCause> {
+    use crate::registry::field::{self, Path};
+    let mut out = Vec::new();
+    if series["count"].as_i64().unwrap_or(0) < 2 {
+        out.push(field::invalid(&Path::root("series.count"), "", "should be at least 2"));
+    }
+    if is_zero(series.get("lastObservedTime")) {
+        out.push(field::required(&Path::root("series.lastObservedTime"), ""));
+    }
+    out
+}
+
+/// Whether a field holds Go's zero value (absent, null, "", 0, false, empty list or object).
+fn is_zero(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Number(n)) => n.as_f64() == Some(0.0),
+        Some(Value::Bool(b)) => !b,
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(Value::Object(o)) => o.values().all(|v| is_zero(Some(v))),
+    }
+}
+
 impl Strategy for EventStrategy {
+    /// core/v1 events validate no name beyond the generic path-segment rule; events.k8s.io
+    /// adds the DNS subdomain rule on create (in `validate_event`).
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+
+    fn validate(&self, rt: &ResourceType, obj: &Value) -> Vec<crate::error::StatusCause> {
+        validate_event(rt, obj, true)
+    }
+
+    /// `ValidateEventUpdate`: the object an event is about does not change.
+    fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<crate::error::StatusCause> {
+        use crate::registry::field::{Bad, FIELD_IMMUTABLE, Path, invalid};
+        let mut out = validate_event(rt, obj, false);
+        if rt.group != EVENTS_GROUP {
+            return out;
+        }
+        if obj.get("series") != old.get("series")
+            && let Some(series) = obj.get("series").filter(|v| !v.is_null())
+        {
+            out.extend(series_causes(series));
+        }
+        // events.k8s.io: ValidateEventUpdate keeps what the event reports (internal names; a
+        // changed reason is reported once by v1.37.2, measured).
+        for (key, path) in [
+            ("regarding", "involvedObject"),
+            ("reason", "reason"),
+            ("note", "message"),
+            ("deprecatedSource", "source"),
+            ("deprecatedFirstTimestamp", "firstTimestamp"),
+            ("deprecatedLastTimestamp", "lastTimestamp"),
+            ("deprecatedCount", "count"),
+            ("type", "type"),
+            ("eventTime", "eventTime"),
+            ("action", "action"),
+            ("related", "related"),
+            ("reportingController", "reportingController"),
+            ("reportingInstance", "reportingInstance"),
+        ] {
+            let (n, o) = (obj.get(key), old.get(key));
+            if n != o && !(is_zero(n) && is_zero(o)) {
+                out.push(invalid(&Path::root(path), Bad::of(n.unwrap_or(&Value::Null)), FIELD_IMMUTABLE));
+            }
+        }
+        out
+    }
+
     /// The values under the names of both APIs, whichever API wrote the event.
     fn selectable_values(&self, _rt: &ResourceType, obj: &Value) -> Vec<(String, String)> {
         selectable_values(obj)

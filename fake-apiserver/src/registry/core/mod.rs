@@ -6,5 +6,6 @@ pub(crate) mod event;
 pub(crate) mod namespace;
 pub(crate) mod node;
 pub(crate) mod pod;
+pub(crate) mod pod_spec;
 pub(crate) mod secret;
 pub(crate) mod service;

@@ -23,7 +23,7 @@ impl Strategy for NamespaceStrategy {
         NameRule::Label
     }
 
-    fn prepare_for_create(&self, obj: &mut Value, _now: &str) {
+    fn prepare_for_create(&self, _rt: &ResourceType, obj: &mut Value, _now: &str) {
         let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
         set_nested_field(obj, &["metadata", "labels", "kubernetes.io/metadata.name"], Value::String(name));
         // The `kubernetes` finalizer is required on create, after any the client gave.
@@ -36,10 +36,45 @@ impl Strategy for NamespaceStrategy {
     }
 
     /// `spec` (the finalizers) changes only through `/finalize`.
-    fn prepare_for_update(&self, new: &mut Value, old: &Value, mode: UpdateMode) {
+    fn prepare_for_update(&self, _rt: &ResourceType, new: &mut Value, old: &Value, mode: UpdateMode) {
         if mode == UpdateMode::Main {
             set_nested_field(new, &["spec"], old["spec"].clone());
         }
+    }
+
+    /// `spec.finalizers` are qualified names (or standard ones).
+    fn validate(&self, _rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
+        let mut out = Vec::new();
+        let path = crate::registry::field::Path::root("spec").child("finalizers");
+        for f in string_list(obj["spec"].get("finalizers")) {
+            for msg in apimachinery::validation::label_key_errors(&f) {
+                out.push(crate::registry::field::invalid(&path, f.as_str(), &msg));
+            }
+            // validateKubeFinalizerName: a name without a `/` must be a standard one.
+            if !f.contains('/') && !["kubernetes", "orphan", "foregroundDeletion"].contains(&f.as_str()) {
+                out.push(crate::registry::field::invalid(
+                    &path,
+                    f.as_str(),
+                    "name is neither a standard finalizer name nor is it fully qualified",
+                ));
+            }
+        }
+        out
+    }
+
+    /// Only a namespace being deleted leaves the `Active` phase.
+    fn validate_status_update(&self, _rt: &ResourceType, obj: &Value, _old: &Value) -> Vec<StatusCause> {
+        let deleting = obj["metadata"].get("deletionTimestamp").is_some_and(|v| !v.is_null());
+        let phase = obj["status"]["phase"].as_str().unwrap_or_default();
+        if !deleting && phase != "Active" {
+            let path = crate::registry::field::Path::root("status").child("Phase");
+            return vec![crate::registry::field::invalid(
+                &path,
+                phase,
+                "may only be 'Active' if `deletionTimestamp` is empty",
+            )];
+        }
+        Vec::new()
     }
 
     fn finalizers_pending(&self, obj: &Value) -> bool {

@@ -1,6 +1,10 @@
-//! Pods: status on create (phase, QoS class, the scheduling-gate condition), graceful
-//! deletion, the `binding` subresource and kubectl's columns.
+//! Pods: defaults and validation of the spec (`core::pod_spec`), which spec fields an update
+//! may change, status rules, status on create (phase, QoS class, the scheduling-gate
+//! condition), graceful deletion, the `binding` subresource and kubectl's columns.
 
+use super::pod_spec::{SpecOf, default_pod_spec, validate_pod_spec};
+use crate::error::StatusCause;
+use crate::registry::field::{self, Path};
 use crate::registry::printers::{age_col, col, human_duration, int, name_col, or_none, since};
 use crate::registry::{ResourceType, Strategy};
 use crate::storage::Subresource;
@@ -15,8 +19,65 @@ const SCHEDULING_GATED_MESSAGE: &str = "Scheduling is blocked due to non-empty s
 #[derive(Debug)]
 pub(crate) struct PodStrategy;
 
+/// The spec fields a pod update may change (`ValidatePodUpdate`); images are compared apart.
+const MUTABLE_SPEC: &[&str] =
+    &["activeDeadlineSeconds", "terminationGracePeriodSeconds", "schedulingGates", "tolerations"];
+
+/// The spec with what an update may change taken out.
+fn munged_spec(pod: &Value) -> Value {
+    let mut spec = pod.get("spec").cloned().unwrap_or(Value::Null);
+    if let Some(m) = spec.as_object_mut() {
+        m.retain(|k, _| !MUTABLE_SPEC.contains(&k.as_str()));
+        for key in ["containers", "initContainers"] {
+            for c in m.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(c) = c.as_object_mut() {
+                    c.remove("image");
+                }
+            }
+        }
+    }
+    spec
+}
+
+fn is_ip(s: &str) -> bool {
+    s.parse::<std::net::IpAddr>().is_ok()
+}
+
 impl Strategy for PodStrategy {
-    fn prepare_for_create(&self, obj: &mut Value, now: &str) {
+    fn default(&self, _rt: &ResourceType, obj: &mut Value) {
+        if let Some(spec) = obj.get_mut("spec") {
+            default_pod_spec(spec, SpecOf::Pod);
+        }
+    }
+
+    fn validate(&self, _rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
+        validate_pod_spec(obj.get("spec").unwrap_or(&Value::Null), &Path::root("spec"), SpecOf::Pod)
+    }
+
+    /// `ValidatePodUpdate`: the whole new spec (validatePodMetadataAndSpec), then what may
+    /// change.
+    fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
+        let mut out = self.validate(rt, obj);
+        if munged_spec(obj) != munged_spec(old) {
+            out.push(field::forbidden(
+                &Path::root("spec"),
+                "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+            ));
+        }
+        out
+    }
+
+    fn validate_status_update(&self, _rt: &ResourceType, obj: &Value, _old: &Value) -> Vec<StatusCause> {
+        let mut out = Vec::new();
+        let status = obj.get("status").unwrap_or(&Value::Null);
+        let ip = status.get("podIP").and_then(Value::as_str).unwrap_or_default();
+        if !ip.is_empty() && !is_ip(ip) {
+            out.push(field::invalid(&Path::root("status").child("podIPs").index(0), ip, "must be a valid IP address"));
+        }
+        out
+    }
+
+    fn prepare_for_create(&self, _rt: &ResourceType, obj: &mut Value, now: &str) {
         let qos = pod_qos(obj);
         set_nested_field(obj, &["status"], json!({"phase": "Pending", "qosClass": qos}));
         add_scheduling_gated_condition(obj, now);

@@ -1,0 +1,563 @@
+//! The differential test of the fake API server against the real kube-apiserver: one seeded
+//! corpus of requests ([`corpus`], built from the valid objects and mutations of
+//! [`templates`]) sent to both; the answers are compared on status code, reason, and the
+//! cause types and field paths of `details.causes` (messages are compared too, normalised for
+//! uids and numbers, and reported apart). `kproof differential` runs it.
+//!
+//! It lives in the harness because the harness owns the upstream control plane (build cache,
+//! certificates, process supervision) and composes the fake server; `fake-apiserver` must not
+//! depend on either.
+
+pub mod corpus;
+pub mod templates;
+
+use corpus::{Case, RunNames, Step};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// What a server answered, reduced to what the comparison looks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The HTTP status code.
+    pub code: u16,
+    /// `reason` of a `Status` (empty on success).
+    pub reason: String,
+    /// `(reason, field)` of each cause, sorted.
+    pub causes: Vec<(String, String)>,
+    /// The normalised message of a `Status`.
+    pub message: String,
+    /// The object of a successful answer, normalised ([`normalise_object`]).
+    pub object: Option<Value>,
+}
+
+impl Answer {
+    /// Whether two answers agree on code, reason and causes.
+    pub fn agrees(&self, other: &Answer) -> bool {
+        self.code == other.code && self.reason == other.reason && self.causes == other.causes
+    }
+
+    fn short(&self) -> String {
+        let causes: Vec<String> = self.causes.iter().map(|(r, f)| format!("{r}@{f}")).collect();
+        format!("{} {} [{}] {}", self.code, self.reason, causes.join(", "), self.message)
+    }
+}
+
+/// The JSON pointers where two values differ (at most `limit`), for reports.
+pub fn differences(a: &Value, b: &Value, limit: usize) -> Vec<String> {
+    fn walk(a: &Value, b: &Value, at: &str, out: &mut Vec<String>, limit: usize) {
+        if out.len() >= limit || a == b {
+            return;
+        }
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+                keys.sort();
+                keys.dedup();
+                for k in keys {
+                    let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                    match (x.get(k), y.get(k)) {
+                        (Some(p), Some(q)) => walk(p, q, &here, out, limit),
+                        (Some(p), None) => out.push(format!("{here}: fake {} / real absent", brief(p))),
+                        (None, Some(q)) => out.push(format!("{here}: fake absent / real {}", brief(q))),
+                        (None, None) => {}
+                    }
+                    if out.len() >= limit {
+                        return;
+                    }
+                }
+            }
+            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+                for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                    walk(p, q, &format!("{at}/{i}"), out, limit);
+                }
+            }
+            _ => out.push(format!("{at}: fake {} / real {}", brief(a), brief(b))),
+        }
+    }
+    fn brief(v: &Value) -> String {
+        let s = v.to_string();
+        if s.len() > 120 { format!("{}...", s.chars().take(117).collect::<String>()) } else { s }
+    }
+    let mut out = Vec::new();
+    walk(a, b, "", &mut out, limit);
+    out
+}
+
+/// What the admission plugins of a default kube-apiserver (ServiceAccount, Priority,
+/// DefaultTolerationSeconds) add to a Pod, which the fake server does not model (it has no
+/// ServiceAccount controller, so no `default` ServiceAccount to admit against).
+fn strip_pod_admission(spec: &mut Value) {
+    let Some(m) = spec.as_object_mut() else { return };
+    for key in ["serviceAccountName", "serviceAccount"] {
+        if m.get(key).and_then(Value::as_str) == Some("default") {
+            m.remove(key);
+        }
+    }
+    if m.get("priority").and_then(Value::as_i64) == Some(0) {
+        m.remove("priority");
+    }
+    if let Some(Value::Array(vols)) = m.get_mut("volumes") {
+        vols.retain(|v| !v["name"].as_str().is_some_and(|n| n.starts_with("kube-api-access-")));
+    }
+    if let Some(Value::Array(tols)) = m.get_mut("tolerations") {
+        tols.retain(|t| {
+            !(matches!(t["key"].as_str(), Some("node.kubernetes.io/not-ready" | "node.kubernetes.io/unreachable"))
+                && t["tolerationSeconds"] == json!(300))
+        });
+        if tols.is_empty() {
+            m.remove("tolerations");
+        }
+    }
+    for key in ["containers", "initContainers"] {
+        for c in m.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(Value::Array(mounts)) = c.get_mut("volumeMounts") {
+                mounts.retain(|v| !v["name"].as_str().is_some_and(|n| n.starts_with("kube-api-access-")));
+                if mounts.is_empty()
+                    && let Some(c) = c.as_object_mut()
+                {
+                    c.remove("volumeMounts");
+                }
+            }
+        }
+    }
+}
+
+/// The same for the managed fields of a Pod: admission's additions are owned by the request's
+/// field manager.
+fn strip_pod_admission_fields(fields: &mut Value) {
+    let Some(spec) = fields.get_mut("f:spec").and_then(Value::as_object_mut) else { return };
+    for key in ["f:serviceAccountName", "f:serviceAccount", "f:priority", "f:tolerations"] {
+        spec.remove(key);
+    }
+    let drop_token = |v: &mut Value| {
+        if let Some(m) = v.as_object_mut() {
+            m.retain(|k, _| !k.contains("kube-api-access-"));
+        }
+    };
+    if let Some(vols) = spec.get_mut("f:volumes") {
+        drop_token(vols);
+    }
+    for key in ["f:containers", "f:initContainers"] {
+        for (_, c) in spec.get_mut(key).and_then(Value::as_object_mut).into_iter().flatten() {
+            if let Some(mounts) = c.get_mut("f:volumeMounts") {
+                drop_token(mounts);
+            }
+        }
+    }
+}
+
+/// A successful answer's object with what legitimately differs between two servers replaced:
+/// uids, resource versions, timestamps, generated name suffixes, allocated cluster IPs, and
+/// the Pod admission plugins the fake does not model ([`strip_pod_admission`]).
+pub fn normalise_object(v: &Value) -> Value {
+    static UID: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").expect("static regex")
+    });
+    static TIME: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z").expect("static regex")
+    });
+    let mut v = v.clone();
+    let pod = v["kind"] == "Pod";
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        for key in ["uid", "resourceVersion", "creationTimestamp", "selfLink"] {
+            meta.remove(key);
+        }
+        if let Some(prefix) = meta.get("generateName").and_then(Value::as_str).map(str::to_string)
+            && meta.get("name").and_then(Value::as_str).is_some_and(|n| n.starts_with(&prefix))
+        {
+            meta.insert("name".into(), json!(format!("{prefix}<generated>")));
+        }
+        for entry in meta.get_mut("managedFields").and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(e) = entry.as_object_mut() {
+                e.remove("time");
+                if pod && let Some(f) = e.get_mut("fieldsV1") {
+                    strip_pod_admission_fields(f);
+                }
+            }
+        }
+    }
+    if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut)
+        && spec.get("clusterIP").and_then(Value::as_str).is_some_and(|ip| ip != "None")
+    {
+        spec.insert("clusterIP".into(), json!("<allocated>"));
+        spec.insert("clusterIPs".into(), json!(["<allocated>"]));
+    }
+    if pod && let Some(spec) = v.get_mut("spec") {
+        strip_pod_admission(spec);
+    }
+    let text = v.to_string();
+    let text = UID.replace_all(&text, "<uid>");
+    let text = TIME.replace_all(&text, "<time>");
+    serde_json::from_str(&text).unwrap_or(v)
+}
+
+/// Replaces what differs between two servers for the same request: uids, numbers (resource
+/// versions, generated suffixes are in names only for generateName).
+pub fn normalise(message: &str) -> String {
+    static UID: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").expect("static regex")
+    });
+    static NUM: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\d+").expect("static regex"));
+    NUM.replace_all(&UID.replace_all(message, "UID"), "N").into_owned()
+}
+
+fn answer_of(code: u16, body: &[u8]) -> Answer {
+    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    if code < 300 || v.get("kind").and_then(Value::as_str) != Some("Status") {
+        let object = (code < 300 && v.is_object() && v["kind"] != "Status").then(|| normalise_object(&v));
+        return Answer { code, reason: String::new(), causes: Vec::new(), message: String::new(), object };
+    }
+    let mut causes: Vec<(String, String)> = v["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            (c["reason"].as_str().unwrap_or_default().to_string(), c["field"].as_str().unwrap_or_default().to_string())
+        })
+        .collect();
+    causes.sort();
+    Answer {
+        code,
+        reason: v["reason"].as_str().unwrap_or_default().to_string(),
+        causes,
+        message: normalise(v["message"].as_str().unwrap_or_default()),
+        object: None,
+    }
+}
+
+/// Sends one step; `previous` is the last answer body (a read-modify-write step edits it).
+async fn send(client: &kube::Client, step: &Step, previous: &[u8]) -> Result<(u16, Vec<u8>), String> {
+    let body = match &step.rewrite {
+        Some(rw) => {
+            rw.body(previous).ok_or_else(|| format!("{}: the previous answer is not an object", step.describe()))?
+        }
+        None => step.body.clone().unwrap_or_default(),
+    };
+    let mut req = http::Request::builder().method(step.method).uri(&step.path).header("Accept", "application/json");
+    if step.body.is_some() {
+        req = req.header("Content-Type", step.content_type);
+    }
+    let req = req.body(kube::client::Body::from(body)).map_err(|e| e.to_string())?;
+    let resp = client.send(req).await.map_err(|e| format!("{}: {e}", step.describe()))?;
+    let code = resp.status().as_u16();
+    // A watch that was accepted streams forever: its status line is the answer.
+    if step.path.contains("watch=true") && code < 300 {
+        return Ok((code, Vec::new()));
+    }
+    let bytes = resp.into_body().collect_bytes().await.map_err(|e| e.to_string())?;
+    Ok((code, bytes.to_vec()))
+}
+
+/// The outcome of one case on both servers.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The case.
+    pub case: Case,
+    /// The fake server's answer (or why the case could not run there).
+    pub fake: Result<Answer, String>,
+    /// The real server's answer.
+    pub real: Result<Answer, String>,
+}
+
+impl Outcome {
+    /// Whether both servers agree: code, reason, cause types and field paths (the comparison
+    /// issue 13 defines). The objects of successful answers are compared apart
+    /// ([`Outcome::body_differences`], [`Summary::bodies_equal`]).
+    pub fn agrees(&self) -> bool {
+        matches!((&self.fake, &self.real), (Ok(a), Ok(b)) if a.agrees(b))
+    }
+
+    /// Whether the case's successful answers are compared object for object.
+    pub fn compares_body(&self) -> bool {
+        self.case.setup.is_empty() && matches!(self.case.request.method, "POST" | "PATCH")
+    }
+
+    /// Where the two successful answers' objects differ (empty when not compared).
+    pub fn body_differences(&self) -> Vec<String> {
+        match (&self.fake, &self.real) {
+            (Ok(Answer { object: Some(a), .. }), Ok(Answer { object: Some(b), .. })) if self.compares_body() => {
+                differences(a, b, 6)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether the messages agree too (after normalising).
+    pub fn messages_agree(&self) -> bool {
+        self.agrees() && matches!((&self.fake, &self.real), (Ok(a), Ok(b)) if a.message == b.message)
+    }
+}
+
+/// Runs a case on one server: setup steps (each must succeed), then the request.
+async fn run_case(client: &kube::Client, case: &Case) -> Result<Answer, String> {
+    let mut previous = Vec::new();
+    for step in &case.setup {
+        let (code, body) = send(client, step, &previous).await?;
+        // A setup step of a deletion may answer 200 or 202.
+        if code >= 300 {
+            let a = answer_of(code, &body);
+            return Err(format!("setup {} failed: {}", step.describe(), a.short()));
+        }
+        previous = body;
+    }
+    let (code, body) = send(client, &case.request, &previous).await?;
+    Ok(answer_of(code, &body))
+}
+
+/// The CRDs both servers get (the fake gets them at start; a real cluster gets whichever it
+/// lacks): the repository's copies of the KubeRay, Kueue and Gateway API CRDs.
+pub fn crd_fixtures() -> Vec<Value> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fake-apiserver/tests/fixtures/crds");
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(&dir) else { return out };
+    let mut files: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    files.sort();
+    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "yaml")) {
+        if let Ok(text) = std::fs::read_to_string(f)
+            && let Ok(v) = serde_saphyr::from_str::<Value>(&text)
+        {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Creates the namespace and the CRDs a run needs on one server; waits until the CRDs are
+/// served and, where a ServiceAccount controller runs, until the namespace's default
+/// ServiceAccount exists (pods need it).
+async fn prepare(client: &kube::Client, names: &RunNames, crds: &[Value]) -> Result<(), String> {
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.namespace}});
+    let (code, body) = send(client, &step_json("POST", "/api/v1/namespaces", &ns), &[]).await?;
+    if code >= 300 && code != 409 {
+        return Err(format!("creating namespace {}: {}", names.namespace, String::from_utf8_lossy(&body)));
+    }
+    for crd in crds {
+        let (code, body) =
+            send(client, &step_json("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd), &[])
+                .await?;
+        if code == 409 {
+            // The cluster has its own copy (the upstream plane installs the KubeRay CRDs of the
+            // operator it built, which may be an older release): both servers must serve the
+            // same schema, so it is replaced by the fixture.
+            let path = format!(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{}",
+                crd["metadata"]["name"].as_str().unwrap_or_default()
+            );
+            let (_, body) = send(client, &Step::get(&path), &[]).await?;
+            let current: Value = serde_json::from_slice(&body).unwrap_or_default();
+            if current["spec"]["versions"] != crd["spec"]["versions"] {
+                let mut replacement = crd.clone();
+                replacement["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+                let (code, body) = send(client, &step_json("PUT", &path, &replacement), &[]).await?;
+                if code >= 300 {
+                    return Err(format!("replacing CRD {path}: {}", String::from_utf8_lossy(&body)));
+                }
+            }
+        } else if code >= 300 {
+            return Err(format!("creating CRD {}: {}", crd["metadata"]["name"], String::from_utf8_lossy(&body)));
+        }
+    }
+    for crd in crds {
+        let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+        let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}");
+        let established = poll(60, || async {
+            let (code, body) = send(client, &Step::get(&path), &[]).await.ok()?;
+            let v: Value = serde_json::from_slice(&body).ok()?;
+            let ok = code == 200
+                && v["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c["type"] == "Established" && c["status"] == "True"));
+            ok.then_some(())
+        })
+        .await;
+        if established.is_none() {
+            return Err(format!("CRD {name} was not established within 60 s"));
+        }
+    }
+    let sa = format!("/api/v1/namespaces/{}/serviceaccounts/default", names.namespace);
+    let _ = poll(20, || async {
+        let (code, _) = send(client, &Step::get(&sa), &[]).await.ok()?;
+        (code == 200).then_some(())
+    })
+    .await;
+    Ok(())
+}
+
+fn step_json(method: &'static str, path: &str, body: &Value) -> Step {
+    Step {
+        method,
+        path: path.to_string(),
+        content_type: "application/json",
+        body: Some(serde_json::to_vec(body).unwrap_or_default()),
+        rewrite: None,
+    }
+}
+
+/// Polls `f` every 200 ms for up to `secs` seconds (real time: the reference is a real cluster).
+async fn poll<F, Fut>(secs: u64, mut f: F) -> Option<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<()>>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if f().await.is_some() {
+            return Some(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+/// The fake server configured as the reference control plane is: the same feature gates.
+pub fn fake_server() -> fake_apiserver::ApiServer {
+    let gates = fake_apiserver::FeatureGates::parse(&["GenericWorkload=true,DRAWorkloadResourceClaims=true"])
+        .unwrap_or_default();
+    fake_apiserver::ApiServer::new(fake_apiserver::Config { feature_gates: gates, ..Default::default() })
+}
+
+/// Runs the corpus on both clients and returns each case's outcome.
+pub async fn run(
+    fake: &kube::Client,
+    real: &kube::Client,
+    seed: u64,
+    count: usize,
+    names: &RunNames,
+    mut progress: impl FnMut(usize),
+) -> Result<Vec<Outcome>, String> {
+    let crds = crd_fixtures();
+    prepare(fake, names, &crds).await.map_err(|e| format!("fake server: {e}"))?;
+    prepare(real, names, &crds).await.map_err(|e| format!("real server: {e}"))?;
+    let cases = corpus::generate(seed, count, names);
+    let mut out = Vec::with_capacity(cases.len());
+    for (i, case) in cases.into_iter().enumerate() {
+        let fake_answer = run_case(fake, &case).await;
+        let real_answer = run_case(real, &case).await;
+        out.push(Outcome { case, fake: fake_answer, real: real_answer });
+        progress(i + 1);
+    }
+    Ok(out)
+}
+
+/// Agreement per kind and overall, as a table for people.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Per kind: (cases, agreeing, messages agreeing).
+    pub per_kind: BTreeMap<String, (usize, usize, usize)>,
+    /// All cases.
+    pub total: usize,
+    /// Agreeing cases.
+    pub agreeing: usize,
+    /// Cases whose messages agree as well.
+    pub messages: usize,
+    /// Successful creates on both servers whose objects were compared.
+    pub bodies: usize,
+    /// ... and were equal after normalising.
+    pub bodies_equal: usize,
+}
+
+impl Summary {
+    /// Counts the outcomes.
+    pub fn of(outcomes: &[Outcome]) -> Self {
+        let mut s = Summary::default();
+        for o in outcomes {
+            let e = s.per_kind.entry(o.case.kind.clone()).or_default();
+            e.0 += 1;
+            s.total += 1;
+            if o.agrees() {
+                e.1 += 1;
+                s.agreeing += 1;
+            }
+            if o.messages_agree() {
+                e.2 += 1;
+                s.messages += 1;
+            }
+            if o.compares_body()
+                && matches!(
+                    (&o.fake, &o.real),
+                    (Ok(Answer { object: Some(_), .. }), Ok(Answer { object: Some(_), .. }))
+                )
+            {
+                s.bodies += 1;
+                if o.body_differences().is_empty() {
+                    s.bodies_equal += 1;
+                }
+            }
+        }
+        s
+    }
+
+    /// The overall agreement in percent.
+    pub fn percent(&self) -> f64 {
+        if self.total == 0 { 100.0 } else { 100.0 * self.agreeing as f64 / self.total as f64 }
+    }
+
+    /// A Markdown table: kind, requests, agreement, message agreement.
+    pub fn table(&self) -> String {
+        let pct = |a: usize, n: usize| if n == 0 { 100.0 } else { 100.0 * a as f64 / n as f64 };
+        let mut out =
+            String::from("| kind | requests | agree | agreement | messages agree |\n|---|---:|---:|---:|---:|\n");
+        for (kind, (n, a, m)) in &self.per_kind {
+            let _ = writeln!(out, "| {kind} | {n} | {a} | {:.1} % | {:.1} % |", pct(*a, *n), pct(*m, *n));
+        }
+        let _ = writeln!(
+            out,
+            "| **all** | **{}** | **{}** | **{:.2} %** | {:.1} % |",
+            self.total,
+            self.agreeing,
+            self.percent(),
+            pct(self.messages, self.total)
+        );
+        let _ = writeln!(
+            out,
+            "\nObjects returned by successful creates, compared after normalising: {} of {} equal.",
+            self.bodies_equal, self.bodies
+        );
+        out
+    }
+}
+
+/// One line per disagreement: seed, index, what was sent and both answers.
+pub fn disagreements(seed: u64, outcomes: &[Outcome]) -> String {
+    let mut out = String::new();
+    for o in outcomes.iter().filter(|o| !o.agrees()) {
+        let show = |a: &Result<Answer, String>| match a {
+            Ok(a) => a.short(),
+            Err(e) => format!("error: {e}"),
+        };
+        let _ = writeln!(
+            out,
+            "seed {seed} #{} {} {} — {}\n  fake: {}\n  real: {}",
+            o.case.index,
+            o.case.kind,
+            o.case.what,
+            o.case.request.describe(),
+            show(&o.fake),
+            show(&o.real)
+        );
+    }
+    let _ = writeln!(out, "\n# Agreeing answers whose objects differ after normalising\n");
+    for o in outcomes.iter().filter(|o| o.agrees()) {
+        let diffs = o.body_differences();
+        if diffs.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "seed {seed} #{} {} {} — {}",
+            o.case.index,
+            o.case.kind,
+            o.case.what,
+            o.case.request.describe()
+        );
+        for d in diffs {
+            let _ = writeln!(out, "  object differs at {d}");
+        }
+    }
+    out
+}
