@@ -95,7 +95,12 @@ impl RowFailure {
 }
 
 /// Resolves kinds to API resources through discovery, re-running it when a kind is unknown
-/// (a CRD applied by the row makes new kinds appear).
+/// (a CRD applied by the row makes new kinds appear). A real kube-apiserver publishes a new
+/// CRD's kind in discovery a moment after the CRD is Established, so an unknown kind is looked
+/// up again for a few seconds before the row fails.
+/// How long an unknown kind is looked up again in discovery before a row fails on it.
+const DISCOVERY_PATIENCE: Duration = Duration::from_secs(5);
+
 struct Resolver {
     client: kube::Client,
     discovery: Option<Discovery>,
@@ -108,19 +113,27 @@ impl Resolver {
             None => ("", api_version),
         };
         let gvk = GroupVersionKind::gvk(group, version, kind);
-        for attempt in 0..2 {
-            if attempt == 1 || self.discovery.is_none() {
-                let d = Discovery::new(self.client.clone())
-                    .run_aggregated()
-                    .await
-                    .map_err(|e| RowFailure::plain(format!("discovery failed: {e}")))?;
-                self.discovery = Some(d);
-            }
-            if let Some(found) = self.discovery.as_ref().and_then(|d| d.resolve_gvk(&gvk)) {
+        if let Some(found) = self.discovery.as_ref().and_then(|d| d.resolve_gvk(&gvk)) {
+            return Ok(found);
+        }
+        let deadline = Instant::now() + DISCOVERY_PATIENCE;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let d = Discovery::new(self.client.clone())
+                .run_aggregated()
+                .await
+                .map_err(|e| RowFailure::plain(format!("discovery failed: {e}")))?;
+            let found = d.resolve_gvk(&gvk);
+            self.discovery = Some(d);
+            if let Some(found) = found {
                 return Ok(found);
             }
+            if Instant::now() >= deadline {
+                return Err(RowFailure::plain(format!("the server does not serve {api_version} {kind}")));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(800));
         }
-        Err(RowFailure::plain(format!("the server does not serve {api_version} {kind}")))
     }
 }
 

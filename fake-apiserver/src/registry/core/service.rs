@@ -31,7 +31,13 @@ fn validate_service(obj: &Value) -> Vec<StatusCause> {
         out.push(field::not_supported(&path.child("type"), ty, SERVICE_TYPES));
     }
     let ports = spec.get("ports").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    if ports.is_empty() && ty != "ExternalName" {
+    // A headless service may have no ports (ValidateService: `isHeadlessService`, exactly one
+    // clusterIPs entry, `None`; defaulting has copied `clusterIP` there).
+    let headless = match spec.get("clusterIPs").and_then(Value::as_array) {
+        Some(ips) => ips.len() == 1 && ips[0].as_str() == Some("None"),
+        None => spec.get("clusterIP").and_then(Value::as_str) == Some("None"),
+    };
+    if ports.is_empty() && ty != "ExternalName" && !headless {
         out.push(field::required(&path.child("ports"), ""));
     }
     let mut names = BTreeSet::new();
@@ -293,4 +299,24 @@ fn service_cells(o: &Value, now: Timestamp) -> Vec<Value> {
         json!(since(&o["metadata"]["creationTimestamp"], now)),
         json!(format_map(&spec["selector"])),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate_service;
+    use serde_json::json;
+
+    fn port_errors(spec: serde_json::Value) -> usize {
+        let svc = json!({"metadata": {"name": "s"}, "spec": spec});
+        validate_service(&svc).iter().filter(|c| c.field == "spec.ports").count()
+    }
+
+    #[test]
+    fn only_a_headless_or_external_name_service_may_have_no_ports() {
+        assert_eq!(port_errors(json!({"clusterIP": "None"})), 0, "headless, before defaulting");
+        assert_eq!(port_errors(json!({"clusterIP": "None", "clusterIPs": ["None"]})), 0, "headless");
+        assert_eq!(port_errors(json!({"type": "ExternalName", "externalName": "a.b"})), 0);
+        assert_eq!(port_errors(json!({})), 1, "a ClusterIP service needs ports");
+        assert_eq!(port_errors(json!({"clusterIPs": ["10.0.0.1"]})), 1);
+    }
 }
