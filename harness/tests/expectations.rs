@@ -214,3 +214,37 @@ fn expect_warning_matches_a_warning_header() {
     let msg = failed(&run(&refusal_row(clean)));
     assert_eq!(msg, "create ConfigMap w: expected a Warning containing \"unknown field\", observed none");
 }
+
+/// The catalogue's `apiserver::reserved-for-holds-at-most-256-consumers`, as written in
+/// `suites/apiserver.yaml`.
+fn reserved_for_row() -> (kproof::suite::LoadedSuite, kproof::suite::Row) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/apiserver.yaml");
+    let suite = kproof::suite::load_suite_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    let row = suite.suite.rows.iter().find(|r| r.id == "reserved-for-holds-at-most-256-consumers").cloned();
+    (suite, row.expect("the row is in suites/apiserver.yaml"))
+}
+
+#[test]
+fn a_257th_reserved_for_entry_is_refused_as_the_row_states() {
+    let (suite, row) = reserved_for_row();
+    let r = InProcessBackend::new().run_row(&suite, &row, &RunOptions::default());
+    assert_eq!(r.outcome, Outcome::Passed, "{r:?}");
+}
+
+#[test]
+fn the_reserved_for_row_fails_when_the_server_accepts_the_extra_entry() {
+    // Start from 255 consumers: the "257th" is then the 256th, which the API accepts, and the
+    // row must say so instead of passing.
+    let (suite, mut row) = reserved_for_row();
+    let kproof::suite::Step::Patch { patch, .. } = &mut row.steps[1] else { panic!("step 2 is the status patch") };
+    let consumers = patch.pointer_mut("/status/reservedFor").and_then(|v| v.as_array_mut()).expect("reservedFor");
+    assert_eq!(consumers.len(), 256);
+    consumers.pop();
+    let r = InProcessBackend::new().run_row(&suite, &row, &RunOptions::default());
+    let msg = failed(&r);
+    assert_eq!(
+        msg,
+        "patch ResourceClaim shared-gpu: expected the API to refuse it (422 Invalid, cause FieldValueTooMany at \
+         status.reservedFor saying \"must have at most 256 items\"), but it succeeded (200)"
+    );
+}

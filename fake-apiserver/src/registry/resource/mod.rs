@@ -233,11 +233,13 @@ fn claim_status(obj: &Value, old: &Value) -> Vec<StatusCause> {
     let reserved = list(status, "reservedFor");
     let old_reserved = list(old_status, "reservedFor");
     let rpath = path.child("reservedFor");
-    if reserved.len() > RESERVED_FOR_MAX {
+    // validateSet: past the maximum only the size is reported (a guard against huge lists).
+    let too_many = reserved.len() > RESERVED_FOR_MAX;
+    if too_many {
         out.push(field::too_many(&rpath, reserved.len(), RESERVED_FOR_MAX));
     }
     let mut uids = BTreeSet::new();
-    for (i, r) in reserved.iter().enumerate() {
+    for (i, r) in reserved.iter().enumerate().filter(|_| !too_many) {
         let at = rpath.index(i);
         for k in ["resource", "name", "uid"] {
             if text(r, k).is_empty() {
