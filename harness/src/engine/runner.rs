@@ -195,7 +195,11 @@ fn yaml(v: &impl serde::Serialize) -> String {
 /// Executes a row. Returns the first failure.
 pub async fn execute(ctx: &RowContext, suite: &Suite, row: &Row) -> Result<(), RowFailure> {
     let mut run =
-        RowRun { ctx, resolver: Resolver { client: ctx.client.clone(), discovery: None }, bindings: ctx.facts.clone() };
+        {
+        let mut bindings = ctx.facts.clone();
+        bindings.entry("namespace".into()).or_insert_with(|| ctx.namespace.clone());
+        RowRun { ctx, resolver: Resolver { client: ctx.client.clone(), discovery: None }, bindings }
+    };
     let suite_fixtures = suite.fixtures.iter().enumerate().map(|(i, m)| (RowPart::SuiteFixture(i + 1), m));
     let row_fixtures = row.fixtures.iter().enumerate().map(|(i, m)| (RowPart::Fixture(i + 1), m));
     for (part, m) in suite_fixtures.chain(row_fixtures) {
