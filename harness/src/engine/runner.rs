@@ -194,8 +194,7 @@ fn yaml(v: &impl serde::Serialize) -> String {
 
 /// Executes a row. Returns the first failure.
 pub async fn execute(ctx: &RowContext, suite: &Suite, row: &Row) -> Result<(), RowFailure> {
-    let mut run =
-        {
+    let mut run = {
         let mut bindings = ctx.facts.clone();
         bindings.entry("namespace".into()).or_insert_with(|| ctx.namespace.clone());
         RowRun { ctx, resolver: Resolver { client: ctx.client.clone(), discovery: None }, bindings }

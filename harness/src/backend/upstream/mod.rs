@@ -85,7 +85,8 @@ impl UpstreamBackend {
             .map_err(|source| PlaneError::Io { path: "tokio runtime".into(), source })?;
         let network = controllers::sim::SimNetwork::new();
         let proxy = runtime.block_on(async {
-            let io = |source| PlaneError::Io { path: "127.0.0.1:0 (the simulated network's HTTP proxy)".into(), source };
+            let io =
+                |source| PlaneError::Io { path: "127.0.0.1:0 (the simulated network's HTTP proxy)".into(), source };
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(io)?;
             let addr = listener.local_addr().map_err(io)?;
             let network = network.clone();
