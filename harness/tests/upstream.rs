@@ -1,7 +1,7 @@
 //! The upstream backend's smoke test: a real control plane (etcd, kube-apiserver,
 //! kube-controller-manager, kube-scheduler v1.37.2, Kueue, the KubeRay operator) built from the
-//! Go modules pinned in `upstream/`, the apiserver table and a few RayCluster rows against it,
-//! and a clean stop. Prints SKIPPED with the reason when the components are not built (a
+//! Go modules pinned in `upstream/`, the apiserver table and a few RayCluster and RayService rows
+//! against it, and a clean stop. Prints SKIPPED with the reason when the components are not built (a
 //! machine without Go or before `kproof upstream build`); `.ci/run` builds them first.
 
 use kproof::backend::upstream::{self, PlaneOptions, UpstreamBackend};
@@ -14,8 +14,13 @@ use std::time::Duration;
 /// the module proxy refuses v1.7.0) and v1.7.0, and that need neither settings nor knobs.
 const RAYCLUSTER_SMOKE: &[&str] = &["rc-replicas-clamped-to-max", "rc-suspend-and-resume", "rc-1", "rc-3"];
 
+/// RayService rows that pass on v1.6.2 and v1.7.0: `rs-1` goes all the way to Serve RUNNING,
+/// the real operator reaching the simulated Ray dashboard and Serve proxies through the
+/// simulated network's HTTP proxy; the other two are validation by the controller and the CRD.
+const RAYSERVICE_SMOKE: &[&str] = &["rs-1", "rs-validation-unknown-upgrade-type", "rs-crd-requires-rayclusterconfig"];
+
 #[test]
-fn the_apiserver_table_and_raycluster_rows_pass_on_real_kubernetes() {
+fn the_apiserver_table_raycluster_and_rayservice_rows_pass_on_real_kubernetes() {
     let build = match upstream::build::locate(&upstream::default_upstream_dir()) {
         Ok(b) if b.require(upstream::build::REQUIRED).is_ok() => b,
         Ok(b) => {
@@ -49,6 +54,10 @@ fn the_apiserver_table_and_raycluster_rows_pass_on_real_kubernetes() {
             suites: vec!["raycluster".into()],
             rows: RAYCLUSTER_SMOKE.iter().map(|s| s.to_string()).collect(),
         },
+        kproof::engine::selection::Selection {
+            suites: vec!["rayservice".into()],
+            rows: RAYSERVICE_SMOKE.iter().map(|s| s.to_string()).collect(),
+        },
     ];
     let mut results = Vec::new();
     for sel in &selections {
@@ -64,6 +73,7 @@ fn the_apiserver_table_and_raycluster_rows_pass_on_real_kubernetes() {
     let ran = |suite: &str| results.iter().filter(|r| r.suite == suite && r.outcome == Outcome::Passed).count();
     assert!(ran("apiserver") >= 8, "the apiserver rows run on upstream");
     assert_eq!(ran("raycluster"), RAYCLUSTER_SMOKE.len(), "the RayCluster smoke rows pass on the real operator");
+    assert_eq!(ran("rayservice"), RAYSERVICE_SMOKE.len(), "the RayService smoke rows pass on the real operator");
     for r in &results {
         match r.outcome {
             Outcome::Passed => {}

@@ -56,6 +56,34 @@ pub struct RayClusterSpec {
     pub extra: BTreeMap<String, Value>,
 }
 
+impl RayClusterSpec {
+    /// The spec as KubeRay writes it back on a read-modify-write of the typed object (a
+    /// controller-runtime `Update`, e.g. adding a finalizer): Go's `encoding/json` writes struct
+    /// fields even when empty, `omitempty` or not, so every pod template gains `metadata: {}`,
+    /// every container `resources: {}`, every worker group `scaleStrategy: {}`. When the stored
+    /// spec lacked any of them, the write changes the spec and the API server bumps
+    /// `metadata.generation` (seen on kube-apiserver v1.37 with KubeRay v1.6.2 and v1.7.0: a
+    /// RayService made from the v1.7.0 sample is at generation 2 once its finalizer is added).
+    /// `nil` maps and slices are written as `null`, which the API server prunes, so they change
+    /// nothing.
+    pub fn as_go_writes_it(&mut self) {
+        fn template(t: &mut PodTemplateSpec) {
+            t.metadata.get_or_insert_with(Default::default);
+            if let Some(spec) = t.spec.as_mut() {
+                let init = spec.init_containers.iter_mut().flatten();
+                for c in spec.containers.iter_mut().chain(init) {
+                    c.resources.get_or_insert_with(Default::default);
+                }
+            }
+        }
+        template(&mut self.head_group_spec.template);
+        for group in &mut self.worker_group_specs {
+            group.scale_strategy.get_or_insert_with(Default::default);
+            template(&mut group.template);
+        }
+    }
+}
+
 /// `spec.upgradeStrategy` (KubeRay v1.6.0+, PR #4185).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

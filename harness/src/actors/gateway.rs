@@ -12,7 +12,19 @@ use serde_json::Value;
 
 /// Starts the simulated gateway controller, configured by `needs.settings.gateway`
 /// (`programDelay`). Knobs: see [`controllers::sim::gateway`].
-pub struct GatewayFactory;
+#[derive(Debug, Default, Clone)]
+pub struct GatewayFactory {
+    crds_installed: bool,
+}
+
+impl GatewayFactory {
+    /// For a cluster that already serves the Gateway API with the real CRDs (the upstream
+    /// backend installs `sigs.k8s.io/gateway-api`'s standard channel): the setup leaves them as
+    /// they are and only creates the GatewayClass `kproof`.
+    pub fn with_installed_crds() -> Self {
+        Self { crds_installed: true }
+    }
+}
 
 struct GatewayActor {
     handle: GatewayHandle,
@@ -31,8 +43,11 @@ impl ActorFactory for GatewayFactory {
     }
 
     fn setup(&self, client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        let install = !self.crds_installed;
         Box::pin(async move {
-            controllers::crds::install(&client, &gateway_api_crds()).await.map_err(|e| e.to_string())?;
+            if install {
+                controllers::crds::install(&client, &gateway_api_crds()).await.map_err(|e| e.to_string())?;
+            }
             let api: Api<GatewayClass> = Api::all(client);
             let class = GatewayClass::new(
                 DEFAULT_CLASS,

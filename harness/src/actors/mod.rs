@@ -134,7 +134,7 @@ pub fn reference_actors() -> Vec<Arc<dyn ActorFactory>> {
         Arc::new(EndpointsFactory),
         Arc::new(RayHeadFactory),
         Arc::new(AutoscalerFactory),
-        Arc::new(GatewayFactory),
+        Arc::new(GatewayFactory::default()),
         Arc::new(TrafficFactory),
     ]
 }

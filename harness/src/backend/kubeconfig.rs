@@ -136,6 +136,28 @@ fn collect_refs(v: &Value, out: &mut BTreeSet<(String, String)>) {
     }
 }
 
+/// Kinds a row names without an apiVersion (the write selectors of `before`, `never`, `count`:
+/// `{kind: RayCluster, change: ADDED}`), resolved by name against discovery.
+fn bare_kinds(row: &Row) -> BTreeSet<String> {
+    fn walk(v: &Value, out: &mut BTreeSet<String>) {
+        match v {
+            Value::Object(o) => {
+                if o.get("apiVersion").is_none()
+                    && let Some(k) = o.get("kind").and_then(Value::as_str)
+                {
+                    out.insert(k.to_string());
+                }
+                o.values().for_each(|x| walk(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(&serde_json::to_value(row).unwrap_or(Value::Null), &mut out);
+    out
+}
+
 /// A timeline recorded from watches (verb inferred from the change, `delete` for the write that
 /// starts a graceful deletion; no user agent).
 #[derive(Default)]
@@ -175,6 +197,8 @@ async fn record_watch(
     let mut stream = stream.boxed();
     // Objects seen terminating: the write that first sets deletionTimestamp was a delete.
     let mut terminating: BTreeSet<String> = BTreeSet::new();
+    // The last version of each object, to tell a status write from a write of the object.
+    let mut last: BTreeMap<String, Value> = BTreeMap::new();
     while let Some(Ok(ev)) = stream.next().await {
         let (change, mut verb, obj) = match ev {
             WatchEvent::Added(o) => ("ADDED", "create", o),
@@ -185,7 +209,7 @@ async fn record_watch(
         let uid = obj.metadata.uid.clone().unwrap_or_default();
         if change == "DELETED" {
             terminating.remove(&uid);
-        } else if obj.metadata.deletion_timestamp.is_some() && terminating.insert(uid) {
+        } else if obj.metadata.deletion_timestamp.is_some() && terminating.insert(uid.clone()) {
             verb = "delete";
         }
         if let (Some(keep), Some(ns)) = (&namespaces, obj.metadata.namespace.as_ref())
@@ -194,7 +218,17 @@ async fn record_watch(
             continue;
         }
         let manager = obj.metadata.managed_fields.as_ref().and_then(|m| m.last()).and_then(|m| m.manager.clone());
-        let meta = json!({
+        let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
+        let subresource = match change {
+            "MODIFIED" => last.get(&uid).and_then(|before| status_write(before, &value)),
+            _ => None,
+        };
+        if change == "DELETED" {
+            last.remove(&uid);
+        } else {
+            last.insert(uid, value.clone());
+        }
+        let mut meta = json!({
             "resourceVersion": obj.metadata.resource_version.as_deref().and_then(|r| r.parse::<u64>().ok()).unwrap_or(0),
             "verb": verb,
             "change": change,
@@ -206,8 +240,30 @@ async fn record_watch(
             "userAgent": "",
             "fieldManager": manager,
         });
-        sink.0.lock().push((meta, serde_json::to_value(&obj).unwrap_or(Value::Null)));
+        if let Some(sub) = subresource {
+            meta["subresource"] = json!(sub);
+        }
+        sink.0.lock().push((meta, value));
     }
+}
+
+/// `Some("status")` when `after` differs from `before` only in its status (and the bookkeeping
+/// every write changes: resourceVersion, managedFields): a write of the status subresource,
+/// which a watch does not name. A write of the object itself cannot change the status of a
+/// kind that has the subresource, and a status write cannot change anything else.
+fn status_write(before: &Value, after: &Value) -> Option<&'static str> {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("status");
+        }
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+            m.remove("managedFields");
+        }
+        v
+    };
+    (before.get("status") != after.get("status") && strip(before) == strip(after)).then_some("status")
 }
 
 impl Backend for KubeconfigBackend {
@@ -287,7 +343,16 @@ pub(crate) async fn run_in_own_namespace(
     keep.insert(ns_name.clone());
     let keep = Arc::new(keep);
     if let Ok(d) = kube::Discovery::new(client.clone()).run_aggregated().await {
-        for (api_version, kind) in touched_kinds(suite, row, &opts.fixtures_dir) {
+        let mut kinds = touched_kinds(suite, row, &opts.fixtures_dir);
+        let bare = bare_kinds(row);
+        for group in d.groups() {
+            for (ar, _) in group.recommended_resources() {
+                if bare.contains(&ar.kind) {
+                    kinds.insert((ar.api_version.clone(), ar.kind.clone()));
+                }
+            }
+        }
+        for (api_version, kind) in kinds {
             let (g, v) = api_version.split_once('/').unwrap_or(("", &api_version));
             let Some((ar, caps)) = d.resolve_gvk(&kube::core::GroupVersionKind::gvk(g, v, &kind)) else {
                 continue;

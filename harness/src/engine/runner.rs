@@ -69,7 +69,8 @@ pub struct RowContext {
     /// The writes whose answers matter (refused, or with an expected error or warning), in
     /// order, as JSON: the flight record keeps them.
     pub exchanges: parking_lot::Mutex<Vec<Value>>,
-    /// Bindings the row starts with: the backend's facts (`kuberay.version`).
+    /// Bindings the row starts with: the backend's facts (`kuberay.version`); `namespace`, the
+    /// row's namespace, is added by [`execute`].
     pub facts: BTreeMap<String, String>,
 }
 
@@ -207,8 +208,11 @@ fn yaml(v: &impl serde::Serialize) -> String {
 
 /// Executes a row. Returns the first failure.
 pub async fn execute(ctx: &RowContext, suite: &Suite, row: &Row) -> Result<(), RowFailure> {
-    let mut run =
-        RowRun { ctx, resolver: Resolver { client: ctx.client.clone(), discovery: None }, bindings: ctx.facts.clone() };
+    let mut run = {
+        let mut bindings = ctx.facts.clone();
+        bindings.insert("namespace".into(), ctx.namespace.clone());
+        RowRun { ctx, resolver: Resolver { client: ctx.client.clone(), discovery: None }, bindings }
+    };
     let suite_fixtures = suite.fixtures.iter().enumerate().map(|(i, m)| (RowPart::SuiteFixture(i + 1), m));
     let row_fixtures = row.fixtures.iter().enumerate().map(|(i, m)| (RowPart::Fixture(i + 1), m));
     for (part, m) in suite_fixtures.chain(row_fixtures) {

@@ -321,8 +321,9 @@ impl JsonSchema for Version {
 }
 
 /// Values a backend knows about itself, which rows use as `${name}` without binding them: what
-/// differs from one backend to the next by design (the operator version it runs).
-pub const BACKEND_FACTS: &[&str] = &["kuberay.version"];
+/// differs from one backend to the next by design (the operator version it runs, the namespace
+/// the row runs in: `default` on the fake backend, one of its own on a real cluster).
+pub const BACKEND_FACTS: &[&str] = &["kuberay.version", "namespace"];
 
 /// What a row needs from a backend.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]

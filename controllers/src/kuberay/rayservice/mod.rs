@@ -296,6 +296,7 @@ impl RayServiceReconciler {
         if rs.metadata.deletion_timestamp.is_some() {
             if !has_clusters_to_clean {
                 rs.finalizers_mut().retain(|f| f != RAYSERVICE_FINALIZER);
+                rs.spec.ray_cluster_spec.as_go_writes_it();
                 api.replace(&rs.name_any(), &PostParams::default(), &rs)
                     .await
                     .map_err(api_err("remove the RayService finalizer"))?;
@@ -305,6 +306,8 @@ impl RayServiceReconciler {
         }
         if !rs.finalizers().iter().any(|f| f == RAYSERVICE_FINALIZER) {
             rs.finalizers_mut().push(RAYSERVICE_FINALIZER.to_string());
+            // r.Update(ctx, rayServiceInstance) sends the whole typed object, spec included.
+            rs.spec.ray_cluster_spec.as_go_writes_it();
             api.replace(&rs.name_any(), &PostParams::default(), &rs)
                 .await
                 .map_err(api_err("add the RayService finalizer"))?;

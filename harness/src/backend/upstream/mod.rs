@@ -15,7 +15,10 @@ pub mod process;
 pub use build::{Build, BuildError};
 pub use plane::{ControlPlane, PlaneError, PlaneOptions};
 
-use crate::actors::{ActorFactory, ActorSet, KubeletFactory, start_actors};
+use crate::actors::{
+    ActorFactory, ActorSet, AutoscalerFactory, GatewayFactory, KubeletFactory, RayHeadFactory, TrafficFactory,
+    start_actors,
+};
 use crate::backend::kubeconfig::run_in_own_namespace;
 use crate::backend::{Backend, RunOptions, begin, finish};
 use crate::engine::runner::RowFailure;
@@ -51,6 +54,8 @@ pub struct UpstreamBackend {
     client: kube::Client,
     /// The simulated actors running against the real API server (shared by every row).
     sims: Arc<ActorSet>,
+    /// Serves the simulated network to the operator (its `HTTP_PROXY`).
+    _proxy: crate::actors::Task,
     /// The real and simulated actors rows may need.
     actors: BTreeSet<ActorName>,
     components: BTreeMap<String, String>,
@@ -61,36 +66,69 @@ pub struct UpstreamBackend {
 }
 
 impl UpstreamBackend {
-    /// Starts the control plane and the simulated kubelet (with node leases, so kcm's node
-    /// lifecycle controller keeps the nodes Ready), and waits until the nodes are registered.
-    pub fn start(opts: PlaneOptions) -> Result<Self, PlaneError> {
+    /// Starts the control plane and the simulated components a real cluster has and this one
+    /// lacks: the kubelet (with node leases, so kcm's node lifecycle controller keeps the nodes
+    /// Ready), the Ray heads (every RayCluster's dashboard and Serve proxies), the Ray
+    /// autoscaler, a Gateway API controller (`kproof.dev/gateway-controller`, on the real
+    /// Gateway API CRDs the plane installs) and the gateway data plane (`TrafficProbe`). They
+    /// run once, for every row (each row has a namespace of its own; they watch all of them),
+    /// with their default settings. The simulated network they share is served on a loopback
+    /// port as an HTTP forward proxy, the KubeRay operator's `HTTP_PROXY`, so the real operator
+    /// reaches the simulated dashboards (`<head svc>.<ns>.svc.cluster.local:8265`) and Serve
+    /// proxies (`<pod IP>:8000`). EndpointSlices are kube-controller-manager's own. Waits until
+    /// the nodes are registered.
+    pub fn start(mut opts: PlaneOptions) -> Result<Self, PlaneError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .map_err(|source| PlaneError::Io { path: "tokio runtime".into(), source })?;
+        let network = controllers::sim::SimNetwork::new();
+        let proxy = runtime.block_on(async {
+            let io =
+                |source| PlaneError::Io { path: "127.0.0.1:0 (the simulated network's HTTP proxy)".into(), source };
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(io)?;
+            let addr = listener.local_addr().map_err(io)?;
+            let network = network.clone();
+            let task = tokio::spawn(async move {
+                if let Err(e) = controllers::sim::serve_http_proxy(listener, network).await {
+                    tracing::warn!(error = %e, "the simulated network's HTTP proxy stopped");
+                }
+            });
+            Ok::<_, PlaneError>((addr, task))
+        })?;
+        opts.http_proxy = Some(proxy.0);
+        let proxy_task = crate::actors::Task(proxy.1);
         let (plane, client, sims) = runtime.block_on(async {
             let plane = ControlPlane::start(opts).await?;
             let client = client_from(&plane.kubeconfig)
                 .await
                 .map_err(|message| PlaneError::Api { what: "building the harness's client".into(), message })?;
-            let factories: Vec<Arc<dyn ActorFactory>> = vec![Arc::new(KubeletFactory::with_node_leases())];
+            let factories: Vec<Arc<dyn ActorFactory>> = vec![
+                Arc::new(KubeletFactory::with_node_leases()),
+                Arc::new(RayHeadFactory),
+                Arc::new(AutoscalerFactory),
+                Arc::new(GatewayFactory::with_installed_crds()),
+                Arc::new(TrafficFactory),
+            ];
             let client_for = |_: ActorName| client.clone();
-            let network = controllers::sim::SimNetwork::new();
             let sims = start_actors(&factories, client_for, controllers::Clock::system(), &Needs::default(), &network)
                 .await
-                .map_err(|message| PlaneError::Api { what: "starting the simulated kubelet".into(), message })?;
+                .map_err(|message| PlaneError::Api { what: "starting the simulated components".into(), message })?;
             wait_for_nodes(&client)
                 .await
                 .map_err(|message| PlaneError::Api { what: "registering nodes".into(), message })?;
             Ok::<_, PlaneError>((plane, client, sims))
         })?;
-        let mut actors: BTreeSet<ActorName> = [ActorName::Scheduler, ActorName::Kubelet].into();
+        let mut actors: BTreeSet<ActorName> = [ActorName::Scheduler, ActorName::Endpoints].into();
+        actors.extend(sims.names());
         if plane.kuberay {
             actors.insert(ActorName::Kuberay);
         }
         let mut components = plane.components.clone();
-        components.insert("kubelet".into(), "kproof simulated".into());
+        for sim in sims.names() {
+            components.insert(sim.to_string(), "kproof simulated".into());
+        }
         let kubeconfig = plane.kubeconfig.clone();
         let run_dir = plane.run_dir().to_path_buf();
         let started_in = plane.started_in;
@@ -98,6 +136,7 @@ impl UpstreamBackend {
             runtime,
             client,
             sims: Arc::new(sims),
+            _proxy: proxy_task,
             actors,
             components,
             kubeconfig,
@@ -134,6 +173,7 @@ impl UpstreamBackend {
     pub fn stop(self) -> Vec<String> {
         let plane = self.plane.lock().take();
         drop(self.sims);
+        drop(self._proxy);
         plane.map(ControlPlane::stop).unwrap_or_default()
     }
 }
