@@ -13,7 +13,17 @@ use std::sync::Arc;
 
 struct ServerTimeline {
     server: ApiServer,
-    since: u64,
+    /// The entries read so far and the resourceVersion of the last: each read decodes only the
+    /// writes since (a RayService row's timeline is megabytes of JSON, and a row may read it for
+    /// several expectations).
+    read: parking_lot::Mutex<(u64, Arc<Vec<(Value, Value)>>)>,
+}
+
+impl ServerTimeline {
+    fn new(server: ApiServer) -> Self {
+        let since = server.resource_version();
+        Self { server, read: parking_lot::Mutex::new((since, Arc::default())) }
+    }
 }
 
 impl Timeline for ServerTimeline {
@@ -21,12 +31,16 @@ impl Timeline for ServerTimeline {
         Some(self.server.resource_version())
     }
 
-    fn entries(&self) -> Vec<(Value, Value)> {
-        self.server
-            .timeline_since(self.since)
-            .into_iter()
-            .map(|e| (serde_json::to_value(&e).unwrap_or(Value::Null), e.object()))
-            .collect()
+    fn entries(&self) -> Arc<Vec<(Value, Value)>> {
+        let mut read = self.read.lock();
+        let (seen, entries) = &mut *read;
+        let fresh = self.server.timeline_since(*seen);
+        if let Some(last) = fresh.last() {
+            *seen = last.resource_version;
+            Arc::make_mut(entries)
+                .extend(fresh.iter().map(|e| (serde_json::to_value(e).unwrap_or(Value::Null), e.object())));
+        }
+        entries.clone()
     }
 }
 
@@ -139,7 +153,7 @@ impl Backend for InProcessBackend {
             let ctx = RowContext {
                 client: server.client_as("kproof"),
                 namespace: "default".into(),
-                timeline: Arc::new(ServerTimeline { server: server.clone(), since: server.resource_version() }),
+                timeline: Arc::new(ServerTimeline::new(server.clone())),
                 knobs: Arc::new(actors),
                 fixtures_dir: opts.fixtures_dir.clone(),
                 default_timeout: opts.default_timeout,

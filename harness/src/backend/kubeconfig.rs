@@ -168,10 +168,10 @@ impl Timeline for WatchTimeline {
         Duration::from_millis(300)
     }
 
-    fn entries(&self) -> Vec<(Value, Value)> {
+    fn entries(&self) -> Arc<Vec<(Value, Value)>> {
         let mut e = self.0.lock().clone();
         e.sort_by_key(|(m, _)| m["resourceVersion"].as_u64().unwrap_or(0));
-        e
+        Arc::new(e)
     }
 }
 

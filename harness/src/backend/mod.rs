@@ -229,9 +229,10 @@ pub(crate) async fn collect_record(ctx: &RowContext, logs: &LogBuffer) -> Flight
     let timeline = ctx
         .timeline
         .entries()
-        .into_iter()
-        .map(|(mut meta, obj)| {
-            meta["object"] = obj;
+        .iter()
+        .map(|(meta, obj)| {
+            let mut meta = meta.clone();
+            meta["object"] = obj.clone();
             meta
         })
         .collect();

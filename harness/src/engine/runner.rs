@@ -23,8 +23,9 @@ use tokio::time::Instant;
 /// The writes a backend observed during a row, oldest first.
 pub trait Timeline: Send + Sync {
     /// Each entry as JSON (camelCase: resourceVersion, verb, change, kind, namespace, name,
-    /// userAgent, fieldManager...) paired with the object as written.
-    fn entries(&self) -> Vec<(Value, Value)>;
+    /// userAgent, fieldManager...) paired with the object as written. Shared, since every
+    /// timeline expectation of a row reads it.
+    fn entries(&self) -> Arc<Vec<(Value, Value)>>;
 
     /// How long the timeline may trail the writes (a watch recorder does; the server's own log
     /// does not). Timeline expectations wait this long before they look.
