@@ -16,7 +16,7 @@ struct ServerTimeline {
     /// The entries read so far and the resourceVersion of the last: each read decodes only the
     /// writes since (a RayService row's timeline is megabytes of JSON, and a row may read it for
     /// several expectations).
-    read: parking_lot::Mutex<(u64, Arc<Vec<(Value, Value)>>)>,
+    read: parking_lot::Mutex<(u64, crate::engine::runner::TimelineEntries)>,
 }
 
 impl ServerTimeline {
@@ -31,7 +31,7 @@ impl Timeline for ServerTimeline {
         Some(self.server.resource_version())
     }
 
-    fn entries(&self) -> Arc<Vec<(Value, Value)>> {
+    fn entries(&self) -> crate::engine::runner::TimelineEntries {
         let mut read = self.read.lock();
         let (seen, entries) = &mut *read;
         let fresh = self.server.timeline_since(*seen);

@@ -168,7 +168,7 @@ impl Timeline for WatchTimeline {
         Duration::from_millis(300)
     }
 
-    fn entries(&self) -> Arc<Vec<(Value, Value)>> {
+    fn entries(&self) -> crate::engine::runner::TimelineEntries {
         let mut e = self.0.lock().clone();
         e.sort_by_key(|(m, _)| m["resourceVersion"].as_u64().unwrap_or(0));
         Arc::new(e)

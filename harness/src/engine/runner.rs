@@ -20,12 +20,15 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// A timeline's writes: each entry's metadata as JSON with the object as written.
+pub type TimelineEntries = Arc<Vec<(Value, Value)>>;
+
 /// The writes a backend observed during a row, oldest first.
 pub trait Timeline: Send + Sync {
     /// Each entry as JSON (camelCase: resourceVersion, verb, change, kind, namespace, name,
     /// userAgent, fieldManager...) paired with the object as written. Shared, since every
     /// timeline expectation of a row reads it.
-    fn entries(&self) -> Arc<Vec<(Value, Value)>>;
+    fn entries(&self) -> TimelineEntries;
 
     /// How long the timeline may trail the writes (a watch recorder does; the server's own log
     /// does not). Timeline expectations wait this long before they look.
