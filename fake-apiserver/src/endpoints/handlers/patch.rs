@@ -136,6 +136,16 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
     let typed = |merged: &Value| -> ApiResult<()> {
         let Some(check) = rt.decode_check else { return Ok(()) };
         check(merged).map_err(|e| {
+            // Bytes that are not base64 pass structured-merge-diff (its schema says string) and
+            // fail only the conversion to the typed object: kube-apiserver answers 500.
+            if is_base64_error(&e.to_string()) {
+                let gv = if rt.group.is_empty() { format!("/{}", rt.version) } else { rt.api_version().to_string() };
+                return ApiError::internal_plain(format!(
+                    "failed to convert new object (/{name}; {gv}, Kind={kind}) to proper version: unable to convert \
+                     unstructured object to {gv}, Kind={kind}: error decoding from json: {e}",
+                    kind = rt.kind
+                ));
+            }
             let ns = if target.namespace.is_empty() { String::new() } else { format!("{}/", target.namespace) };
             ApiError::bad_request(format!(
                 "failed to create typed patch object ({ns}{name}; {}, Kind={}): {e}",
@@ -213,4 +223,11 @@ pub(super) fn apply_patch(kind: PatchKind, old: &Value, body: &[u8], shape: Shap
         return Err(ApiError::unprocessable("the patch turned the object into something that is not an object"));
     }
     Ok(doc)
+}
+
+/// Whether a decode error is the base64 decoder's (a `[]byte` field that is not base64).
+fn is_base64_error(message: &str) -> bool {
+    ["Invalid symbol", "Invalid input length", "Invalid last symbol", "Invalid padding"]
+        .iter()
+        .any(|m| message.contains(m))
 }

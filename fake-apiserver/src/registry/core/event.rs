@@ -73,8 +73,10 @@ fn validate_event(rt: &ResourceType, obj: &Value, create: bool) -> Vec<crate::er
     // The strict rules of events.k8s.io on create (ValidateEventCreate; an update checks
     // immutability instead, in `validate_update`).
     if v1 && create {
+        // ValidateObjectMeta checks the name's format only when there is one (a missing name
+        // is reported once, as Required).
         let name = obj["metadata"]["name"].as_str().unwrap_or_default();
-        for msg in apimachinery::validation::dns1123_subdomain_errors(name) {
+        for msg in apimachinery::validation::dns1123_subdomain_errors(name).into_iter().filter(|_| !name.is_empty()) {
             out.push(field::invalid(&Path::root("metadata").child("name"), name, &msg));
         }
         if !has_time {
