@@ -26,7 +26,7 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -126,21 +126,9 @@ impl RayAutoscaler {
         let (pods, pod_writer) = reflector::store::<Pod>();
         let (services, svc_writer) = reflector::store::<Service>();
         let watches = futures::stream::select_all([
-            watcher(Api::<RayCluster>::all(self.client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect(rc_writer)
-                .map(|_| ())
-                .boxed(),
-            watcher(Api::<Pod>::all(self.client.clone()), watcher::Config::default().labels("ray.io/is-ray-node=yes"))
-                .default_backoff()
-                .reflect(pod_writer)
-                .map(|_| ())
-                .boxed(),
-            watcher(Api::<Service>::all(self.client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect(svc_writer)
-                .map(|_| ())
-                .boxed(),
+            super::reflect_into(&self.client, watcher::Config::default(), rc_writer),
+            super::reflect_into(&self.client, watcher::Config::default().labels("ray.io/is-ray-node=yes"), pod_writer),
+            super::reflect_into(&self.client, watcher::Config::default(), svc_writer),
         ]);
         let drive = watches.for_each(|_| futures::future::ready(()));
         let scale = async {

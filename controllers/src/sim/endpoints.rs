@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -113,24 +113,13 @@ impl EndpointSliceController {
         let (services, svc_writer) = reflector::store::<Service>();
         let (slices, slice_writer) = reflector::store::<EndpointSlice>();
         let streams = [
-            watcher(Api::<Pod>::all(self.client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect(pod_writer)
-                .map(|_| ())
-                .boxed(),
-            watcher(Api::<Service>::all(self.client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect(svc_writer)
-                .map(|_| ())
-                .boxed(),
-            watcher(
-                Api::<EndpointSlice>::all(self.client.clone()),
+            super::reflect_into(&self.client, watcher::Config::default(), pod_writer),
+            super::reflect_into(&self.client, watcher::Config::default(), svc_writer),
+            super::reflect_into(
+                &self.client,
                 watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}")),
-            )
-            .default_backoff()
-            .reflect(slice_writer)
-            .map(|_| ())
-            .boxed(),
+                slice_writer,
+            ),
         ];
         let mut events = futures::stream::select_all(streams);
         while events.next().await.is_some() {

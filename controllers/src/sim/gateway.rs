@@ -33,7 +33,7 @@ use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -218,26 +218,10 @@ impl GatewayController {
         let (routes, route_writer) = reflector::store::<HTTPRoute>();
         let (services, svc_writer) = reflector::store::<Service>();
         let streams = [
-            watcher(Api::<GatewayClass>::all(self.client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect(class_writer)
-                .map(|_| ())
-                .boxed(),
-            watcher(Api::<Gateway>::all(self.client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect(gw_writer)
-                .map(|_| ())
-                .boxed(),
-            watcher(Api::<HTTPRoute>::all(self.client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect(route_writer)
-                .map(|_| ())
-                .boxed(),
-            watcher(Api::<Service>::all(self.client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect(svc_writer)
-                .map(|_| ())
-                .boxed(),
+            super::reflect_into(&self.client, watcher::Config::default(), class_writer),
+            super::reflect_into(&self.client, watcher::Config::default(), gw_writer),
+            super::reflect_into(&self.client, watcher::Config::default(), route_writer),
+            super::reflect_into(&self.client, watcher::Config::default(), svc_writer),
         ];
         let mut events = futures::stream::select_all(streams);
         let mut first_seen: HashMap<String, Instant> = HashMap::new();

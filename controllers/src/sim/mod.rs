@@ -56,24 +56,37 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
+
+/// Keeps `writer`'s store current with every `K` that `config` selects (the watch retries with
+/// back-off); the stream yields after each change. What every simulated actor runs on.
+pub(crate) fn reflect_into<K>(
+    client: &kube::Client,
+    config: watcher::Config,
+    writer: Writer<K>,
+) -> BoxStream<'static, ()>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    watcher(Api::<K>::all(client.clone()), config).default_backoff().reflect(writer).map(|_| ()).boxed()
+}
+
+/// A cache of every `K` that `config` selects, and the stream that keeps it current.
+pub(crate) fn cache<K>(client: &kube::Client, config: watcher::Config) -> (Store<K>, BoxStream<'static, ()>)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store::<K>();
+    (store, reflect_into(client, config, writer))
+}
 
 /// Caches of every pod and node, and one stream that yields after each change to either:
 /// what the scheduler and the kubelet both run on.
 pub(crate) fn watch_pods_and_nodes(client: &kube::Client) -> (Store<Pod>, Store<Node>, BoxStream<'static, ()>) {
-    let (pods, pod_writer) = reflector::store::<Pod>();
-    let (nodes, node_writer) = reflector::store::<Node>();
-    let pod_events = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .reflect(pod_writer)
-        .map(|_| ())
-        .boxed();
-    let node_events = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .reflect(node_writer)
-        .map(|_| ())
-        .boxed();
+    let (pods, pod_events) = cache::<Pod>(client, watcher::Config::default());
+    let (nodes, node_events) = cache::<Node>(client, watcher::Config::default());
     (pods, nodes, futures::stream::select(pod_events, node_events).boxed())
 }
 

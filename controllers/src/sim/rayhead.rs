@@ -61,9 +61,8 @@ use axum::body::Body;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::ResourceExt;
-use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
@@ -284,21 +283,9 @@ impl RayHead {
     pub async fn run(mut self) -> Result<(), SimError> {
         let Some((pod_writer, svc_writer, rc_writer)) = self.writers.take() else { return Ok(()) };
         let pods =
-            watcher(Api::<Pod>::all(self.client.clone()), watcher::Config::default().labels("ray.io/is-ray-node=yes"))
-                .default_backoff()
-                .reflect(pod_writer)
-                .map(|_| ())
-                .boxed();
-        let services = watcher(Api::<Service>::all(self.client.clone()), watcher::Config::default())
-            .default_backoff()
-            .reflect(svc_writer)
-            .map(|_| ())
-            .boxed();
-        let clusters = watcher(Api::<RayCluster>::all(self.client.clone()), watcher::Config::default())
-            .default_backoff()
-            .reflect(rc_writer)
-            .map(|_| ())
-            .boxed();
+            super::reflect_into(&self.client, watcher::Config::default().labels("ray.io/is-ray-node=yes"), pod_writer);
+        let services = super::reflect_into(&self.client, watcher::Config::default(), svc_writer);
+        let clusters = super::reflect_into(&self.client, watcher::Config::default(), rc_writer);
         let mut all = futures::stream::select_all([pods, services, clusters]);
         while all.next().await.is_some() {
             while let Some(Some(())) = all.next().now_or_never() {}

@@ -35,7 +35,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -216,31 +216,11 @@ impl TrafficSimulator {
         let (services, svc_writer) = reflector::store::<Service>();
         let (slices, slice_writer) = reflector::store::<EndpointSlice>();
         let streams = [
-            watcher(Api::<TrafficProbe>::all(self.client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect(probe_writer)
-                .map(|_| ())
-                .boxed(),
-            watcher(Api::<Gateway>::all(self.client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect(gw_writer)
-                .map(|_| ())
-                .boxed(),
-            watcher(Api::<HTTPRoute>::all(self.client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect(route_writer)
-                .map(|_| ())
-                .boxed(),
-            watcher(Api::<Service>::all(self.client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect(svc_writer)
-                .map(|_| ())
-                .boxed(),
-            watcher(Api::<EndpointSlice>::all(self.client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect(slice_writer)
-                .map(|_| ())
-                .boxed(),
+            super::reflect_into(&self.client, watcher::Config::default(), probe_writer),
+            super::reflect_into(&self.client, watcher::Config::default(), gw_writer),
+            super::reflect_into(&self.client, watcher::Config::default(), route_writer),
+            super::reflect_into(&self.client, watcher::Config::default(), svc_writer),
+            super::reflect_into(&self.client, watcher::Config::default(), slice_writer),
         ];
         let mut events = futures::stream::select_all(streams);
         let mut states: HashMap<String, ProbeState> = HashMap::new();
