@@ -524,35 +524,39 @@ impl RowRun<'_> {
         );
         let fields = substitute_fields(&m.fields, &self.bindings);
         let mut lines = Vec::new();
+        // Each selected object's mismatches, checked once.
+        let per_object: Vec<Vec<String>> = if m.gone {
+            Vec::new()
+        } else {
+            objs.iter()
+                .map(|o| {
+                    let name = o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+                    check_fields(o, &fields).into_iter().map(|l| format!("{} {name}: {l}", t.kind)).collect()
+                })
+                .collect()
+        };
         if m.gone {
             if !objs.is_empty() {
                 lines.push(format!("{what}: expected gone, observed {} object(s)", objs.len()));
             }
         } else if let Some(n) = m.at_least {
-            let holding = objs.iter().filter(|o| check_fields(o, &fields).is_empty()).count();
+            let holding = per_object.iter().filter(|l| l.is_empty()).count();
             if holding < n {
                 lines.push(format!(
                     "{what}: expected at least {n} object(s) matching, observed {holding} of {}",
                     objs.len()
                 ));
-                for o in &objs {
-                    let name = o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-                    lines.extend(check_fields(o, &fields).into_iter().map(|l| format!("{} {name}: {l}", t.kind)));
+                lines.extend(per_object.into_iter().flatten());
+            }
+        } else {
+            if let Some(n) = m.count {
+                if objs.len() != n {
+                    lines.push(format!("{what}: expected {n} object(s), observed {}", objs.len()));
                 }
+            } else if objs.is_empty() {
+                lines.push(format!("{what}: expected to exist, observed none"));
             }
-            return Ok(if lines.is_empty() { Ok(()) } else { Err((lines.join("\n"), objs)) });
-        } else if let Some(n) = m.count {
-            if objs.len() != n {
-                lines.push(format!("{what}: expected {n} object(s), observed {}", objs.len()));
-            }
-        } else if objs.is_empty() {
-            lines.push(format!("{what}: expected to exist, observed none"));
-        }
-        if !m.gone {
-            for o in &objs {
-                let name = o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-                lines.extend(check_fields(o, &fields).into_iter().map(|l| format!("{} {name}: {l}", t.kind)));
-            }
+            lines.extend(per_object.into_iter().flatten());
         }
         Ok(if lines.is_empty() { Ok(()) } else { Err((lines.join("\n"), objs)) })
     }
