@@ -3,6 +3,7 @@
 //! RayCluster spec, the spec hash, validation, generated names, and the suspend rules a
 //! RayService applies to the clusters it makes (which a Kueue integration builds on).
 
+pub mod cache;
 pub mod conditions;
 pub mod hash;
 pub mod names;

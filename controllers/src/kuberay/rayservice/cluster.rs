@@ -15,7 +15,7 @@ use crate::kuberay::common::suspend::{child_spec_at_creation, cluster_spec_for_h
 use crate::kuberay::*;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 
 /// The label selector of the clusters (and services) a RayService owns
 /// (`RayServiceRayClustersAssociationOptions`).
@@ -152,8 +152,13 @@ impl RayServiceReconciler {
         if name.is_empty() {
             return Ok(None);
         }
-        let api: Api<RayCluster> = Api::namespaced(self.client.clone(), &rs.namespace().unwrap_or_default());
-        match api.get(name).await {
+        match self
+            .cache
+            .clusters
+            .get_or_not_found(&self.client, &rs.namespace().unwrap_or_default(), name)
+            .await
+            .map(std::sync::Arc::unwrap_or_clone)
+        {
             Ok(rc) => Ok(Some(rc)),
             Err(e) if super::is_not_found(&e) => Ok(None),
             Err(e) => Err(api_err(format!("read RayCluster {name}"))(e)),
@@ -254,8 +259,10 @@ impl RayServiceReconciler {
     ) -> Result<bool, RayServiceError> {
         let ns = rs.namespace().unwrap_or_default();
         let api: Api<RayCluster> = Api::namespaced(self.client.clone(), &ns);
-        let clusters = api
-            .list(&ListParams::default().labels(&association_selector(rs)))
+        let clusters = self
+            .cache
+            .clusters
+            .list(&self.client, &ns, &association_selector(rs))
             .await
             .map_err(api_err("list owned RayClusters"))?;
         let deleting = rs.metadata.deletion_timestamp.is_some();
@@ -270,7 +277,7 @@ impl RayServiceReconciler {
         let immediate = self.config.defective(Defect::NoDeletionDelay);
         let now = self.clock.now();
         let mut to_clean = false;
-        for rc in clusters.items {
+        for rc in clusters {
             let name = rc.name_any();
             let dangling = name != status.active_service_status.ray_cluster_name
                 && name != status.pending_service_status.ray_cluster_name;
@@ -330,7 +337,7 @@ impl RayServiceReconciler {
         let mut all_deleted = true;
         let clusters: Api<RayCluster> = Api::namespaced(self.client.clone(), &ns);
         for rc in
-            clusters.list(&ListParams::default().labels(&selector)).await.map_err(api_err("list owned RayClusters"))?
+            self.cache.clusters.list(&self.client, &ns, &selector).await.map_err(api_err("list owned RayClusters"))?
         {
             all_deleted = false;
             if rc.metadata.deletion_timestamp.is_some() {
@@ -361,7 +368,7 @@ impl RayServiceReconciler {
         }
         let services: Api<Service> = Api::namespaced(self.client.clone(), &ns);
         for svc in
-            services.list(&ListParams::default().labels(&selector)).await.map_err(api_err("list owned Services"))?
+            self.cache.k8s_services.list(&self.client, &ns, &selector).await.map_err(api_err("list owned Services"))?
         {
             all_deleted = false;
             if svc.metadata.deletion_timestamp.is_some() {
@@ -393,7 +400,13 @@ impl RayServiceReconciler {
         if is_incremental_upgrade_enabled(&rs.spec, &self.config) {
             let gateways: Api<Gateway> = Api::namespaced(self.client.clone(), &ns);
             let name = format!("{}-gateway", rs.name_any());
-            match gateways.get(&name).await {
+            match self
+                .cache
+                .gateways
+                .get_or_not_found(&self.client, &ns, &name)
+                .await
+                .map(std::sync::Arc::unwrap_or_clone)
+            {
                 Ok(gw) => {
                     all_deleted = false;
                     if gw.metadata.deletion_timestamp.is_none() {
@@ -425,7 +438,13 @@ impl RayServiceReconciler {
             }
             let routes: Api<HTTPRoute> = Api::namespaced(self.client.clone(), &ns);
             let name = format!("{}-httproute", rs.name_any());
-            match routes.get(&name).await {
+            match self
+                .cache
+                .routes
+                .get_or_not_found(&self.client, &ns, &name)
+                .await
+                .map(std::sync::Arc::unwrap_or_clone)
+            {
                 Ok(route) => {
                     all_deleted = false;
                     if route.metadata.deletion_timestamp.is_none() {

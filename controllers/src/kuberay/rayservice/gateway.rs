@@ -175,7 +175,8 @@ impl RayServiceReconciler {
         let ns = rs.namespace().unwrap_or_default();
         let name = desired.name_any();
         let api: Api<Gateway> = Api::namespaced(self.client.clone(), &ns);
-        match api.get(&name).await {
+        match self.cache.gateways.get_or_not_found(&self.client, &ns, &name).await.map(std::sync::Arc::unwrap_or_clone)
+        {
             Err(e) if super::is_not_found(&e) => {
                 desired.metadata.owner_references = Some(vec![owner(rs)]);
                 match api.create(&PostParams::default(), &desired).await {
@@ -238,9 +239,12 @@ impl RayServiceReconciler {
         pending_ready: bool,
     ) -> Result<Option<HTTPRoute>, RayServiceError> {
         let ns = rs.namespace().unwrap_or_default();
-        let gateways: Api<Gateway> = Api::namespaced(self.client.clone(), &ns);
-        let gateway =
-            gateways.get(&gateway_name(rs)).await.map_err(api_err(format!("read Gateway {}", gateway_name(rs))))?;
+        let gateway = self
+            .cache
+            .gateways
+            .get_or_not_found(&self.client, &ns, &gateway_name(rs))
+            .await
+            .map_err(api_err(format!("read Gateway {}", gateway_name(rs))))?;
         let gw_ns = gateway.namespace().unwrap_or_default();
         let Some(active) = self.get_cluster(rs, &status.active_service_status.ray_cluster_name).await? else {
             return Ok(None);
@@ -296,7 +300,7 @@ impl RayServiceReconciler {
         let ns = desired.namespace().unwrap_or_default();
         let name = desired.name_any();
         let api: Api<HTTPRoute> = Api::namespaced(self.client.clone(), &ns);
-        match api.get(&name).await {
+        match self.cache.routes.get_or_not_found(&self.client, &ns, &name).await.map(std::sync::Arc::unwrap_or_clone) {
             Err(e) if super::is_not_found(&e) => {
                 desired.metadata.owner_references = Some(vec![owner(rs)]);
                 match api.create(&PostParams::default(), &desired).await {

@@ -28,21 +28,24 @@ mod validation;
 pub use validation::{validate_cluster_upgrade_options, validate_metadata, validate_spec};
 
 use crate::Clock;
+use crate::crds::gateway::{Gateway, HTTPRoute};
 use crate::crds::rayservice::{RayService, RayServiceStatuses, condition, reason};
 use crate::crds::{RayCluster, RayServiceSpec};
 use crate::events::{EventRecorder, EventType, reference};
+use crate::kuberay::common::cache::Cached;
 use crate::kuberay::common::conditions;
 use crate::kuberay::common::names::NameGenerator;
 use crate::kuberay::common::suspend::{self, SuspendStep};
 use crate::kuberay::*;
 use crate::sim::network::ClusterHttp;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::{Predicate, WatchStreamExt, predicates, reflector, watcher};
+use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -148,6 +151,35 @@ pub struct RayServiceReconciler {
     names: Mutex<NameGenerator>,
     /// Failed passes in a row, per `<ns>/<name>`, for the retry backoff.
     failures: Mutex<HashMap<String, u32>>,
+    /// The informers every read of a pass is answered from.
+    cache: Informers,
+}
+
+/// The kinds a RayService pass reads, each from its informer (KubeRay's manager cache: every
+/// kind whole, pods only those labelled as Ray nodes, `managercache.go`).
+struct Informers {
+    services: Cached<RayService>,
+    clusters: Cached<RayCluster>,
+    k8s_services: Cached<Service>,
+    pods: Cached<Pod>,
+    endpoint_slices: Cached<EndpointSlice>,
+    gateways: Cached<Gateway>,
+    routes: Cached<HTTPRoute>,
+}
+
+impl Informers {
+    fn new() -> Self {
+        let all = watcher::Config::default;
+        Self {
+            services: Cached::new(all()),
+            clusters: Cached::new(all()),
+            k8s_services: Cached::new(all()),
+            pods: Cached::new(all().labels(&format!("{RAY_NODE_TYPE_LABEL} in (head,worker,redis-cleanup)"))),
+            endpoint_slices: Cached::new(all()),
+            gateways: Cached::new(all()),
+            routes: Cached::new(all()),
+        }
+    }
 }
 
 /// What `handleSuspend` decided for the rest of the pass.
@@ -173,6 +205,7 @@ impl RayServiceReconciler {
             deletion_times: Mutex::default(),
             names,
             failures: Mutex::default(),
+            cache: Informers::new(),
         }
     }
 
@@ -190,22 +223,45 @@ impl RayServiceReconciler {
     /// Runs the controller until the watches end (the API server goes away).
     pub async fn run(self) {
         let client = self.client.clone();
-        let (reader, writer) = reflector::store::<RayService>();
-        let services = watcher(Api::<RayService>::all(client.clone()), watcher::Config::default())
-            .default_backoff()
-            .reflect(writer)
-            .applied_objects()
-            .predicate_filter(
-                predicates::generation.combine(predicates::labels).combine(predicates::annotations),
-                Default::default(),
-            );
+        let cache = &self.cache;
+        let (
+            Some(services),
+            Some(clusters),
+            Some(k8s_services),
+            Some(pods),
+            Some(slices),
+            Some(gateways),
+            Some(routes),
+        ) = (
+            cache.services.reflect(&client),
+            cache.clusters.reflect(&client),
+            cache.k8s_services.reflect(&client),
+            cache.pods.reflect(&client),
+            cache.endpoint_slices.reflect(&client),
+            cache.gateways.reflect(&client),
+            cache.routes.reflect(&client),
+        )
+        else {
+            tracing::error!("the RayService controller runs once");
+            return;
+        };
+        let reader = cache.services.store();
+        let services = services.predicate_filter(
+            predicates::generation.combine(predicates::labels).combine(predicates::annotations),
+            Default::default(),
+        );
+        // The informers nothing triggers on still have to be kept current.
+        let others = futures::stream::select_all([
+            pods.map(|_| ()).boxed(),
+            slices.map(|_| ()).boxed(),
+            gateways.map(|_| ()).boxed(),
+            routes.map(|_| ()).boxed(),
+        ])
+        .for_each(|()| futures::future::ready(()));
         let me = Arc::new(self);
         let controller = Controller::for_stream(services, reader)
-            .owns(Api::<RayCluster>::all(client.clone()), watcher::Config::default())
-            .owns(
-                Api::<Service>::all(client.clone()),
-                watcher::Config::default().labels(&format!("{RAY_ORIGINATED_FROM_CRD_LABEL}=RayService")),
-            )
+            .owns_stream(clusters)
+            .owns_stream(k8s_services)
             .run(
                 |rs, me: Arc<Self>| async move {
                     let key = format!("{}/{}", rs.namespace().unwrap_or_default(), rs.name_any());
@@ -230,6 +286,7 @@ impl RayServiceReconciler {
         // The events' series upkeep (ends and refreshes) lives as long as the controller.
         tokio::select! {
             () = controller => {}
+            () = others => {}
             () = me.recorder.run_series_upkeep() => {}
         }
     }
@@ -280,9 +337,16 @@ impl RayServiceReconciler {
         }
         let ns = key.namespace().unwrap_or_else(|| "default".into());
         let api: Api<RayService> = Api::namespaced(self.client.clone(), &ns);
-        let Some(mut rs) = api.get_opt(&key.name_any()).await.map_err(api_err("read the RayService"))? else {
+        let Some(rs) = self
+            .cache
+            .services
+            .get(&self.client, &ns, &key.name_any())
+            .await
+            .map_err(api_err("read the RayService"))?
+        else {
             return Ok(Action::await_change());
         };
+        let mut rs = RayService::clone(&rs);
         let id = format!("{ns}/{}", rs.name_any());
         let original = rs.status.clone().unwrap_or_default();
         let mut status = original.clone();

@@ -8,15 +8,14 @@
 use super::gateway::{gateway_name, http_route_name, is_gateway_ready, is_http_route_ready};
 use super::{RayServiceError, RayServiceReconciler, api_err, is_incremental_upgrade_enabled};
 use crate::crds::RayCluster;
-use crate::crds::gateway::{Gateway, HTTPRoute};
 use crate::crds::rayservice::{AppStatus, RayService, RayServiceStatuses, ServeDeploymentStatus, condition};
 use crate::events::EventType;
 use crate::kuberay::common::conditions;
 use crate::kuberay::*;
 use bytes::Bytes;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -116,8 +115,12 @@ impl RayServiceReconciler {
     async fn dashboard_url(&self, cluster: &RayCluster) -> Result<String, RayServiceError> {
         let ns = cluster.namespace().unwrap_or_default();
         let name = crate::kuberay::common::pods::head_service_name(cluster);
-        let api: Api<Service> = Api::namespaced(self.client.clone(), &ns);
-        let svc = api.get(&name).await.map_err(api_err(format!("read the head service {name}")))?;
+        let svc = self
+            .cache
+            .k8s_services
+            .get_or_not_found(&self.client, &ns, &name)
+            .await
+            .map_err(api_err(format!("read the head service {name}")))?;
         let port = svc
             .spec
             .as_ref()
@@ -310,16 +313,26 @@ impl RayServiceReconciler {
             );
         }
         let ns = rs.namespace().unwrap_or_default();
-        let gateways: Api<Gateway> = Api::namespaced(self.client.clone(), &ns);
-        let gateway = match gateways.get(&gateway_name(rs)).await {
+        let gateway = match self
+            .cache
+            .gateways
+            .get_or_not_found(&self.client, &ns, &gateway_name(rs))
+            .await
+            .map(std::sync::Arc::unwrap_or_clone)
+        {
             Ok(g) => g,
             Err(e) => return (false, format!("Failed to retrieve Gateway for RayService: {e}")),
         };
         if !is_gateway_ready(&gateway) {
             return (false, "Gateway for RayService NewClusterWithIncrementalUpgrade is not ready.".into());
         }
-        let routes: Api<HTTPRoute> = Api::namespaced(self.client.clone(), &ns);
-        let route = match routes.get(&http_route_name(rs)).await {
+        let route = match self
+            .cache
+            .routes
+            .get_or_not_found(&self.client, &ns, &http_route_name(rs))
+            .await
+            .map(std::sync::Arc::unwrap_or_clone)
+        {
             Ok(r) => r,
             Err(e) => return (false, format!("Failed to retrieve HTTPRoute for RayService: {e}")),
         };
@@ -404,22 +417,21 @@ impl RayServiceReconciler {
     }
 
     async fn head_pod(&self, cluster: &RayCluster) -> Result<Option<Pod>, RayServiceError> {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &cluster.namespace().unwrap_or_default());
-        let pods = api
-            .list(
-                &ListParams::default()
-                    .labels(&format!("{RAY_CLUSTER_LABEL}={},{RAY_NODE_TYPE_LABEL}=head", cluster.name_any())),
-            )
+        let selector = format!("{RAY_CLUSTER_LABEL}={},{RAY_NODE_TYPE_LABEL}=head", cluster.name_any());
+        let pods = self
+            .cache
+            .pods
+            .list(&self.client, &cluster.namespace().unwrap_or_default(), &selector)
             .await
             .map_err(api_err("list head pods"))?;
-        if pods.items.len() > 1 {
+        if pods.len() > 1 {
             return Err(RayServiceError::State(format!(
                 "Found multiple head Pods for RayCluster {}/{}",
                 cluster.namespace().unwrap_or_default(),
                 cluster.name_any()
             )));
         }
-        Ok(pods.items.into_iter().next())
+        Ok(pods.into_iter().next())
     }
 
     async fn head_pod_running_and_ready(&self, cluster: &RayCluster) -> Result<bool, RayServiceError> {

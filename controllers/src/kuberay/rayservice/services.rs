@@ -133,7 +133,13 @@ impl RayServiceReconciler {
         };
         let name = desired.name_any();
         let api: Api<Service> = Api::namespaced(self.client.clone(), &ns);
-        match api.get(&name).await {
+        match self
+            .cache
+            .k8s_services
+            .get_or_not_found(&self.client, &ns, &name)
+            .await
+            .map(std::sync::Arc::unwrap_or_clone)
+        {
             Ok(mut old) => {
                 if cluster_of(&desired) == cluster_of(&old) {
                     return Ok(old);
@@ -214,8 +220,15 @@ impl RayServiceReconciler {
                 block_owner_deletion: Some(true),
             }]);
         let name = desired.name_any();
-        let api: Api<Service> = Api::namespaced(self.client.clone(), &rs.namespace().unwrap_or_default());
-        match api.get(&name).await {
+        let ns = rs.namespace().unwrap_or_default();
+        let api: Api<Service> = Api::namespaced(self.client.clone(), &ns);
+        match self
+            .cache
+            .k8s_services
+            .get_or_not_found(&self.client, &ns, &name)
+            .await
+            .map(std::sync::Arc::unwrap_or_clone)
+        {
             Ok(_) => Ok(()),
             Err(e) if super::is_not_found(&e) => api
                 .create(&PostParams::default(), &desired)

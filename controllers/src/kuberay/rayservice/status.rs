@@ -14,10 +14,8 @@ use crate::crds::rayservice::{RayService, RayServiceStatus, RayServiceStatuses, 
 use crate::kuberay::common::conditions::{self, ConditionStatus};
 use crate::kuberay::*;
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams};
 use std::collections::BTreeSet;
 
 fn set(
@@ -262,13 +260,13 @@ impl RayServiceReconciler {
     /// `calculateNumServeEndpointsFromSlices`: ready endpoints of the service's EndpointSlices,
     /// counted once per pod uid.
     async fn count_serve_endpoints(&self, ns: &str, service: &str) -> Result<i32, RayServiceError> {
-        let api: Api<EndpointSlice> = Api::namespaced(self.client.clone(), ns);
-        let slices = api
-            .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={service}")))
+        let slices = self
+            .cache
+            .endpoint_slices
+            .list(&self.client, ns, &format!("kubernetes.io/service-name={service}"))
             .await
             .map_err(api_err(format!("list the EndpointSlices of {service}")))?;
         let pods: BTreeSet<String> = slices
-            .items
             .iter()
             .flat_map(|s| s.endpoints.iter().flatten())
             .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true))
