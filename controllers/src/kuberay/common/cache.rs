@@ -46,15 +46,16 @@ where
         Self { store, writer: Mutex::new(Some(writer)), config }
     }
 
-    /// The watch that keeps the store current; it yields each object after the store took it,
-    /// so a controller triggered by it reads what triggered it. `None` after the first call.
+    /// The watch that keeps the store current; it yields each object (deleted ones too) after
+    /// the store took it, so a controller triggered by it reads what triggered it. `None` after
+    /// the first call.
     pub fn reflect(&self, client: &kube::Client) -> Option<BoxStream<'static, Result<K, watcher::Error>>> {
         let writer = self.writer.lock().take()?;
         Some(
             watcher(Api::<K>::all(client.clone()), self.config.clone())
                 .default_backoff()
                 .reflect(writer)
-                .applied_objects()
+                .touched_objects()
                 .boxed(),
         )
     }

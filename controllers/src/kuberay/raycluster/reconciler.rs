@@ -9,6 +9,7 @@ use super::status::{self, SuspendStatus, condition_true, suspend_status};
 use crate::Clock;
 use crate::crds::{RayCluster, WorkerGroupSpec};
 use crate::events::{EventRecorder, EventType, reference};
+use crate::kuberay::common::cache::Cached;
 use crate::kuberay::common::pods::{
     ReplicaIndex, head_pod, head_service, head_service_selector, headless_service, headless_service_selector,
     serve_service, worker_pod,
@@ -22,7 +23,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -194,7 +195,7 @@ impl ScaleExpectations {
 
     /// `IsSatisfied`: every expected pod of the group is there (or timed out) or gone; those
     /// that are satisfied are forgotten, and the first that is not stops the check.
-    async fn satisfied(&self, pods: &Api<Pod>, ns: &str, cluster: &str, group: &str) -> bool {
+    async fn satisfied(&self, pods: &PodReads<'_>, ns: &str, cluster: &str, group: &str) -> bool {
         let mut pending: Vec<(String, ExpectedPod)> = self
             .items
             .lock()
@@ -205,7 +206,7 @@ impl ScaleExpectations {
         pending.sort_by(|a, b| a.0.cmp(&b.0));
         for (key, expected) in pending {
             let name = key.split_once('/').map(|(_, n)| n).unwrap_or_default();
-            let exists = match pods.get_opt(name).await {
+            let exists = match pods.cache.get(pods.client, ns, name).await {
                 Ok(p) => p.is_some(),
                 Err(_) => return false,
             };
@@ -240,6 +241,21 @@ pub struct RayClusterReconciler {
     failures: Mutex<HashMap<ObjectRef<RayCluster>, u32>>,
     /// Seeds the random suffixes of multi-host replica names.
     random: Mutex<u64>,
+    /// The informers every read of a pass is answered from (KubeRay's manager cache: pods
+    /// only those labelled as Ray nodes, `managercache.go`).
+    cache: Informers,
+}
+
+struct Informers {
+    clusters: Cached<RayCluster>,
+    pods: Cached<Pod>,
+    services: Cached<Service>,
+}
+
+/// The pod informer with the client its misses are confirmed through.
+struct PodReads<'a> {
+    cache: &'a Cached<Pod>,
+    client: &'a kube::Client,
 }
 
 /// Controller-runtime's `GenerationChangedPredicate || LabelChangedPredicate ||
@@ -268,6 +284,13 @@ impl RayClusterReconciler {
             expectations: ScaleExpectations::default(),
             failures: Mutex::default(),
             random: Mutex::new(seed),
+            cache: Informers {
+                clusters: Cached::new(watcher::Config::default()),
+                pods: Cached::new(
+                    watcher::Config::default().labels(&format!("{RAY_NODE_TYPE_LABEL} in (head,worker,redis-cleanup)")),
+                ),
+                services: Cached::new(watcher::Config::default()),
+            },
         }
     }
 
@@ -288,20 +311,20 @@ impl RayClusterReconciler {
     /// Runs the controller until the watches end (the API server goes away).
     pub async fn run(self) {
         let client = self.client.clone();
-        let clusters: Api<RayCluster> = Api::all(client.clone());
-        let pods: Api<Pod> = Api::all(client.clone());
-        let services: Api<Service> = Api::all(client.clone());
-        let ray_nodes = watcher::Config::default().labels(&format!("{RAY_IS_RAY_NODE_LABEL}=yes"));
-        let (reader, writer) = reflector::store();
-        let trigger = watcher(clusters, watcher::Config::default())
-            .default_backoff()
-            .reflect(writer)
-            .applied_objects()
-            .predicate_filter(generation_labels_annotations, Default::default());
+        let (Some(clusters), Some(pods), Some(services)) = (
+            self.cache.clusters.reflect(&client),
+            self.cache.pods.reflect(&client),
+            self.cache.services.reflect(&client),
+        ) else {
+            tracing::error!("the RayCluster controller runs once");
+            return;
+        };
+        let reader = self.cache.clusters.store();
+        let trigger = clusters.predicate_filter(generation_labels_annotations, Default::default());
         let me = Arc::new(self);
         let controller = Controller::for_stream(trigger, reader)
-            .owns(pods, ray_nodes)
-            .owns(services, watcher::Config::default())
+            .owns_stream(pods)
+            .owns_stream(services)
             .run(
                 |rc, me: Arc<Self>| async move { me.reconcile(&rc).await },
                 |rc, err, me: Arc<Self>| {
@@ -345,7 +368,8 @@ impl RayClusterReconciler {
     async fn reconcile_cluster(&self, rc: &RayCluster) -> Result<Action, ReconcileError> {
         let ns = rc.namespace().unwrap_or_else(|| "default".into());
         let api: Api<RayCluster> = Api::namespaced(self.client.clone(), &ns);
-        let Some(rc) = api.get_opt(&rc.name_any()).await.map_err(api_err("read the RayCluster"))? else {
+        let cached = self.cache.clusters.get(&self.client, &ns, &rc.name_any()).await;
+        let Some(rc) = cached.map_err(api_err("read the RayCluster"))?.map(Arc::unwrap_or_clone) else {
             self.expectations.forget_cluster(&ns, &rc.name_any());
             return Ok(Action::await_change());
         };
@@ -396,18 +420,18 @@ impl RayClusterReconciler {
             step = self.reconcile_pods(&rc).await;
         }
 
-        let pods_api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
-        let pods = pods_api
-            .list(&ListParams::default().labels(&format!("{RAY_CLUSTER_LABEL}={}", rc.name_any())))
+        let pods = self
+            .cache
+            .pods
+            .list(&self.client, &ns, &format!("{RAY_CLUSTER_LABEL}={}", rc.name_any()))
             .await
-            .map_err(api_err("list the cluster's pods"))?
-            .items;
-        let svc_api: Api<Service> = Api::namespaced(self.client.clone(), &ns);
-        let head_services = svc_api
-            .list(&ListParams::default().labels(&head_service_selector(&rc)))
+            .map_err(api_err("list the cluster's pods"))?;
+        let head_services = self
+            .cache
+            .services
+            .list(&self.client, &ns, &head_service_selector(&rc))
             .await
-            .map_err(api_err("list the head service"))?
-            .items;
+            .map_err(api_err("list the head service"))?;
         let failure = step.as_ref().err().and_then(|e| e.replica_failure.map(|r| (r, e.error.to_string())));
         let calculated =
             status::calculate(&rc, &pods, &head_services, failure, step.is_err(), &self.config, self.now());
@@ -459,12 +483,13 @@ impl RayClusterReconciler {
     }
 
     async fn reconcile_head_service(&self, rc: &RayCluster) -> Result<(), StepError> {
-        let api: Api<Service> = Api::namespaced(self.client.clone(), &rc.namespace().unwrap_or_default());
-        let existing = api
-            .list(&ListParams::default().labels(&head_service_selector(rc)))
+        let existing = self
+            .cache
+            .services
+            .list(&self.client, &rc.namespace().unwrap_or_default(), &head_service_selector(rc))
             .await
             .map_err(api_err("list the head service"))?;
-        match existing.items.len() {
+        match existing.len() {
             0 => self.create_service(rc, head_service(rc, &self.config)).await,
             1 => Ok(()),
             n => Err(StepError::plain(format!("{n} head service found"))),
@@ -476,12 +501,13 @@ impl RayClusterReconciler {
         if !rc.spec.worker_group_specs.iter().any(|g| g.num_of_hosts.unwrap_or(1) > 1) {
             return Ok(());
         }
-        let api: Api<Service> = Api::namespaced(self.client.clone(), &rc.namespace().unwrap_or_default());
-        let existing = api
-            .list(&ListParams::default().labels(&headless_service_selector(rc)))
+        let existing = self
+            .cache
+            .services
+            .list(&self.client, &rc.namespace().unwrap_or_default(), &headless_service_selector(rc))
             .await
             .map_err(api_err("list the headless service"))?;
-        if !existing.items.is_empty() {
+        if !existing.is_empty() {
             return Ok(());
         }
         self.create_service(rc, headless_service(rc)).await
@@ -491,9 +517,17 @@ impl RayClusterReconciler {
         if rc.annotations().get(ENABLE_SERVE_SERVICE_ANNOTATION).map(String::as_str) != Some("true") {
             return Ok(());
         }
-        let api: Api<Service> = Api::namespaced(self.client.clone(), &rc.namespace().unwrap_or_default());
+        let ns = rc.namespace().unwrap_or_default();
+        let api: Api<Service> = Api::namespaced(self.client.clone(), &ns);
         let svc = serve_service(rc);
-        if api.get_opt(&svc.name_any()).await.map_err(api_err("read the serve service"))?.is_some() {
+        if self
+            .cache
+            .services
+            .get(&self.client, &ns, &svc.name_any())
+            .await
+            .map_err(api_err("read the serve service"))?
+            .is_some()
+        {
             return Ok(());
         }
         api.create(&PostParams::default(), &svc).await.map_err(api_err("create the serve service"))?;
@@ -503,9 +537,10 @@ impl RayClusterReconciler {
     /// Deletes every pod matching `selector` with one delete-collection, unless all of them are
     /// already terminating (`deleteAllPods`).
     async fn delete_all_pods(&self, rc: &RayCluster, selector: &str) -> Result<(), kube::Error> {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &rc.namespace().unwrap_or_default());
-        let pods = api.list(&ListParams::default().labels(selector)).await?;
-        if pods.items.iter().any(|p| p.metadata.deletion_timestamp.is_none()) {
+        let ns = rc.namespace().unwrap_or_default();
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
+        let pods = self.cache.pods.list(&self.client, &ns, selector).await?;
+        if pods.iter().any(|p| p.metadata.deletion_timestamp.is_none()) {
             api.delete_collection(&DeleteParams::default(), &ListParams::default().labels(selector)).await?;
         }
         Ok(())
@@ -544,9 +579,7 @@ impl RayClusterReconciler {
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
         if self.should_recreate_for_upgrade(rc, &hash).await {
             if self.config.defective(Defect::CreateDuringRecreate) {
-                for p in
-                    pods.list(&ListParams::default().labels(&cluster_sel)).await.map_err(api_err("list pods"))?.items
-                {
+                for p in self.cache.pods.list(&self.client, &ns, &cluster_sel).await.map_err(api_err("list pods"))? {
                     let _ = pods.delete(&p.name_any(), &DeleteParams::default()).await;
                 }
                 let _ = pods.create(&PostParams::default(), &head_pod(rc, &hash, &self.config)).await;
@@ -570,9 +603,9 @@ impl RayClusterReconciler {
         }
 
         let head_sel = format!("{cluster_sel},{RAY_NODE_TYPE_LABEL}=head");
-        let head_pods =
-            pods.list(&ListParams::default().labels(&head_sel)).await.map_err(api_err("list head pods"))?.items;
-        if !self.expectations.satisfied(&pods, &ns, &cluster, HEAD_GROUP).await {
+        let head_pods = self.cache.pods.list(&self.client, &ns, &head_sel).await.map_err(api_err("list head pods"))?;
+        let reads = PodReads { cache: &self.cache.pods, client: &self.client };
+        if !self.expectations.satisfied(&reads, &ns, &cluster, HEAD_GROUP).await {
             tracing::info!(cluster = %id, "head expectations not satisfied; reconcile the head later");
         } else {
             match head_pods.len() {
@@ -639,7 +672,7 @@ impl RayClusterReconciler {
         }
 
         for group in &rc.spec.worker_group_specs {
-            if !self.expectations.satisfied(&pods, &ns, &cluster, &group.group_name).await {
+            if !self.expectations.satisfied(&reads, &ns, &cluster, &group.group_name).await {
                 tracing::info!(cluster = %id, group = %group.group_name, "group expectations not satisfied; reconcile later");
                 continue;
             }
@@ -661,7 +694,7 @@ impl RayClusterReconciler {
         let group_sel = format!("{RAY_CLUSTER_LABEL}={cluster},{RAY_GROUP_LABEL}={name}");
         let desired = status::desired_replicas(group).max(0) as usize;
         let worker_pods =
-            pods.list(&ListParams::default().labels(&group_sel)).await.map_err(api_err("list worker pods"))?.items;
+            self.cache.pods.list(&self.client, &ns, &group_sel).await.map_err(api_err("list worker pods"))?;
 
         if group.suspend == Some(true) {
             if let Err(e) = self.delete_all_pods(rc, &group_sel).await {
@@ -936,10 +969,9 @@ impl RayClusterReconciler {
         if !recreate {
             return false;
         }
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &rc.namespace().unwrap_or_default());
         let head_sel = format!("{RAY_CLUSTER_LABEL}={},{RAY_NODE_TYPE_LABEL}=head", rc.name_any());
-        let head_pods = match api.list(&ListParams::default().labels(&head_sel)).await {
-            Ok(l) => l.items,
+        let head_pods = match self.cache.pods.list(&self.client, &rc.namespace().unwrap_or_default(), &head_sel).await {
+            Ok(l) => l,
             Err(e) => {
                 tracing::info!(error = %e, "failed to list head pods for the upgrade check");
                 return false;
@@ -956,6 +988,7 @@ impl RayClusterReconciler {
             let a = pod.metadata.annotations.get_or_insert_with(BTreeMap::new);
             a.insert(UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION.into(), hash.into());
             a.insert(KUBERAY_VERSION_ANNOTATION.into(), self.config.kuberay_version.clone());
+            let api: Api<Pod> = Api::namespaced(self.client.clone(), &rc.namespace().unwrap_or_default());
             if let Err(e) = api.replace(&head.name_any(), &PostParams::default(), &pod).await {
                 tracing::info!(error = %e, pod = %head.name_any(), "failed to refresh the head pod's annotations");
             }
