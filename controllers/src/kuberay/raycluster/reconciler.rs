@@ -353,7 +353,7 @@ impl RayClusterReconciler {
         Time(jiff::Timestamp::from_second(t.as_second()).unwrap_or(t))
     }
 
-    /// One reconcile pass for the cluster `rc` names (read afresh from the API).
+    /// One reconcile pass for the cluster `rc` names (read from the informer, as `r.Get` does).
     pub async fn reconcile(&self, rc: &RayCluster) -> Result<Action, ReconcileError> {
         if self.paused.load(std::sync::atomic::Ordering::SeqCst) {
             return Ok(Action::requeue(Duration::from_secs(1)));

@@ -330,7 +330,7 @@ impl RayServiceReconciler {
         self.write_status(rs, status.clone()).await
     }
 
-    /// One reconcile pass for the RayService `key` names (read afresh from the API).
+    /// One reconcile pass for the RayService `key` names (read from the informer, as `r.Get` does).
     pub async fn reconcile(&self, key: &RayService) -> Result<Action, RayServiceError> {
         if self.paused.load(Ordering::SeqCst) {
             return Ok(Action::requeue(Duration::from_secs(1)));
