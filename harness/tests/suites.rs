@@ -41,6 +41,10 @@ fn main() -> ExitCode {
                 Trial::test(name, move || {
                     let r = backend.run_row(&suite, &row, &opts);
                     match r.outcome {
+                        // Every row talks to the server, and the in-process backend counts it.
+                        Outcome::Passed if r.requests.values().map(|v| v.values().sum::<u64>()).sum::<u64>() == 0 => {
+                            Err(Failed::from("the row passed but no API request was counted"))
+                        }
                         Outcome::Passed => Ok(()),
                         Outcome::Skipped => {
                             Err(Failed::from(format!("skipped at run time: {}", r.reason.unwrap_or_default())))

@@ -56,6 +56,40 @@ pub(crate) struct Context {
     in_flight: AtomicUsize,
     /// OpenAPI v3 documents built so far.
     openapi: openapi::DocumentCache,
+    /// Requests served so far, by client and verb (see [`RequestCounts`]).
+    pub requests: parking_lot::Mutex<RequestCounts>,
+}
+
+/// Requests served, by the client's `User-Agent` and then by verb: `GET`, `LIST` (a GET of a
+/// collection), `WATCH`, `POST`, `PUT`, `PATCH`, `DELETE`. What a controller costs the server.
+pub type RequestCounts = std::collections::BTreeMap<String, std::collections::BTreeMap<&'static str, u64>>;
+
+/// The verb [`RequestCounts`] files `req` under.
+fn counted_verb(req: &Request) -> &'static str {
+    let watch = || {
+        req.uri()
+            .query()
+            .is_some_and(|q| q.split('&').any(|kv| matches!(kv.split_once('='), Some(("watch", "true" | "1")))))
+    };
+    match *req.method() {
+        http::Method::GET if watch() || req.uri().path().contains("/watch/") => "WATCH",
+        http::Method::GET => {
+            let collection = match request::ApiPath::parse(req.uri().path()) {
+                Ok(request::ApiPath::Resource { rest, .. }) => match rest.as_slice() {
+                    [_] => true,
+                    [ns, _, sub] if ns == "namespaces" => sub != "status" && sub != "finalize",
+                    _ => false,
+                },
+                _ => false,
+            };
+            if collection { "LIST" } else { "GET" }
+        }
+        http::Method::POST => "POST",
+        http::Method::PUT => "PUT",
+        http::Method::PATCH => "PATCH",
+        http::Method::DELETE => "DELETE",
+        _ => "OTHER",
+    }
 }
 
 /// Put in request extensions by a TCP listener: flips to true when it shuts down, so its
@@ -74,6 +108,7 @@ impl Context {
             settings,
             in_flight: AtomicUsize::new(0),
             openapi: Default::default(),
+            requests: Default::default(),
         }
     }
 
@@ -143,8 +178,47 @@ async fn dispatch(AxState(ctx): AxState<Arc<Context>>, req: Request) -> Response
     let Some(_slot) = InFlightSlot::take(&ctx.in_flight, ctx.settings.max_requests_in_flight) else {
         return ApiError::too_many_requests(1).into_response();
     };
+    {
+        let agent = req.headers().get(http::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let agent = agent.split('/').next().unwrap_or(agent);
+        let mut counts = ctx.requests.lock();
+        let per_verb = match counts.get_mut(agent) {
+            Some(v) => v,
+            None => counts.entry(agent.to_string()).or_default(),
+        };
+        *per_verb.entry(counted_verb(&req)).or_insert(0) += 1;
+    }
     match handlers::handle(ctx.clone(), req).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counted_verb;
+    use axum::body::Body;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::list_all("GET", "/api/v1/pods", "LIST")]
+    #[case::list_namespaced("GET", "/api/v1/namespaces/ns/pods?labelSelector=a%3Db", "LIST")]
+    #[case::list_group("GET", "/apis/ray.io/v1/namespaces/ns/rayclusters", "LIST")]
+    #[case::list_namespaces("GET", "/api/v1/namespaces", "LIST")]
+    #[case::get_object("GET", "/api/v1/namespaces/ns/pods/p", "GET")]
+    #[case::get_namespace("GET", "/api/v1/namespaces/ns", "GET")]
+    #[case::get_namespace_status("GET", "/api/v1/namespaces/ns/status", "GET")]
+    #[case::get_subresource("GET", "/apis/ray.io/v1/namespaces/ns/rayservices/r/status", "GET")]
+    #[case::get_cluster_scoped("GET", "/api/v1/nodes/n", "GET")]
+    #[case::discovery("GET", "/apis/ray.io/v1", "GET")]
+    #[case::watch_param("GET", "/api/v1/pods?watch=true&resourceVersion=1", "WATCH")]
+    #[case::watch_path("GET", "/api/v1/watch/namespaces/ns/pods", "WATCH")]
+    #[case::not_a_watch("GET", "/api/v1/pods?watch=false", "LIST")]
+    #[case::create("POST", "/api/v1/namespaces/ns/pods", "POST")]
+    #[case::status_write("PUT", "/api/v1/namespaces/ns/pods/p/status", "PUT")]
+    #[case::delete("DELETE", "/api/v1/namespaces/ns/pods/p", "DELETE")]
+    fn requests_are_counted_under_their_verb(#[case] method: &str, #[case] uri: &str, #[case] verb: &str) {
+        let req = http::Request::builder().method(method).uri(uri).body(Body::empty()).unwrap();
+        assert_eq!(counted_verb(&req), verb);
     }
 }

@@ -104,6 +104,11 @@ impl ApiServer {
         kube::Client::new(svc, "default")
     }
 
+    /// The requests served so far, by client (`User-Agent` up to its first `/`) and verb.
+    pub fn request_counts(&self) -> crate::endpoints::RequestCounts {
+        self.ctx.requests.lock().clone()
+    }
+
     /// The current (latest) resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.ctx.state.read().store.resource_version

@@ -130,7 +130,7 @@ impl Backend for InProcessBackend {
             }
         };
         let logs = LogBuffer::default();
-        let (outcome, record, backend_ms) = runtime.block_on(async {
+        let (outcome, record, backend_ms, requests) = runtime.block_on(async {
             let started = tokio::time::Instant::now();
             let subscriber = tracing_subscriber::fmt()
                 .with_writer(logs.clone())
@@ -148,7 +148,9 @@ impl Backend for InProcessBackend {
             let network = controllers::sim::SimNetwork::new();
             let actors = match start_actors(&factories, client_for, clock, &row.needs, &network).await {
                 Ok(a) => a,
-                Err(e) => return (Err(RowFailure::plain(e)), None, started.elapsed().as_millis() as u64),
+                Err(e) => {
+                    return (Err(RowFailure::plain(e)), None, started.elapsed().as_millis() as u64, Default::default());
+                }
             };
             let ctx = RowContext {
                 client: server.client_as("kproof"),
@@ -164,9 +166,15 @@ impl Backend for InProcessBackend {
             };
             let outcome = execute(&ctx, &suite.suite, row).await;
             let record = if outcome.is_err() { Some(collect_record(&ctx, &logs).await) } else { None };
-            (outcome, record, started.elapsed().as_millis() as u64)
+            let counted = server.request_counts();
+            let requests = counted
+                .into_iter()
+                .map(|(agent, verbs)| (agent, verbs.into_iter().map(|(v, n)| (v.to_string(), n)).collect()))
+                .collect();
+            (outcome, record, started.elapsed().as_millis() as u64, requests)
         });
         result.backend_ms = backend_ms;
+        result.requests = requests;
         result.wall_ms = wall.elapsed().as_millis() as u64;
         finish(suite, result, outcome, || record.unwrap_or_default(), opts)
     }

@@ -126,6 +126,7 @@ fn base_result(suite: &LoadedSuite, row: &Row, backend: &str) -> RowResult {
         backend_ms: 0,
         flight_record: None,
         location: None,
+        requests: Default::default(),
     }
 }
 

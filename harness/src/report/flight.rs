@@ -217,6 +217,17 @@ fn readme(row: &RowResult, record: &FlightRecord, object_files: &[String]) -> St
     let _ = writeln!(out, "- source: {}", one_line(&row.source));
     let _ = writeln!(out, "- backend: {}", one_line(&row.backend));
     let _ = writeln!(out, "- took: {} ms wall, {} on the backend clock", row.wall_ms, backend_duration(row.backend_ms));
+    if !row.requests.is_empty() {
+        let per_client: Vec<String> = row
+            .requests
+            .iter()
+            .map(|(client, verbs)| {
+                let by_verb: Vec<String> = verbs.iter().map(|(v, n)| format!("{n} {v}")).collect();
+                format!("{client} {}", by_verb.join(", "))
+            })
+            .collect();
+        let _ = writeln!(out, "- API requests: {}", per_client.join("; "));
+    }
 
     out.push_str("\n## Failure\n\n");
     match (&row.failure, &row.reason) {
@@ -322,6 +333,7 @@ mod tests {
             backend_ms: 60_000,
             flight_record: None,
             location: None,
+            requests: Default::default(),
         }
     }
 

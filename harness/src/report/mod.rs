@@ -106,6 +106,7 @@ mod tests {
             backend_ms: 3_600_000,
             flight_record: None,
             location: None,
+            requests: Default::default(),
         }
     }
 

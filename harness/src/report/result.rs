@@ -45,7 +45,15 @@ pub struct RowResult {
     /// expectation (or the row itself when it failed before its first step).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<Location>,
+    /// The API requests the row cost, by client (`kuberay`, `scheduler`, `kproof`, ...) and verb
+    /// (`GET`, `LIST`, `WATCH`, `POST`, `PUT`, `PATCH`, `DELETE`); counted where the backend's
+    /// server can count them (in-process).
+    #[serde(default, skip_serializing_if = "RequestCounts::is_empty")]
+    pub requests: RequestCounts,
 }
+
+/// Requests by client, then by verb.
+pub type RequestCounts = std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>;
 
 impl RowResult {
     /// `suite::id`, the row's test name.
