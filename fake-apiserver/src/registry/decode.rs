@@ -109,11 +109,30 @@ pub(crate) fn decode_object(rt: &ResourceType, obj: &mut Value) -> ApiResult<()>
     check_meta_shape(rt, obj)?;
     decode_body(rt, obj)?;
     if !rt.custom {
+        // Fields of gated features our types do not declare (KEP-5194 as proposed) survive the
+        // decoder while their gate is on, as they would in a build that has them.
+        let kept = rt.strategy.gated_fields(rt, obj);
         drop_unknown_fields(obj, Shape::builtin_root(&rt.group, &rt.version, &rt.kind), 0);
+        for (path, value) in kept {
+            restore(obj, &path, value);
+        }
     }
     rt.strategy.canonicalize(rt, obj);
     rt.strategy.default(rt, obj);
     Ok(())
+}
+
+/// Puts `value` back at `path` (whose parents the decoder kept, or are created).
+fn restore(obj: &mut Value, path: &[&str], value: Value) {
+    let Some((last, parents)) = path.split_last() else { return };
+    let mut at = obj;
+    for p in parents {
+        if !at.get(*p).is_some_and(Value::is_object) {
+            at[*p] = Value::Object(Default::default());
+        }
+        at = &mut at[*p];
+    }
+    at[*last] = value;
 }
 
 /// Removes the fields the built-in type does not declare, and `null`s (which the Go types

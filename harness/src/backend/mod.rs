@@ -90,6 +90,9 @@ pub fn skip_reason(backend: &dyn Backend, row: &Row) -> Option<String> {
     if row.needs.configures() {
         require(Capability::ControllerSettings);
     }
+    if let Some(profile) = row.needs.dra.profile {
+        require(Capability::DraProfile(profile));
+    }
     let mut knobless: Vec<ActorName> = Vec::new();
     for step in &row.steps {
         if let crate::suite::Step::Knob { actor, .. } = step
