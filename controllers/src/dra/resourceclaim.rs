@@ -300,7 +300,10 @@ impl ResourceClaimController {
             if check_owner {
                 is_for_pod(pod, claim, accept).map_err(SyncError::retry)?;
             }
-            if claim.allocation().is_some() && !claims::is_reserved_for_pod(pod, claim, accept) {
+            // KEP-5194 as proposed: a claim reserved for any pod of its consumer gets no pod entries.
+            let any_pod = self.config.gates.reserved_for_workloads
+                && claim.allocation().and_then(|a| a.get("reservedForAnyPod")).and_then(Value::as_bool) == Some(true);
+            if claim.allocation().is_some() && !any_pod && !claims::is_reserved_for_pod(pod, claim, accept) {
                 let consumer = bind_to(pod, group, pc).map_err(SyncError::retry)?;
                 if claims::is_podgroup_entry(&consumer) && !accept {
                     continue;
@@ -612,6 +615,8 @@ impl ResourceClaimController {
         if let Some(f) = claim.metadata.finalizers.as_mut() {
             f.retain(|x| x != CLAIM_FINALIZER);
         }
+        // An empty list is no list (the API omits it), as Go's omitempty sends it.
+        claim.metadata.finalizers = claim.metadata.finalizers.take().filter(|f| !f.is_empty());
         let api: Api<ResourceClaim> = Api::namespaced(self.client.clone(), claim.namespace());
         match api.replace(claim.name(), &PostParams::default(), &claim).await {
             Ok(_) => Ok(()),
