@@ -253,7 +253,7 @@ impl Linter<'_> {
         let mut seen = std::collections::BTreeSet::new();
         for c in &dra.gates_off {
             if !seen.insert(*c) {
-                self.report(at, format!("needs.dra.gatesOff names {c:?} twice"));
+                self.report(at, format!("needs.dra.gatesOff names {} twice", c.as_str()));
             }
         }
     }

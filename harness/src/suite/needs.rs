@@ -400,6 +400,18 @@ pub enum DraComponent {
     Kubelet,
 }
 
+impl DraComponent {
+    /// The name rows use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DraComponent::KubeApiserver => "kube-apiserver",
+            DraComponent::KubeControllerManager => "kube-controller-manager",
+            DraComponent::KubeScheduler => "kube-scheduler",
+            DraComponent::Kubelet => "kubelet",
+        }
+    }
+}
+
 /// `needs.dra`: the profile, and skew from it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
