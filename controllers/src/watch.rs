@@ -39,4 +39,3 @@ where
 {
     store.wait_until_ready().now_or_never().is_some_and(|r| r.is_ok())
 }
-

@@ -32,10 +32,7 @@ pub fn claim_name(pod: &Pod, claim: &PodResourceClaim) -> Result<(Option<String>
             None => Err(format!("pod \"{ns}/{name}\": ResourceClaim not created yet")),
         };
     }
-    Err(format!(
-        "pod \"{ns}/{name}\", spec.resourceClaim {:?}: none of the supported fields are set",
-        claim.name
-    ))
+    Err(format!("pod \"{ns}/{name}\", spec.resourceClaim {:?}: none of the supported fields are set", claim.name))
 }
 
 /// `IsForPod`: the claim is controlled by the pod, or (when `accept_podgroup`) by the pod's
@@ -106,10 +103,7 @@ pub fn bind_to(pod: &Pod, group: Option<&PodGroup>, claim: &PodResourceClaim) ->
         match pod_group_name(pod) {
             None => return Err(format!("Pod {ns}/{name} does not belong to a PodGroup")),
             Some(g) if g != group.name() || ns != group.namespace() => {
-                return Err(format!(
-                    "Pod {ns}/{name} belongs to PodGroup {ns}/{g}, not PodGroup {}",
-                    group.key()
-                ));
+                return Err(format!("Pod {ns}/{name} belongs to PodGroup {ns}/{g}, not PodGroup {}", group.key()));
             }
             Some(_) => {}
         }
@@ -126,7 +120,9 @@ pub fn bind_to(pod: &Pod, group: Option<&PodGroup>, claim: &PodResourceClaim) ->
                 && claim_field("resourceClaimName") == claim.resource_claim_name
                 && claim_field("resourceClaimTemplateName") == claim.resource_claim_template_name
             {
-                return Ok(json!({"apiGroup": SCHEDULING_GROUP, "resource": "podgroups", "name": group.name(), "uid": group.uid()}));
+                return Ok(
+                    json!({"apiGroup": SCHEDULING_GROUP, "resource": "podgroups", "name": group.name(), "uid": group.uid()}),
+                );
             }
         }
     }
@@ -177,10 +173,13 @@ mod tests {
         let p = pod(json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
                            "spec": {"containers": [], "schedulingGroup": {"podGroupName": "g"}}}));
         let g: PodGroup = serde_json::from_value(json!({"metadata": {"name": "g", "namespace": "ns", "uid": "gu"},
-            "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}})).unwrap();
-        let same: PodResourceClaim = serde_json::from_value(json!({"name": "gpu", "resourceClaimTemplateName": "t"})).unwrap();
+            "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}}))
+        .unwrap();
+        let same: PodResourceClaim =
+            serde_json::from_value(json!({"name": "gpu", "resourceClaimTemplateName": "t"})).unwrap();
         assert_eq!(bind_to(&p, Some(&g), &same).unwrap()["resource"], "podgroups");
-        let other: PodResourceClaim = serde_json::from_value(json!({"name": "gpu", "resourceClaimTemplateName": "u"})).unwrap();
+        let other: PodResourceClaim =
+            serde_json::from_value(json!({"name": "gpu", "resourceClaimTemplateName": "u"})).unwrap();
         assert_eq!(bind_to(&p, Some(&g), &other).unwrap()["resource"], "pods");
     }
 }

@@ -34,7 +34,9 @@ pub use resourceclaim::ResourceClaimController;
 use serde::{Deserialize, Serialize};
 
 /// Which DRA reservation model the components implement.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum DraProfile {
     /// Pods only: the Kubernetes 1.34+ semantics, every pod gets its own `status.reservedFor`
@@ -53,7 +55,8 @@ pub enum DraProfile {
 
 impl DraProfile {
     /// Every profile.
-    pub const ALL: [DraProfile; 4] = [DraProfile::Baseline, DraProfile::Podgroup, DraProfile::Workloads, DraProfile::Raw];
+    pub const ALL: [DraProfile; 4] =
+        [DraProfile::Baseline, DraProfile::Podgroup, DraProfile::Workloads, DraProfile::Raw];
 
     /// The name rows use.
     pub fn as_str(self) -> &'static str {

@@ -154,9 +154,12 @@ impl ResourceClaim {
 
     /// The controller owner reference, when there is one: `(apiVersion, kind, name, uid)`.
     pub fn controller(&self) -> Option<(&str, &str, &str, &str)> {
-        self.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true)).map(|o| {
-            (o.api_version.as_str(), o.kind.as_str(), o.name.as_str(), o.uid.as_str())
-        })
+        self.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| (o.api_version.as_str(), o.kind.as_str(), o.name.as_str(), o.uid.as_str()))
     }
 }
 

@@ -71,8 +71,8 @@ impl PodGroupProtectionController {
                 if let Some(f) = updated.metadata.finalizers.as_mut() {
                     f.retain(|x| x != PODGROUP_PROTECTION_FINALIZER);
                 }
-        // An empty list is no list (the API omits it), as Go's omitempty sends it.
-        updated.metadata.finalizers = updated.metadata.finalizers.take().filter(|f| !f.is_empty());
+                // An empty list is no list (the API omits it), as Go's omitempty sends it.
+                updated.metadata.finalizers = updated.metadata.finalizers.take().filter(|f| !f.is_empty());
                 let api: Api<PodGroup> = Api::namespaced(self.client.clone(), group.namespace());
                 if let Err(e) = api.replace(group.name(), &PostParams::default(), &updated).await {
                     tracing::debug!("removing the protection finalizer of PodGroup {}: {e}", group.key());

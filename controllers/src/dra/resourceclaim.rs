@@ -265,7 +265,10 @@ impl ResourceClaimController {
                 self.events
                     .eventf(&pod_ref(pod), None, EventType::Warning, "FailedResourceClaimCreation", "Sync", note)
                     .await;
-                return Err(SyncError { retry: e.retry, message: format!("pod {ns}/{name}, PodResourceClaim {}: {}", pc.name, e.message) });
+                return Err(SyncError {
+                    retry: e.retry,
+                    message: format!("pod {ns}/{name}, PodResourceClaim {}: {}", pc.name, e.message),
+                });
             }
         }
         if !new_claims.is_empty() {
@@ -278,8 +281,7 @@ impl ResourceClaimController {
                 .filter_map(|s| s.resource_claim_name.clone().map(|c| (s.name.clone(), c)))
                 .collect();
             merged.extend(new_claims);
-            let statuses: Vec<Value> =
-                merged.iter().map(|(n, c)| json!({"name": n, "resourceClaimName": c})).collect();
+            let statuses: Vec<Value> = merged.iter().map(|(n, c)| json!({"name": n, "resourceClaimName": c})).collect();
             let apply = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
                                "status": {"resourceClaimStatuses": statuses}});
             let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
@@ -312,7 +314,9 @@ impl ResourceClaimController {
                 let mut entries = updated.reserved_for();
                 entries.push(consumer);
                 updated.set_reserved_for(entries);
-                self.replace_status(&updated).await.map_err(|e| SyncError::retry(format!("reserve claim {}: {e}", claim.key())))?;
+                self.replace_status(&updated)
+                    .await
+                    .map_err(|e| SyncError::retry(format!("reserve claim {}: {e}", claim.key())))?;
             }
         }
         Ok(())
@@ -460,7 +464,16 @@ impl ResourceClaimController {
                         let note = format!(
                             "PodGroupResourceClaim {entry}: resource claim template {template_name:?}: resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found"
                         );
-                        self.events.eventf(&group_ref(group), None, EventType::Warning, "FailedResourceClaimCreation", "Sync", note.clone()).await;
+                        self.events
+                            .eventf(
+                                &group_ref(group),
+                                None,
+                                EventType::Warning,
+                                "FailedResourceClaimCreation",
+                                "Sync",
+                                note.clone(),
+                            )
+                            .await;
                         return Err(SyncError::retry(note));
                     };
                     let owner = OwnerReference {
@@ -549,7 +562,8 @@ impl ResourceClaimController {
         if remaining.len() < reserved.len() {
             let mut updated = claim.clone();
             updated.set_reserved_for(remaining.clone());
-            if remaining.is_empty() && claim.has_finalizer()
+            if remaining.is_empty()
+                && claim.has_finalizer()
                 && let Some(status) = updated.field_mut("status").as_object_mut()
             {
                 status.remove("allocation");

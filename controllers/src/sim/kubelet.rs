@@ -484,7 +484,14 @@ impl Kubelet {
                         self.write(pod, track, Stage::Creating, now_ts).await?;
                         let note = format!("Failed to prepare dynamic resources: prepare dynamic resources: {e}");
                         self.events
-                            .eventf(&pod_reference(pod), None, crate::events::EventType::Warning, "FailedPrepareDynamicResources", "PrepareResources", note)
+                            .eventf(
+                                &pod_reference(pod),
+                                None,
+                                crate::events::EventType::Warning,
+                                "FailedPrepareDynamicResources",
+                                "PrepareResources",
+                                note,
+                            )
                             .await;
                         return Ok(Some(now + PREPARE_RETRY));
                     }
@@ -552,7 +559,8 @@ impl Kubelet {
                 return Ok(Err(e));
             }
             let any_pod = dra.gates.reserved_for_workloads
-                && claim.allocation().and_then(|a| a.get("reservedForAnyPod")).and_then(serde_json::Value::as_bool) == Some(true);
+                && claim.allocation().and_then(|a| a.get("reservedForAnyPod")).and_then(serde_json::Value::as_bool)
+                    == Some(true);
             if !any_pod && !claims::is_reserved_for_pod(pod, &claim, accept) {
                 return Ok(Err(format!(
                     "pod {} ({}) is not allowed to use ResourceClaim {name} ({})",

@@ -189,8 +189,15 @@ impl Scheduler {
                             _ => continue,
                         };
                         let group = v.group(pod, &self.config.dra).cloned();
-                        match scheduler_dra::pre_bind(&self.client, pod, group.as_ref(), c, &allocations, &self.config.dra)
-                            .await
+                        match scheduler_dra::pre_bind(
+                            &self.client,
+                            pod,
+                            group.as_ref(),
+                            c,
+                            &allocations,
+                            &self.config.dra,
+                        )
+                        .await
                         {
                             Ok(written) => {
                                 for w in written {
@@ -233,7 +240,8 @@ impl Scheduler {
                                     && !node_name(p).is_empty()
                             })
                             .count();
-                        scheduler_dra::post_filter(&self.client, pod, c, scheduled_group_pods, &self.config.dra).await?;
+                        scheduler_dra::post_filter(&self.client, pod, c, scheduled_group_pods, &self.config.dra)
+                            .await?;
                     }
                     let uid = pod.metadata.uid.clone().unwrap_or_default();
                     if last_written.get(&uid) != Some(&message) || !has_unschedulable(pod, &message) {

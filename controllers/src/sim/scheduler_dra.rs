@@ -78,10 +78,8 @@ impl DraCaches {
     pub fn view(&mut self) -> DraView {
         let cached = self.claims.state();
         self.written.retain(|uid, w| cached.iter().any(|c| c.uid() == uid && rv(c) < rv(w)));
-        let claims: Vec<ResourceClaim> = cached
-            .iter()
-            .map(|c| self.written.get(c.uid()).cloned().unwrap_or_else(|| (**c).clone()))
-            .collect();
+        let claims: Vec<ResourceClaim> =
+            cached.iter().map(|c| self.written.get(c.uid()).cloned().unwrap_or_else(|| (**c).clone())).collect();
         let mut in_use = BTreeSet::new();
         for c in &claims {
             for r in allocation_results(c) {
@@ -271,7 +269,9 @@ fn matches_all(selectors: &Value, driver: &str) -> bool {
             match parsed {
                 Some(want) => want == driver,
                 None => {
-                    tracing::warn!("the simulated scheduler does not evaluate the CEL selector {term:?}; it selects nothing");
+                    tracing::warn!(
+                        "the simulated scheduler does not evaluate the CEL selector {term:?}; it selects nothing"
+                    );
                     false
                 }
             }
@@ -290,7 +290,8 @@ fn selects(selector: Option<&Value>, node: &Node) -> bool {
         let fields = t.get("matchFields").and_then(Value::as_array).into_iter().flatten();
         let exprs = t.get("matchExpressions").and_then(Value::as_array).into_iter().flatten();
         let check = |r: &Value, value: Option<&str>| {
-            let values: Vec<&str> = r.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+            let values: Vec<&str> =
+                r.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
             match text(r, "operator") {
                 "In" => value.is_some_and(|v| values.contains(&v)),
                 "NotIn" => value.is_none_or(|v| !values.contains(&v)),
@@ -445,12 +446,15 @@ async fn bind_claim(
             Ok(c) => return Ok(Some(c)),
             Err(kube::Error::Api(s)) if s.code == 409 => continue,
             Err(e) => {
-                let what = if allocation.is_some() { "add allocation and reservation to" } else { "add reservation to" };
+                let what =
+                    if allocation.is_some() { "add allocation and reservation to" } else { "add reservation to" };
                 return Err(format!("{what} claim {key}: {}", api_message(&e)));
             }
         }
     }
-    Err(format!("claim {key}: the object has been modified; please apply your changes to the latest version and try again"))
+    Err(format!(
+        "claim {key}: the object has been modified; please apply your changes to the latest version and try again"
+    ))
 }
 
 /// Unreserve: removes the entries (by uid) a failed PreBind added, re-reading each claim.

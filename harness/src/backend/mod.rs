@@ -99,10 +99,12 @@ pub fn skip_reason(backend: &dyn Backend, row: &Row) -> Option<String> {
     if row.needs.dra.configures() && !caps.contains(&Capability::ControllerSettings) {
         if !row.needs.dra.gates_off.is_empty() {
             let names: Vec<&str> = row.needs.dra.gates_off.iter().map(|c| c.as_str()).collect();
-            dra_settings.push(format!("the profile's DRA gate turned off per row (needs.dra.gatesOff: {})", names.join(", ")));
+            dra_settings
+                .push(format!("the profile's DRA gate turned off per row (needs.dra.gatesOff: {})", names.join(", ")));
         }
         if row.needs.dra.unknown_entries.is_some_and(|u| u != controllers::dra::UnknownEntries::Keep) {
-            dra_settings.push("kube-controller-manager's <= 1.35 unknown-entry rule (needs.dra.unknownEntries: error)".into());
+            dra_settings
+                .push("kube-controller-manager's <= 1.35 unknown-entry rule (needs.dra.unknownEntries: error)".into());
         }
     }
     let mut knobless: Vec<ActorName> = Vec::new();

@@ -639,22 +639,29 @@ mod tests {
 
     #[test]
     fn dra_rows_must_name_their_profile() {
-        let runs = row("d", &format!("    needs: {{capabilities: [\"actor:resourceclaim-controller\"]}}\n{EXPECT_POD}"));
+        let runs =
+            row("d", &format!("    needs: {{capabilities: [\"actor:resourceclaim-controller\"]}}\n{EXPECT_POD}"));
         assert_issue(&runs, "needs.dra.profile is missing (it runs resourceclaim-controller)");
         let skew = row("d", &format!("    needs: {{dra: {{gatesOff: [kubelet]}}}}\n{EXPECT_POD}"));
         assert_issue(&skew, "needs.dra.profile is missing (it sets needs.dra)");
-        let baseline_off = row("d", &format!("    needs: {{dra: {{profile: baseline, gatesOff: [kubelet]}}}}\n{EXPECT_POD}"));
+        let baseline_off =
+            row("d", &format!("    needs: {{dra: {{profile: baseline, gatesOff: [kubelet]}}}}\n{EXPECT_POD}"));
         assert_issue(&baseline_off, "there is none to turn off");
         let fine = row(
             "d",
-            &format!("    needs: {{capabilities: [\"actor:dra-driver\"], dra: {{profile: podgroup, gatesOff: [kube-controller-manager]}}}}\n{EXPECT_POD}"),
+            &format!(
+                "    needs: {{capabilities: [\"actor:dra-driver\"], dra: {{profile: podgroup, gatesOff: [kube-controller-manager]}}}}\n{EXPECT_POD}"
+            ),
         );
         assert_clean(&fine);
     }
 
     #[test]
     fn an_unknown_dra_profile_does_not_load() {
-        let text = format!("suite: s\ntitle: t\nrows:\n{}", row("d", &format!("    needs: {{dra: {{profile: pods}}}}\n{EXPECT_POD}")));
+        let text = format!(
+            "suite: s\ntitle: t\nrows:\n{}",
+            row("d", &format!("    needs: {{dra: {{profile: pods}}}}\n{EXPECT_POD}"))
+        );
         let err = load_suite_str(Path::new("s.yaml"), &text).unwrap_err().to_string();
         assert!(err.contains("unknown variant `pods`"), "{err}");
     }

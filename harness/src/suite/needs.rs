@@ -180,10 +180,12 @@ impl FromStr for Capability {
             return actor.parse().map(Capability::Actor);
         }
         if let Some(profile) = s.strip_prefix("dra-profile:") {
-            return DraProfile::ALL.into_iter().find(|p| p.as_str() == profile).map(Capability::DraProfile).ok_or_else(|| {
-                let known: Vec<&str> = DraProfile::ALL.iter().map(|p| p.as_str()).collect();
-                format!("unknown DRA profile {profile:?} (known: {})", known.join(", "))
-            });
+            return DraProfile::ALL.into_iter().find(|p| p.as_str() == profile).map(Capability::DraProfile).ok_or_else(
+                || {
+                    let known: Vec<&str> = DraProfile::ALL.iter().map(|p| p.as_str()).collect();
+                    format!("unknown DRA profile {profile:?} (known: {})", known.join(", "))
+                },
+            );
         }
         Capability::PLAIN
             .into_iter()

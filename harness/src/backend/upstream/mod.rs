@@ -216,9 +216,7 @@ impl Backend for UpstreamBackend {
         // profile). `baseline` and `raw` rows use no PodGroup, and for pods without a
         // scheduling group those gates change nothing, so they run here too; `workloads`
         // (KEP-5194, in no upstream build) and gates turned off per row do not.
-        c.extend(
-            [DraProfile::Baseline, DraProfile::Podgroup, DraProfile::Raw].map(Capability::DraProfile),
-        );
+        c.extend([DraProfile::Baseline, DraProfile::Podgroup, DraProfile::Raw].map(Capability::DraProfile));
         c
     }
 
