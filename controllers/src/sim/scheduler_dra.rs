@@ -3,7 +3,7 @@
 //!
 //! - PreEnqueue: a pod waits, with no condition written, until every claim it names exists, is
 //!   not being deleted and (for a template) was made for it or, with
-//!   `DRAWorkloadResourceClaims`, for its PodGroup.
+//!   `DRAWorkloadResourceClaims`, for its PodGroup, which must exist too.
 //! - Filter: an allocated claim fits a node its `status.allocation.nodeSelector` selects
 //!   ("resourceclaim not available on the node"); an unallocated one is allocated from the
 //!   node's ResourceSlices ("cannot allocate all claims"): for each request (`exactly`, or the
@@ -132,6 +132,11 @@ impl DraView {
     /// pod's.
     pub fn pre_enqueue(&self, pod: &Pod, config: &DraConfig) -> Option<Vec<PodClaim>> {
         let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        // With the gate, the claims' consumers come from the pod's PodGroup, which must exist
+        // (`getPodGroupSnapshot` fails otherwise).
+        if config.gates.accept_podgroup() && pod_group_name(pod).is_some() && self.group(pod, config).is_none() {
+            return None;
+        }
         let mut out = Vec::new();
         for entry in pod_claims(pod) {
             let (name, check_owner) = claim_name(pod, entry).ok()?;
