@@ -7,6 +7,8 @@
 //!   `status.reservedFor`, deallocation on the "had consumers → none" transition, finalizer
 //!   removal, deletion of generated claims whose pod is done.
 //! - [`podgroup_protection`]: kube-controller-manager's podgroupprotection controller.
+//! - [`device_taint_eviction`]: kube-controller-manager's device-taint-eviction controller (pods
+//!   found through their claims' reservations, PodGroup entries included).
 //! - [`claims`]: the claim library every component shares (name resolution, `IsForPod`,
 //!   `IsReservedForPod`, `BindTo`).
 //!
@@ -23,10 +25,12 @@
 //! written into `status.reservedFor` by a workload controller).
 
 pub mod claims;
+pub mod device_taint_eviction;
 pub mod objects;
 pub mod podgroup_protection;
 pub mod resourceclaim;
 
+pub use device_taint_eviction::DeviceTaintEvictionController;
 pub use objects::{DeviceClass, PodGroup, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
 pub use podgroup_protection::PodGroupProtectionController;
 pub use resourceclaim::ResourceClaimController;

@@ -4,6 +4,8 @@
 //! - PreEnqueue: a pod waits, with no condition written, until every claim it names exists, is
 //!   not being deleted and (for a template) was made for it or, with
 //!   `DRAWorkloadResourceClaims`, for its PodGroup, which must exist too.
+//! - Devices with a `NoSchedule` or `NoExecute` taint the request does not tolerate are not
+//!   allocated; the request's tolerations are copied into each result.
 //! - Filter: an allocated claim fits a node its `status.allocation.nodeSelector` selects
 //!   ("resourceclaim not available on the node"); an unallocated one is allocated from the
 //!   node's ResourceSlices ("cannot allocate all claims"): for each request (`exactly`, or the
@@ -204,7 +206,14 @@ impl DraView {
                 if let Some(picked) = self.pick(spec, node, used) {
                     for (dev, local) in picked {
                         node_local |= local;
-                        results.push(json!({"request": request, "driver": dev.0, "pool": dev.1, "device": dev.2}));
+                        let mut result = json!({"request": request, "driver": dev.0, "pool": dev.1, "device": dev.2});
+                        // The request's tolerations go into the result, where taint eviction
+                        // reads them (kubernetes/kubernetes#134434).
+                        if let Some(t) = spec.get("tolerations").filter(|t| t.as_array().is_some_and(|a| !a.is_empty()))
+                        {
+                            result["tolerations"] = t.clone();
+                        }
+                        results.push(result);
                         used.insert(dev);
                     }
                     satisfied = true;
@@ -240,7 +249,18 @@ impl DraView {
             let pool = s.get("pool").map(|p| text(p, "name")).unwrap_or_default();
             for d in s.get("devices").and_then(Value::as_array).into_iter().flatten() {
                 let id = (driver.to_string(), pool.to_string(), text(d, "name").to_string());
-                if !used.contains(&id) && matches_all(&class_selectors, driver) && matches_all(&own_selectors, driver) {
+                // A NoSchedule or NoExecute device taint the request does not tolerate keeps the
+                // device out of new allocations.
+                let tolerations = spec.get("tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+                let tainted = d.get("taints").and_then(Value::as_array).into_iter().flatten().any(|t| {
+                    matches!(text(t, "effect"), "NoSchedule" | "NoExecute")
+                        && !tolerations.iter().any(|tol| crate::dra::device_taint_eviction::tolerates(tol, t))
+                });
+                if !tainted
+                    && !used.contains(&id)
+                    && matches_all(&class_selectors, driver)
+                    && matches_all(&own_selectors, driver)
+                {
                     candidates.push((id, local));
                 }
             }

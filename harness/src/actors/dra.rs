@@ -1,11 +1,13 @@
-//! The reference DRA components as actors: kube-controller-manager's resourceclaim and
-//! podgroupprotection controllers (`controllers::dra`) and the DRA driver stand-in that
+//! The reference DRA components as actors: kube-controller-manager's resourceclaim,
+//! podgroupprotection and device-taint-eviction controllers (`controllers::dra`) and the DRA driver stand-in that
 //! publishes ResourceSlices (`controllers::sim::dra_driver`). Each runs with the configuration
 //! the row's `needs.dra` gives its component. No knobs.
 
 use crate::actors::{Actor, ActorFactory, Task};
 use crate::suite::{ActorName, DraComponent, Needs};
-use controllers::dra::{DraConfig, PodGroupProtectionController, ResourceClaimController};
+use controllers::dra::{
+    DeviceTaintEvictionController, DraConfig, PodGroupProtectionController, ResourceClaimController,
+};
 use controllers::sim::dra_driver::DraDriver;
 use serde_json::Value;
 
@@ -125,6 +127,36 @@ impl ActorFactory for DraDriverFactory {
         let task = tokio::spawn(async move {
             if let Err(e) = driver.run().await {
                 tracing::warn!(error = %e, "the DRA driver stand-in stopped");
+            }
+        });
+        Ok(Box::new(NoKnobs(self.name(), Task(task))))
+    }
+}
+
+/// Starts the reference device-taint-eviction controller.
+#[derive(Debug, Clone, Default)]
+pub struct DeviceTaintEvictionFactory(pub DraBase);
+
+impl ActorFactory for DeviceTaintEvictionFactory {
+    fn name(&self) -> ActorName {
+        ActorName::DeviceTaintEviction
+    }
+
+    fn start(
+        &self,
+        client: kube::Client,
+        clock: controllers::Clock,
+        needs: &Needs,
+        _: &controllers::sim::SimNetwork,
+    ) -> Result<Box<dyn Actor>, String> {
+        let controller = DeviceTaintEvictionController::new(
+            client,
+            clock,
+            self.0.config(needs, DraComponent::KubeControllerManager),
+        );
+        let task = tokio::spawn(async move {
+            if let Err(e) = controller.run().await {
+                tracing::warn!(error = %e, "the device-taint-eviction controller stopped");
             }
         });
         Ok(Box::new(NoKnobs(self.name(), Task(task))))

@@ -14,7 +14,9 @@ pub mod scheduler;
 pub mod traffic;
 
 pub use autoscaler::AutoscalerFactory;
-pub use dra::{DraBase, DraDriverFactory, PodGroupProtectionFactory, ResourceClaimControllerFactory};
+pub use dra::{
+    DeviceTaintEvictionFactory, DraBase, DraDriverFactory, PodGroupProtectionFactory, ResourceClaimControllerFactory,
+};
 pub use echo::EchoControllerFactory;
 pub use endpoints::EndpointsFactory;
 pub use gateway::GatewayFactory;
@@ -141,6 +143,7 @@ pub fn reference_actors() -> Vec<Arc<dyn ActorFactory>> {
         Arc::new(ResourceClaimControllerFactory::default()),
         Arc::new(PodGroupProtectionFactory::default()),
         Arc::new(DraDriverFactory),
+        Arc::new(DeviceTaintEvictionFactory::default()),
     ]
 }
 

@@ -229,7 +229,12 @@ impl Linter<'_> {
     /// row that runs one without saying which would test whatever the default is.
     fn dra(&mut self, at: Place<'_>, row: &Row) {
         use controllers::dra::DraProfile;
-        let dra_actors = [ActorName::ResourceClaimController, ActorName::PodGroupProtection, ActorName::DraDriver];
+        let dra_actors = [
+            ActorName::ResourceClaimController,
+            ActorName::PodGroupProtection,
+            ActorName::DraDriver,
+            ActorName::DeviceTaintEviction,
+        ];
         let named: Vec<String> =
             row.needs.actors().into_iter().filter(|a| dra_actors.contains(a)).map(|a| a.to_string()).collect();
         let dra = &row.needs.dra;

@@ -43,11 +43,13 @@ pub enum ActorName {
     PodGroupProtection,
     /// The DRA driver stand-in publishing ResourceSlices for the simulated nodes.
     DraDriver,
+    /// kube-controller-manager's device-taint-eviction controller (reference, or the real one).
+    DeviceTaintEviction,
 }
 
 impl ActorName {
     /// Every actor, in start order.
-    pub const ALL: [ActorName; 12] = [
+    pub const ALL: [ActorName; 13] = [
         ActorName::Kuberay,
         ActorName::Scheduler,
         ActorName::Kubelet,
@@ -60,6 +62,7 @@ impl ActorName {
         ActorName::ResourceClaimController,
         ActorName::PodGroupProtection,
         ActorName::DraDriver,
+        ActorName::DeviceTaintEviction,
     ];
 
     /// The name rows and knob steps use.
@@ -77,6 +80,7 @@ impl ActorName {
             ActorName::ResourceClaimController => "resourceclaim-controller",
             ActorName::PodGroupProtection => "podgroup-protection",
             ActorName::DraDriver => "dra-driver",
+            ActorName::DeviceTaintEviction => "device-taint-eviction",
         }
     }
 }
@@ -471,7 +475,7 @@ mod tests {
         }
         assert_eq!(
             "actor:kuberya".parse::<Capability>().unwrap_err(),
-            "unknown actor \"kuberya\" (known: kuberay, scheduler, kubelet, endpoints, ray-head, autoscaler, gateway, traffic, echo, resourceclaim-controller, podgroup-protection, dra-driver)"
+            "unknown actor \"kuberya\" (known: kuberay, scheduler, kubelet, endpoints, ray-head, autoscaler, gateway, traffic, echo, resourceclaim-controller, podgroup-protection, dra-driver, device-taint-eviction)"
         );
         assert!("virtual_time".parse::<Capability>().unwrap_err().starts_with("unknown capability \"virtual_time\""));
     }

@@ -122,13 +122,14 @@ impl UpstreamBackend {
                 .map_err(|message| PlaneError::Api { what: "registering nodes".into(), message })?;
             Ok::<_, PlaneError>((plane, client, sims))
         })?;
-        // kube-controller-manager runs the EndpointSlice, resourceclaim and podgroupprotection
-        // controllers; kube-scheduler the scheduler.
+        // kube-controller-manager runs the EndpointSlice, resourceclaim, podgroupprotection and
+        // device-taint-eviction controllers; kube-scheduler the scheduler.
         let mut actors: BTreeSet<ActorName> = [
             ActorName::Scheduler,
             ActorName::Endpoints,
             ActorName::ResourceClaimController,
             ActorName::PodGroupProtection,
+            ActorName::DeviceTaintEviction,
         ]
         .into();
         actors.extend(sims.names());
