@@ -127,12 +127,16 @@ fn restore(obj: &mut Value, path: &[&str], value: Value) {
     let Some((last, parents)) = path.split_last() else { return };
     let mut at = obj;
     for p in parents {
-        if !at.get(*p).is_some_and(Value::is_object) {
-            at[*p] = Value::Object(Default::default());
+        let Some(map) = at.as_object_mut() else { return };
+        let child = map.entry(p.to_string()).or_insert_with(|| Value::Object(Default::default()));
+        if !child.is_object() {
+            *child = Value::Object(Default::default());
         }
-        at = &mut at[*p];
+        at = child;
     }
-    at[*last] = value;
+    if let Some(map) = at.as_object_mut() {
+        map.insert(last.to_string(), value);
+    }
 }
 
 /// Removes the fields the built-in type does not declare, and `null`s (which the Go types
@@ -228,4 +232,26 @@ fn check_meta_shape(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn restored_gated_fields_land_at_their_path_and_never_panic() {
+        let mut obj = json!({"spec": {"devices": {}}});
+        restore(&mut obj, &["spec", "reservedFor"], json!({"resource": "jobs"}));
+        restore(&mut obj, &["status", "allocation", "reservedForAnyPod"], json!(true));
+        assert_eq!(obj["spec"]["reservedFor"]["resource"], "jobs");
+        assert_eq!(obj["status"]["allocation"]["reservedForAnyPod"], true);
+        // A parent of another type is replaced, a root that is not an object is left alone.
+        let mut odd = json!({"status": "x"});
+        restore(&mut odd, &["status", "allocation"], json!({}));
+        assert_eq!(odd["status"]["allocation"], json!({}));
+        let mut list = json!([1]);
+        restore(&mut list, &["spec", "reservedFor"], json!({}));
+        assert_eq!(list, json!([1]));
+    }
 }
