@@ -6,11 +6,15 @@
 //! - [`sim`]: what a real cluster has and the fake one lacks (scheduler, kubelet).
 //! - [`crds`]: Rust types for the custom resources the controllers use.
 //! - [`kuberay`]: the RayCluster reconciler, modelled on KubeRay v1.7.0.
+//! - [`dra`]: kube-controller-manager's resourceclaim and podgroupprotection controllers,
+//!   modelled on Kubernetes 1.37.2, with the DRA profiles (baseline, podgroup, workloads, raw).
 
 pub mod crds;
+pub mod dra;
 pub mod events;
 pub mod kuberay;
 pub mod sim;
+mod watch;
 
 /// Where controllers read "now" from: the fake server's (virtual) clock in-process, the wall
 /// clock against a real cluster.

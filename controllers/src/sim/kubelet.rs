@@ -29,7 +29,19 @@
 //!
 //! Per pod, as annotations (so they work through kubectl against `kproof serve`):
 //! `sim.kproof.dev/fail`, `sim.kproof.dev/never-ready`, `sim.kproof.dev/evict` (`"true"`), and
-//! `sim.kproof.dev/start-delay`, `sim.kproof.dev/ready-delay` (a duration).
+//! `sim.kproof.dev/start-delay`, `sim.kproof.dev/ready-delay`, `sim.kproof.dev/termination-delay`
+//! (a duration).
+//!
+//! # DRA
+//!
+//! Before a pod with `spec.resourceClaims` starts, the kubelet runs DRA's `PrepareResources`
+//! check: each claim is read live; a template's claim must be the pod's (or, with
+//! `DRAWorkloadResourceClaims`, its PodGroup's) and every claim must list the pod (or its
+//! PodGroup, by name) in `status.reservedFor`, unless the `workloads` profile's
+//! `status.allocation.reservedForAnyPod` is true. Otherwise the pod stays `Pending`
+//! (`ContainerCreating`), a Warning event `FailedPrepareDynamicResources` says "Failed to
+//! prepare dynamic resources: prepare dynamic resources: pod <name> (<uid>) is not allowed to
+//! use ResourceClaim <claim> (<uid>)", and the check is retried every 5 s.
 
 use super::SimError;
 use crate::Clock;
@@ -68,6 +80,8 @@ pub struct KubeletConfig {
     pub max_crash_backoff: Duration,
     /// The nodes this kubelet runs; `None` for every node.
     pub node_names: Option<Vec<String>>,
+    /// The DRA gates of the reservation check (see the module docs).
+    pub dra: crate::dra::DraConfig,
 }
 
 impl Default for KubeletConfig {
@@ -79,6 +93,7 @@ impl Default for KubeletConfig {
             crash_backoff: Duration::from_secs(10),
             max_crash_backoff: Duration::from_secs(300),
             node_names: None,
+            dra: crate::dra::DraConfig::default(),
         }
     }
 }
@@ -189,6 +204,7 @@ pub struct Kubelet {
     clock: Clock,
     config: KubeletConfig,
     shared: Arc<Shared>,
+    events: Arc<crate::events::EventRecorder>,
 }
 
 /// What the kubelet remembers about one pod.
@@ -206,6 +222,8 @@ struct Track {
     last_terminated: Option<Value>,
     /// Failed or evicted: nothing more happens until deletion.
     terminal: bool,
+    /// The pod's ResourceClaims passed the reservation check (or it has none).
+    prepared: bool,
     kill_at: Option<Instant>,
     delete_sent: bool,
     /// Condition type → (status, lastTransitionTime), so transition times stay put.
@@ -236,7 +254,8 @@ impl Kubelet {
             termination_delay: config.termination_delay,
         };
         let shared = Arc::new(Shared { knobs: Mutex::new(knobs), changed: Notify::new(), defaults: config.clone() });
-        Self { client, clock, config, shared }
+        let events = Arc::new(crate::events::EventRecorder::new(client.clone(), clock.clone(), "kubelet"));
+        Self { client, clock, config, shared, events }
     }
 
     /// The handle that turns this kubelet's knobs.
@@ -246,6 +265,14 @@ impl Kubelet {
 
     /// Watches pods and nodes and runs pods until a fatal error; drop the future to stop it.
     pub async fn run(self) -> Result<(), SimError> {
+        let recorder = self.events.clone();
+        tokio::select! {
+            result = self.run_pods() => result,
+            () = recorder.run_series_upkeep() => Ok(()),
+        }
+    }
+
+    async fn run_pods(&self) -> Result<(), SimError> {
         let (pods, nodes, mut events) = super::watch_pods_and_nodes(&self.client);
         let mut tracks: HashMap<String, Track> = HashMap::new();
         let mut next_ip: HashMap<String, u32> = HashMap::new();
@@ -385,6 +412,7 @@ impl Kubelet {
             restart_count: 0,
             last_terminated: None,
             terminal: false,
+            prepared: false,
             kill_at: None,
             delete_sent: false,
             conditions: HashMap::new(),
@@ -406,7 +434,10 @@ impl Kubelet {
         }
         if pod.metadata.deletion_timestamp.is_some() {
             let grace = pod.metadata.deletion_grace_period_seconds.unwrap_or(30).max(0) as u64;
-            let stop_after = knobs.termination_delay.min(Duration::from_secs(grace));
+            let termination_delay = pod_annotation(pod, "termination-delay")
+                .and_then(|v| apimachinery::DurationText::parse(&v).ok())
+                .map_or(knobs.termination_delay, |d| d.0);
+            let stop_after = termination_delay.min(Duration::from_secs(grace));
             let kill_at = *track.kill_at.get_or_insert(now + stop_after);
             if now < kill_at {
                 if !track.terminal {
@@ -446,6 +477,26 @@ impl Kubelet {
             track.restart_count += 1;
             track.running_since = Some((now, now_ts.to_string()));
         } else if track.running_since.is_none() {
+            if !track.prepared && now >= track.start_at {
+                match self.prepare_dynamic_resources(pod).await? {
+                    Ok(()) => track.prepared = true,
+                    Err(e) => {
+                        self.write(pod, track, Stage::Creating, now_ts).await?;
+                        let note = format!("Failed to prepare dynamic resources: prepare dynamic resources: {e}");
+                        self.events
+                            .eventf(
+                                &pod_reference(pod),
+                                None,
+                                crate::events::EventType::Warning,
+                                "FailedPrepareDynamicResources",
+                                "PrepareResources",
+                                note,
+                            )
+                            .await;
+                        return Ok(Some(now + PREPARE_RETRY));
+                    }
+                }
+            }
             if now < track.start_at {
                 self.write(pod, track, Stage::Creating, now_ts).await?;
                 return Ok(Some(track.start_at));
@@ -477,6 +528,49 @@ impl Kubelet {
         }
         self.write(pod, track, Stage::Running { ready }, now_ts).await?;
         Ok(wake)
+    }
+
+    /// The kubelet's DRA `PrepareResources` check: every claim the pod names is read live; a
+    /// template's claim must be the pod's (or its PodGroup's), and every claim must be reserved
+    /// for the pod (or its PodGroup, with `DRAWorkloadResourceClaims`), unless the `workloads`
+    /// profile's `status.allocation.reservedForAnyPod` is true. The outer `Err` is an API
+    /// failure; the inner one the check's error.
+    async fn prepare_dynamic_resources(&self, pod: &Pod) -> Result<Result<(), String>, SimError> {
+        use crate::dra::claims;
+        let dra = &self.config.dra;
+        if dra.defective(crate::dra::DraDefect::KubeletSkipsReservationCheck) {
+            return Ok(Ok(()));
+        }
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let api: Api<crate::dra::ResourceClaim> = Api::namespaced(self.client.clone(), &ns);
+        let accept = dra.gates.accept_podgroup();
+        for entry in claims::pod_claims(pod) {
+            let (name, check_owner) = match claims::claim_name(pod, entry) {
+                Ok(n) => n,
+                Err(e) => return Ok(Err(e)),
+            };
+            let Some(name) = name else { continue };
+            let claim = match api.get(&name).await {
+                Ok(c) => c,
+                Err(kube::Error::Api(s)) => return Ok(Err(format!("fetch ResourceClaim {name}: {}", s.message))),
+                Err(e) => return Err(SimError::api(format!("reading ResourceClaim {ns}/{name}"))(e)),
+            };
+            if check_owner && let Err(e) = claims::is_for_pod(pod, &claim, accept) {
+                return Ok(Err(e));
+            }
+            let any_pod = dra.gates.reserved_for_workloads
+                && claim.allocation().and_then(|a| a.get("reservedForAnyPod")).and_then(serde_json::Value::as_bool)
+                    == Some(true);
+            if !any_pod && !claims::is_reserved_for_pod(pod, &claim, accept) {
+                return Ok(Err(format!(
+                    "pod {} ({}) is not allowed to use ResourceClaim {name} ({})",
+                    pod.metadata.name.as_deref().unwrap_or_default(),
+                    pod.metadata.uid.as_deref().unwrap_or_default(),
+                    claim.uid()
+                )));
+            }
+        }
+        Ok(Ok(()))
     }
 
     /// Writes the status for `stage` unless it is what was written last.
@@ -512,6 +606,21 @@ impl Kubelet {
             Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
             Err(e) => Err(SimError::api(format!("deleting pod {ns}/{name}"))(e)),
         }
+    }
+}
+
+/// How soon the kubelet retries a pod whose dynamic resources could not be prepared.
+const PREPARE_RETRY: Duration = Duration::from_secs(5);
+
+fn pod_reference(pod: &Pod) -> k8s_openapi::api::core::v1::ObjectReference {
+    k8s_openapi::api::core::v1::ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: pod.metadata.name.clone(),
+        namespace: pod.metadata.namespace.clone(),
+        uid: pod.metadata.uid.clone(),
+        resource_version: pod.metadata.resource_version.clone(),
+        ..Default::default()
     }
 }
 

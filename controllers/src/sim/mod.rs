@@ -21,6 +21,11 @@
 //!   `PodScheduled=False/Unschedulable` with kube-scheduler's message; it returns only on a
 //!   fatal error (drop it to stop).
 //!
+//! DRA ([`scheduler_dra`], [`dra_driver`]): the scheduler's DynamicResources plugin (allocation
+//! from ResourceSlices, reservation in PreBind, PostFilter deallocation), the kubelet's
+//! reservation check (`FailedPrepareDynamicResources`), and [`dra_driver::DraDriver`], which
+//! publishes a ResourceSlice per node and driver for the devices the node fixtures declare.
+//!
 //! Kubelet ([`kubelet`]):
 //! - [`Kubelet::new`]`(client, clock, KubeletConfig)`, [`Kubelet::handle`] and
 //!   [`Kubelet::run`]`(self)`: one task for all nodes; moves bound pods Pending → Running →
@@ -38,6 +43,7 @@
 //! - [`traffic`]: the gateway data plane, driven by `TrafficProbe` objects.
 
 pub mod autoscaler;
+pub mod dra_driver;
 pub mod endpoints;
 pub mod gateway;
 pub mod kubelet;
@@ -45,6 +51,7 @@ pub mod network;
 pub mod nodes;
 pub mod rayhead;
 pub mod scheduler;
+pub mod scheduler_dra;
 pub mod traffic;
 
 pub use kubelet::{Kubelet, KubeletConfig, KubeletHandle, KubeletSettings};
@@ -52,35 +59,12 @@ pub use network::{ClusterHttp, SimNetwork, serve_http_proxy};
 pub use nodes::{NodeFixtureError, builtin_pool, parse_nodes, register_nodes, renew_node_leases};
 pub use scheduler::{Scheduler, SchedulerConfig};
 
+pub(crate) use crate::watch::{cache, reflect_into};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::Api;
-use kube::runtime::reflector::{self, Store, store::Writer};
-use kube::runtime::{WatchStreamExt, watcher};
-use serde::de::DeserializeOwned;
-
-/// Keeps `writer`'s store current with every `K` that `config` selects (the watch retries with
-/// back-off); the stream yields after each change. What every simulated actor runs on.
-pub(crate) fn reflect_into<K>(
-    client: &kube::Client,
-    config: watcher::Config,
-    writer: Writer<K>,
-) -> BoxStream<'static, ()>
-where
-    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-{
-    watcher(Api::<K>::all(client.clone()), config).default_backoff().reflect(writer).map(|_| ()).boxed()
-}
-
-/// A cache of every `K` that `config` selects, and the stream that keeps it current.
-pub(crate) fn cache<K>(client: &kube::Client, config: watcher::Config) -> (Store<K>, BoxStream<'static, ()>)
-where
-    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-{
-    let (store, writer) = reflector::store::<K>();
-    (store, reflect_into(client, config, writer))
-}
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
 
 /// Caches of every pod and node, and one stream that yields after each change to either:
 /// what the scheduler and the kubelet both run on.

@@ -15,7 +15,9 @@
 //! 200Mi for containers without requests, as kube-scheduler scores) wins, then the name. Preemption is not simulated: a pod that fits nowhere waits.
 
 use super::SimError;
+use super::scheduler_dra::{self, DraCaches, PodClaim};
 use crate::Clock;
+use crate::dra::{DeviceClass, DraConfig, PodGroup, ResourceClaim, ResourceSlice};
 use crate::events::{EventRecorder, EventType};
 use apimachinery::quantity::parse_milli;
 use futures::{StreamExt, future::FutureExt};
@@ -36,11 +38,17 @@ pub struct SchedulerConfig {
     pub scheduler_name: String,
     /// How often pods that did not fit are tried again even if nothing changed.
     pub retry_interval: Duration,
+    /// The DynamicResources plugin's gates (see [`super::scheduler_dra`]).
+    pub dra: DraConfig,
 }
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
-        Self { scheduler_name: "default-scheduler".into(), retry_interval: Duration::from_secs(10) }
+        Self {
+            scheduler_name: "default-scheduler".into(),
+            retry_interval: Duration::from_secs(10),
+            dra: DraConfig::default(),
+        }
     }
 }
 
@@ -77,7 +85,20 @@ impl Scheduler {
     }
 
     async fn schedule(&self) -> Result<(), SimError> {
-        let (pods, nodes, mut events) = super::watch_pods_and_nodes(&self.client);
+        let (pods, nodes, pod_node_events) = super::watch_pods_and_nodes(&self.client);
+        let (claims, claim_events) = super::cache::<ResourceClaim>(&self.client, Default::default());
+        let (slices, slice_events) = super::cache::<ResourceSlice>(&self.client, Default::default());
+        let (classes, class_events) = super::cache::<DeviceClass>(&self.client, Default::default());
+        let mut streams = vec![pod_node_events, claim_events, slice_events, class_events];
+        let groups = if self.config.dra.gates.generic_workload {
+            let (groups, group_events) = super::cache::<PodGroup>(&self.client, Default::default());
+            streams.push(group_events);
+            Some(groups)
+        } else {
+            None
+        };
+        let mut events = futures::stream::select_all(streams);
+        let mut dra = DraCaches { claims, slices, classes, groups, written: HashMap::new() };
         let mut assumed: HashMap<String, (String, Resources)> = HashMap::new();
         let mut last_written: HashMap<String, String> = HashMap::new();
         loop {
@@ -94,7 +115,7 @@ impl Scheduler {
             if !(store_ready(&pods) && store_ready(&nodes)) {
                 continue;
             }
-            self.pass(&pods, &nodes, &mut assumed, &mut last_written).await?;
+            self.pass(&pods, &nodes, &mut dra, &mut assumed, &mut last_written).await?;
         }
     }
 
@@ -103,10 +124,14 @@ impl Scheduler {
         &self,
         pods: &Store<Pod>,
         nodes: &Store<Node>,
+        dra: &mut DraCaches,
         assumed: &mut HashMap<String, (String, Resources)>,
         last_written: &mut HashMap<String, String>,
     ) -> Result<(), SimError> {
         let all_pods = pods.state();
+        let dra_ready = dra.ready();
+        let mut view = dra_ready.then(|| dra.view());
+        let mut taken = std::collections::BTreeSet::new();
         let mut nodes: Vec<_> = nodes.state().iter().map(|n| (**n).clone()).collect();
         nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         // Bindings this scheduler made that the watch has not shown yet still take room.
@@ -142,8 +167,59 @@ impl Scheduler {
         });
         for pod in waiting {
             let requests = requests_with_scoring(pod);
-            match choose_node(pod, &requests, &nodes, &used) {
+            // PreEnqueue: a pod whose claims are not all there (yet) is not tried.
+            let claims: Option<Vec<PodClaim>> = if crate::dra::claims::pod_claims(pod).is_empty() {
+                None
+            } else {
+                match view.as_ref().and_then(|v| v.pre_enqueue(pod, &self.config.dra)) {
+                    Some(c) => Some(c),
+                    None => continue,
+                }
+            };
+            let dra_filter = |node: &Node| -> Option<String> {
+                let (Some(v), Some(c)) = (view.as_ref(), claims.as_ref()) else { return None };
+                v.filter(c, node, &taken).err()
+            };
+            match choose_node(pod, &requests, &nodes, &used, &dra_filter) {
                 Ok(node) => {
+                    if let (Some(v), Some(c)) = (view.as_mut(), claims.as_ref()) {
+                        let node_obj = nodes.iter().find(|n| n.metadata.name.as_deref() == Some(node.as_str()));
+                        let allocations = match node_obj.map(|n| v.filter(c, n, &taken)) {
+                            Some(Ok(a)) => a,
+                            _ => continue,
+                        };
+                        let group = v.group(pod, &self.config.dra).cloned();
+                        match scheduler_dra::pre_bind(
+                            &self.client,
+                            pod,
+                            group.as_ref(),
+                            c,
+                            &allocations,
+                            &self.config.dra,
+                        )
+                        .await
+                        {
+                            Ok(written) => {
+                                for w in written {
+                                    taken.extend(scheduler_dra::allocation_results(&w));
+                                    if let Some(slot) = v.claims.iter_mut().find(|x| x.uid() == w.uid()) {
+                                        *slot = w.clone();
+                                    }
+                                    dra.written.insert(w.uid().to_string(), w);
+                                }
+                            }
+                            Err(e) if !scheduler_dra::binds_despite_failed_reservation(&self.config.dra) => {
+                                let message = format!("running PreBind plugin \"DynamicResources\": {e}");
+                                let uid = pod.metadata.uid.clone().unwrap_or_default();
+                                if last_written.get(&uid) != Some(&message) {
+                                    self.mark_unschedulable(pod, &message, "SchedulerError").await?;
+                                    last_written.insert(uid, message);
+                                }
+                                continue;
+                            }
+                            Err(_) => {}
+                        }
+                    }
                     if self.bind(pod, &node).await? {
                         let uid = pod.metadata.uid.clone().unwrap_or_default();
                         let e = used.entry(node.clone()).or_default();
@@ -153,9 +229,23 @@ impl Scheduler {
                     }
                 }
                 Err(message) => {
+                    if let Some(c) = claims.as_ref() {
+                        let group = crate::dra::claims::pod_group_name(pod);
+                        let scheduled_group_pods = all_pods
+                            .iter()
+                            .filter(|p| {
+                                group.is_some()
+                                    && crate::dra::claims::pod_group_name(p) == group
+                                    && p.metadata.namespace == pod.metadata.namespace
+                                    && !node_name(p).is_empty()
+                            })
+                            .count();
+                        scheduler_dra::post_filter(&self.client, pod, c, scheduled_group_pods, &self.config.dra)
+                            .await?;
+                    }
                     let uid = pod.metadata.uid.clone().unwrap_or_default();
                     if last_written.get(&uid) != Some(&message) || !has_unschedulable(pod, &message) {
-                        self.mark_unschedulable(pod, &message).await?;
+                        self.mark_unschedulable(pod, &message, "Unschedulable").await?;
                         last_written.insert(uid, message);
                     }
                 }
@@ -194,8 +284,9 @@ impl Scheduler {
         }
     }
 
-    /// Writes `PodScheduled=False`, reason `Unschedulable`, with `message`.
-    async fn mark_unschedulable(&self, pod: &Pod, message: &str) -> Result<(), SimError> {
+    /// Writes `PodScheduled=False` with `reason` (`Unschedulable`, or `SchedulerError` for a
+    /// plugin error) and `message`.
+    async fn mark_unschedulable(&self, pod: &Pod, message: &str, reason: &str) -> Result<(), SimError> {
         let ns = pod.metadata.namespace.clone().unwrap_or_default();
         let name = pod.metadata.name.clone().unwrap_or_default();
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
@@ -207,7 +298,7 @@ impl Scheduler {
             .unwrap_or_default();
         let now = self.clock.now_rfc3339();
         let mut cond = json!({"type": "PodScheduled", "status": "False", "lastProbeTime": null,
-                              "lastTransitionTime": now, "reason": "Unschedulable", "message": message});
+                              "lastTransitionTime": now, "reason": reason, "message": message});
         match conditions.iter_mut().find(|c| c["type"] == "PodScheduled") {
             Some(c) => {
                 if c["status"] == "False" && c["lastTransitionTime"].is_string() {
@@ -250,14 +341,7 @@ fn reference(pod: &Pod) -> ObjectReference {
     }
 }
 
-/// Whether the store has seen its first full list.
-pub(crate) fn store_ready<K>(store: &Store<K>) -> bool
-where
-    K: kube::Resource + Clone + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    store.wait_until_ready().now_or_never().is_some_and(|r| r.is_ok())
-}
+pub(crate) use crate::watch::store_ready;
 
 fn has_unschedulable(pod: &Pod, message: &str) -> bool {
     pod.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
@@ -478,6 +562,7 @@ fn choose_node(
     requests: &Resources,
     nodes: &[Node],
     used: &HashMap<String, (Resources, i128)>,
+    dra_filter: &dyn Fn(&Node) -> Option<String>,
 ) -> Result<String, String> {
     if nodes.is_empty() {
         return Err("no nodes available to schedule pods".into());
@@ -487,7 +572,12 @@ fn choose_node(
     let mut preemption: BTreeMap<&str, usize> = BTreeMap::new();
     for node in nodes {
         let name = node.metadata.name.clone().unwrap_or_default();
-        let reasons = filter(pod, requests, node, used.get(&name));
+        let mut reasons = filter(pod, requests, node, used.get(&name));
+        if reasons.is_empty()
+            && let Some(reason) = dra_filter(node)
+        {
+            reasons.push(reason);
+        }
         if reasons.is_empty() {
             let score = free_share(requests, node, used.get(&name));
             if best.as_ref().is_none_or(|(s, _)| score > *s) {

@@ -109,11 +109,34 @@ pub(crate) fn decode_object(rt: &ResourceType, obj: &mut Value) -> ApiResult<()>
     check_meta_shape(rt, obj)?;
     decode_body(rt, obj)?;
     if !rt.custom {
+        // Fields of gated features our types do not declare (KEP-5194 as proposed) survive the
+        // decoder while their gate is on, as they would in a build that has them.
+        let kept = rt.strategy.gated_fields(rt, obj);
         drop_unknown_fields(obj, Shape::builtin_root(&rt.group, &rt.version, &rt.kind), 0);
+        for (path, value) in kept {
+            restore(obj, &path, value);
+        }
     }
     rt.strategy.canonicalize(rt, obj);
     rt.strategy.default(rt, obj);
     Ok(())
+}
+
+/// Puts `value` back at `path` (whose parents the decoder kept, or are created).
+fn restore(obj: &mut Value, path: &[&str], value: Value) {
+    let Some((last, parents)) = path.split_last() else { return };
+    let mut at = obj;
+    for p in parents {
+        let Some(map) = at.as_object_mut() else { return };
+        let child = map.entry(p.to_string()).or_insert_with(|| Value::Object(Default::default()));
+        if !child.is_object() {
+            *child = Value::Object(Default::default());
+        }
+        at = child;
+    }
+    if let Some(map) = at.as_object_mut() {
+        map.insert(last.to_string(), value);
+    }
 }
 
 /// Removes the fields the built-in type does not declare, and `null`s (which the Go types
@@ -209,4 +232,26 @@ fn check_meta_shape(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn restored_gated_fields_land_at_their_path_and_never_panic() {
+        let mut obj = json!({"spec": {"devices": {}}});
+        restore(&mut obj, &["spec", "reservedFor"], json!({"resource": "jobs"}));
+        restore(&mut obj, &["status", "allocation", "reservedForAnyPod"], json!(true));
+        assert_eq!(obj["spec"]["reservedFor"]["resource"], "jobs");
+        assert_eq!(obj["status"]["allocation"]["reservedForAnyPod"], true);
+        // A parent of another type is replaced, a root that is not an object is left alone.
+        let mut odd = json!({"status": "x"});
+        restore(&mut odd, &["status", "allocation"], json!({}));
+        assert_eq!(odd["status"]["allocation"], json!({}));
+        let mut list = json!([1]);
+        restore(&mut list, &["spec", "reservedFor"], json!({}));
+        assert_eq!(list, json!([1]));
+    }
 }

@@ -37,6 +37,13 @@ pub(crate) trait Strategy: Sync + std::fmt::Debug {
     /// `PrepareForUpdate`: what an update through `mode` may not change, undone on `new`.
     fn prepare_for_update(&self, _rt: &ResourceType, _new: &mut Value, _old: &Value, _mode: UpdateMode) {}
 
+    /// Fields of `obj` at paths the built-in type does not declare that a gated feature adds
+    /// and whose gate is on: the decoder keeps them (`(path, value)`, taken before it drops
+    /// undeclared fields).
+    fn gated_fields(&self, _rt: &ResourceType, _obj: &Value) -> Vec<(Vec<&'static str>, Value)> {
+        Vec::new()
+    }
+
     /// What the decoder does to a body of this kind after it decoded: custom resources are
     /// pruned and defaulted by their schema (built-ins lose their unknown fields in
     /// `registry::decode`, then get [`Strategy::default`]).

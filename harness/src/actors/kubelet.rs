@@ -1,23 +1,40 @@
 //! The simulated kubelet as an actor: it registers a node pool, then runs pods on it.
 
+use crate::actors::dra::DraBase;
 use crate::actors::{Actor, ActorFactory, Task};
-use crate::suite::{ActorName, Needs};
+use crate::suite::{ActorName, DraComponent, Needs};
 use controllers::sim::kubelet::{Kubelet, KubeletConfig, KubeletHandle};
 use serde_json::Value;
 
 /// Starts the simulated kubelet, configured by `needs.settings.kubelet` (`nodePool`: `default`
 /// or `tiny`; `startDelay`, `readyDelay`, `terminationDelay` as Go durations). Knobs: see
 /// [`controllers::sim::kubelet`].
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct KubeletFactory {
     node_leases: bool,
+    dra: DraBase,
+    /// The DRA profile of a shared kubelet (the upstream backend's), instead of the row's.
+    profile: Option<controllers::dra::DraProfile>,
 }
 
 impl KubeletFactory {
     /// A kubelet that also renews its nodes' Leases every 10 s, as a real kubelet does: what a
     /// real kube-controller-manager's node lifecycle controller needs to keep the nodes Ready.
     pub fn with_node_leases() -> Self {
-        Self { node_leases: true }
+        Self { node_leases: true, ..Self::default() }
+    }
+
+    /// This kubelet with its reservation check built from `dra` (the wrong-component tests).
+    pub fn with_dra(mut self, dra: DraBase) -> Self {
+        self.dra = dra;
+        self
+    }
+
+    /// A kubelet whose DRA gates are `profile`'s whatever the row says: a kubelet shared by
+    /// every row, on a cluster whose gates are fixed.
+    pub fn with_profile(mut self, profile: controllers::dra::DraProfile) -> Self {
+        self.profile = Some(profile);
+        self
     }
 }
 
@@ -47,6 +64,11 @@ impl ActorFactory for KubeletFactory {
         let settings = &needs.settings.kubelet;
         let mut config = KubeletConfig::default();
         config.apply(settings);
+        let mut dra_needs = needs.clone();
+        if let Some(p) = self.profile {
+            dra_needs.dra = crate::suite::DraNeeds { profile: Some(p), ..Default::default() };
+        }
+        config.dra = self.dra.config(&dra_needs, DraComponent::Kubelet);
         let pool = settings.node_pool.as_deref().unwrap_or("default");
         let yaml = controllers::sim::builtin_pool(pool)
             .ok_or_else(|| format!("settings.kubelet.nodePool: no node pool {pool:?} (known: default, tiny)"))?;

@@ -3,6 +3,7 @@
 //! (`actor:NAME`), each with the row's own gates and settings, and `kproof serve` starts once.
 
 pub mod autoscaler;
+pub mod dra;
 pub mod echo;
 pub mod endpoints;
 pub mod gateway;
@@ -13,6 +14,9 @@ pub mod scheduler;
 pub mod traffic;
 
 pub use autoscaler::AutoscalerFactory;
+pub use dra::{
+    DeviceTaintEvictionFactory, DraBase, DraDriverFactory, PodGroupProtectionFactory, ResourceClaimControllerFactory,
+};
 pub use echo::EchoControllerFactory;
 pub use endpoints::EndpointsFactory;
 pub use gateway::GatewayFactory;
@@ -129,13 +133,17 @@ pub const ACTORS_CONFIGMAP_NAME: &str = "kproof-actors";
 pub fn reference_actors() -> Vec<Arc<dyn ActorFactory>> {
     vec![
         Arc::new(KubeRayFactory::default()),
-        Arc::new(SchedulerFactory),
+        Arc::new(SchedulerFactory::default()),
         Arc::new(KubeletFactory::default()),
         Arc::new(EndpointsFactory),
         Arc::new(RayHeadFactory),
         Arc::new(AutoscalerFactory),
         Arc::new(GatewayFactory::default()),
         Arc::new(TrafficFactory),
+        Arc::new(ResourceClaimControllerFactory::default()),
+        Arc::new(PodGroupProtectionFactory::default()),
+        Arc::new(DraDriverFactory),
+        Arc::new(DeviceTaintEvictionFactory::default()),
     ]
 }
 

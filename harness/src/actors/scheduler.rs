@@ -1,12 +1,15 @@
 //! The simulated kube-scheduler as an actor.
 
+use crate::actors::dra::DraBase;
 use crate::actors::{Actor, ActorFactory, Task};
-use crate::suite::{ActorName, Needs};
+use crate::suite::{ActorName, DraComponent, Needs};
 use controllers::sim::{Scheduler, SchedulerConfig};
 use serde_json::Value;
 
-/// Starts the simulated kube-scheduler. No knobs, no settings.
-pub struct SchedulerFactory;
+/// Starts the simulated kube-scheduler, its DynamicResources plugin configured by the row's
+/// `needs.dra`. No knobs, no settings.
+#[derive(Debug, Clone, Default)]
+pub struct SchedulerFactory(pub DraBase);
 
 struct SchedulerActor(#[allow(dead_code)] Task);
 
@@ -25,10 +28,11 @@ impl ActorFactory for SchedulerFactory {
         &self,
         client: kube::Client,
         clock: controllers::Clock,
-        _: &Needs,
+        needs: &Needs,
         _: &controllers::sim::SimNetwork,
     ) -> Result<Box<dyn Actor>, String> {
-        let scheduler = Scheduler::new(client, clock, SchedulerConfig::default());
+        let config = SchedulerConfig { dra: self.0.config(needs, DraComponent::KubeScheduler), ..Default::default() };
+        let scheduler = Scheduler::new(client, clock, config);
         let task = tokio::spawn(async move {
             if let Err(e) = scheduler.run().await {
                 tracing::warn!(error = %e, "the simulated scheduler stopped");

@@ -92,6 +92,8 @@ impl Backend for InProcessBackend {
     fn capabilities(&self) -> BTreeSet<Capability> {
         let mut c: BTreeSet<Capability> = Capability::PLAIN.into_iter().collect();
         c.extend(self.factories.iter().map(|f| Capability::Actor(f.name())));
+        // The fake API server and the reference components run every DRA profile.
+        c.extend(controllers::dra::DraProfile::ALL.map(Capability::DraProfile));
         c
     }
 
@@ -139,7 +141,13 @@ impl Backend for InProcessBackend {
                 .with_max_level(tracing::Level::DEBUG)
                 .finish();
             let _guard = tracing::subscriber::set_default(subscriber);
-            let server = ApiServer::new(Config { clock_start: Some(virtual_epoch()), ..Config::default() });
+            let gates = row.needs.dra.config(crate::suite::DraComponent::KubeApiserver).gates.settings();
+            let feature_gates = match fake_apiserver::FeatureGates::parse(&gates) {
+                Ok(g) => g,
+                Err(e) => return (Err(RowFailure::plain(format!("feature gates {gates:?}: {e}"))), None, 0),
+            };
+            let server =
+                ApiServer::new(Config { clock_start: Some(virtual_epoch()), feature_gates, ..Config::default() });
             let clock = server.clock();
             let wanted = row.needs.actors();
             let factories: Vec<Arc<dyn ActorFactory>> =

@@ -87,8 +87,25 @@ pub fn skip_reason(backend: &dyn Backend, row: &Row) -> Option<String> {
             missing.push(cap);
         }
     };
-    if row.needs.configures() {
+    let other_settings = !row.needs.feature_gates.is_empty() || !row.needs.settings.is_empty();
+    if other_settings {
         require(Capability::ControllerSettings);
+    }
+    if let Some(profile) = row.needs.dra.profile {
+        require(Capability::DraProfile(profile));
+    }
+    // DRA gates set per row are named, so the skip says which setting the backend cannot make.
+    let mut dra_settings: Vec<String> = Vec::new();
+    if row.needs.dra.configures() && !caps.contains(&Capability::ControllerSettings) {
+        if !row.needs.dra.gates_off.is_empty() {
+            let names: Vec<&str> = row.needs.dra.gates_off.iter().map(|c| c.as_str()).collect();
+            dra_settings
+                .push(format!("the profile's DRA gate turned off per row (needs.dra.gatesOff: {})", names.join(", ")));
+        }
+        if row.needs.dra.unknown_entries.is_some_and(|u| u != controllers::dra::UnknownEntries::Keep) {
+            dra_settings
+                .push("kube-controller-manager's <= 1.35 unknown-entry rule (needs.dra.unknownEntries: error)".into());
+        }
     }
     let mut knobless: Vec<ActorName> = Vec::new();
     for step in &row.steps {
@@ -100,6 +117,7 @@ pub fn skip_reason(backend: &dyn Backend, row: &Row) -> Option<String> {
         }
     }
     let mut missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    missing.extend(dra_settings);
     missing.extend(knobless.iter().map(|a| format!("knobs of {a}")));
     for (component, min) in &row.needs.min_versions {
         match backend.version(*component) {

@@ -7,7 +7,7 @@
 
 use crate::suite::load::{LoadedSuite, load_manifests};
 use crate::suite::{
-    EventMatch, Expectation, ExpectedError, FieldMatch, Manifest, ObjectMatch, ObjectRef, Row, Step, Suite,
+    ActorName, EventMatch, Expectation, ExpectedError, FieldMatch, Manifest, ObjectMatch, ObjectRef, Row, Step, Suite,
     WriteExpectation,
 };
 use serde_json::Value;
@@ -147,6 +147,7 @@ impl Linter<'_> {
         if row.steps.is_empty() && row.expect.is_empty() {
             self.report(at, "row has no steps and no expectations");
         }
+        self.dra(at, row);
 
         // Every place that can use a binding, at its position in the row: fixtures at 0, step i
         // at i + 1, expectations after every step. A binding made at position p is visible at
@@ -220,6 +221,44 @@ impl Linter<'_> {
         for (name, pos, label) in binds {
             if !uses.iter().any(|(n, p)| n == name && p > pos) {
                 self.report(at, format!("unused binding `${{{name}}}`: {label} binds it but nothing after it uses it"));
+            }
+        }
+    }
+
+    /// DRA rows name their profile: the reference components behave differently in each, so a
+    /// row that runs one without saying which would test whatever the default is.
+    fn dra(&mut self, at: Place<'_>, row: &Row) {
+        use controllers::dra::DraProfile;
+        let dra_actors = [
+            ActorName::ResourceClaimController,
+            ActorName::PodGroupProtection,
+            ActorName::DraDriver,
+            ActorName::DeviceTaintEviction,
+        ];
+        let named: Vec<String> =
+            row.needs.actors().into_iter().filter(|a| dra_actors.contains(a)).map(|a| a.to_string()).collect();
+        let dra = &row.needs.dra;
+        if dra.profile.is_none() && (!named.is_empty() || !dra.is_empty()) {
+            let why = if named.is_empty() {
+                "it sets needs.dra".to_string()
+            } else {
+                format!("it runs {}", named.join(", "))
+            };
+            self.report(
+                at,
+                format!("needs.dra.profile is missing ({why}): name one of baseline, podgroup, workloads, raw"),
+            );
+        }
+        if matches!(dra.profile, Some(DraProfile::Baseline | DraProfile::Raw)) && !dra.gates_off.is_empty() {
+            self.report(
+                at,
+                "needs.dra.gatesOff: the baseline and raw profiles turn no DRA gate on, so there is none to turn off",
+            );
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for c in &dra.gates_off {
+            if !seen.insert(*c) {
+                self.report(at, format!("needs.dra.gatesOff names {} twice", c.as_str()));
             }
         }
     }
@@ -601,6 +640,35 @@ mod tests {
         let issues = lint_one(rows);
         assert!(issues.iter().any(|i| i.contains(needle)), "expected an issue containing {needle:?}, got {issues:#?}");
         issues
+    }
+
+    #[test]
+    fn dra_rows_must_name_their_profile() {
+        let runs =
+            row("d", &format!("    needs: {{capabilities: [\"actor:resourceclaim-controller\"]}}\n{EXPECT_POD}"));
+        assert_issue(&runs, "needs.dra.profile is missing (it runs resourceclaim-controller)");
+        let skew = row("d", &format!("    needs: {{dra: {{gatesOff: [kubelet]}}}}\n{EXPECT_POD}"));
+        assert_issue(&skew, "needs.dra.profile is missing (it sets needs.dra)");
+        let baseline_off =
+            row("d", &format!("    needs: {{dra: {{profile: baseline, gatesOff: [kubelet]}}}}\n{EXPECT_POD}"));
+        assert_issue(&baseline_off, "there is none to turn off");
+        let fine = row(
+            "d",
+            &format!(
+                "    needs: {{capabilities: [\"actor:dra-driver\"], dra: {{profile: podgroup, gatesOff: [kube-controller-manager]}}}}\n{EXPECT_POD}"
+            ),
+        );
+        assert_clean(&fine);
+    }
+
+    #[test]
+    fn an_unknown_dra_profile_does_not_load() {
+        let text = format!(
+            "suite: s\ntitle: t\nrows:\n{}",
+            row("d", &format!("    needs: {{dra: {{profile: pods}}}}\n{EXPECT_POD}"))
+        );
+        let err = load_suite_str(Path::new("s.yaml"), &text).unwrap_err().to_string();
+        assert!(err.contains("unknown variant `pods`"), "{err}");
     }
 
     #[test]

@@ -667,7 +667,7 @@ mod tests {
         let text = format!("{HEAD}{}    needs: {{feature_gates: {{kuberay: {{RayCronJob: true}}}}}}\n", row("a"));
         let (_, shown) = parse_err(&text);
         assert!(
-            shown.contains("row a: unknown field `feature_gates`, expected one of capabilities, featureGates, settings, minVersions (write `featureGates`: keys of the suite format are camelCase)"),
+            shown.contains("row a: unknown field `feature_gates`, expected one of capabilities, featureGates, settings, dra, minVersions (write `featureGates`: keys of the suite format are camelCase)"),
             "{shown}"
         );
         assert_eq!(with_spelling_hint("unknown field `zz`, expected `a`".into()), "unknown field `zz`, expected `a`");

@@ -13,7 +13,9 @@ pub use load::{
     LoadError, LoadedSuite, load_manifests, load_suite_dir, load_suite_file, load_suite_paths, load_suite_str,
 };
 pub use location::{Location, RowPart};
-pub use needs::{ActorName, BACKEND_FACTS, Capability, Component, FeatureGates, Needs, Settings, Version};
+pub use needs::{
+    ActorName, BACKEND_FACTS, Capability, Component, DraComponent, DraNeeds, FeatureGates, Needs, Settings, Version,
+};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

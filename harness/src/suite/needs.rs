@@ -4,6 +4,7 @@
 //! fails to load (and `kproof lint` reports it with file and line), so a typo can never make a
 //! row silently skip or silently test a default.
 
+use controllers::dra::{DraConfig, DraProfile, UnknownEntries};
 use controllers::kuberay::{KubeRayGate, KubeRaySettings};
 use controllers::sim::KubeletSettings;
 use controllers::sim::autoscaler::AutoscalerSettings;
@@ -36,11 +37,19 @@ pub enum ActorName {
     Traffic,
     /// The harness's own self-test controller (copies labelled ConfigMaps).
     Echo,
+    /// kube-controller-manager's resourceclaim controller (reference, or the real one).
+    ResourceClaimController,
+    /// kube-controller-manager's podgroupprotection controller (reference, or the real one).
+    PodGroupProtection,
+    /// The DRA driver stand-in publishing ResourceSlices for the simulated nodes.
+    DraDriver,
+    /// kube-controller-manager's device-taint-eviction controller (reference, or the real one).
+    DeviceTaintEviction,
 }
 
 impl ActorName {
     /// Every actor, in start order.
-    pub const ALL: [ActorName; 9] = [
+    pub const ALL: [ActorName; 13] = [
         ActorName::Kuberay,
         ActorName::Scheduler,
         ActorName::Kubelet,
@@ -50,6 +59,10 @@ impl ActorName {
         ActorName::Gateway,
         ActorName::Traffic,
         ActorName::Echo,
+        ActorName::ResourceClaimController,
+        ActorName::PodGroupProtection,
+        ActorName::DraDriver,
+        ActorName::DeviceTaintEviction,
     ];
 
     /// The name rows and knob steps use.
@@ -64,6 +77,10 @@ impl ActorName {
             ActorName::Gateway => "gateway",
             ActorName::Traffic => "traffic",
             ActorName::Echo => "echo",
+            ActorName::ResourceClaimController => "resourceclaim-controller",
+            ActorName::PodGroupProtection => "podgroup-protection",
+            ActorName::DraDriver => "dra-driver",
+            ActorName::DeviceTaintEviction => "device-taint-eviction",
         }
     }
 }
@@ -121,6 +138,8 @@ pub enum Capability {
     Knobs,
     /// The named actor runs (a reference or real controller, or a simulated component).
     Actor(ActorName),
+    /// The DRA components (API server included) can run in the named profile.
+    DraProfile(DraProfile),
 }
 
 impl Capability {
@@ -139,6 +158,7 @@ impl Capability {
             .iter()
             .map(ToString::to_string)
             .chain(ActorName::ALL.iter().map(|a| Capability::Actor(*a).to_string()))
+            .chain(DraProfile::ALL.iter().map(|p| Capability::DraProfile(*p).to_string()))
             .collect()
     }
 }
@@ -152,6 +172,7 @@ impl fmt::Display for Capability {
             Capability::ControllerSettings => f.write_str("controller-settings"),
             Capability::Knobs => f.write_str("knobs"),
             Capability::Actor(a) => write!(f, "actor:{a}"),
+            Capability::DraProfile(p) => write!(f, "dra-profile:{p}"),
         }
     }
 }
@@ -161,6 +182,14 @@ impl FromStr for Capability {
     fn from_str(s: &str) -> Result<Self, String> {
         if let Some(actor) = s.strip_prefix("actor:") {
             return actor.parse().map(Capability::Actor);
+        }
+        if let Some(profile) = s.strip_prefix("dra-profile:") {
+            return DraProfile::ALL.into_iter().find(|p| p.as_str() == profile).map(Capability::DraProfile).ok_or_else(
+                || {
+                    let known: Vec<&str> = DraProfile::ALL.iter().map(|p| p.as_str()).collect();
+                    format!("unknown DRA profile {profile:?} (known: {})", known.join(", "))
+                },
+            );
         }
         Capability::PLAIN
             .into_iter()
@@ -339,6 +368,10 @@ pub struct Needs {
     /// Settings per component (`kuberay`, `kubelet`, `rayHead`, `autoscaler`, `gateway`).
     #[serde(default, skip_serializing_if = "Settings::is_empty")]
     pub settings: Settings,
+    /// The DRA profile the row runs in (API server, resourceclaim controller, scheduler,
+    /// kubelet), and any skew from it.
+    #[serde(default, skip_serializing_if = "DraNeeds::is_empty")]
+    pub dra: DraNeeds,
     /// The oldest version of a component the row's behaviour exists in (`kuberay: v1.7.0`): a
     /// backend running an older one skips the row with the reason.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -352,8 +385,81 @@ impl Needs {
     }
 
     /// Whether the row configures any component (and so needs [`Capability::ControllerSettings`]).
+    /// A DRA profile alone does not: a backend offers the profiles it runs
+    /// ([`Capability::DraProfile`]); gates turned off against it, or ≤ 1.35 compatibility, do.
     pub fn configures(&self) -> bool {
-        !self.feature_gates.is_empty() || !self.settings.is_empty()
+        !self.feature_gates.is_empty() || !self.settings.is_empty() || self.dra.configures()
+    }
+}
+
+/// A component whose DRA gates a row can set apart from the profile (version skew).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum DraComponent {
+    /// The API server (fake or real).
+    KubeApiserver,
+    /// kube-controller-manager (resourceclaim and podgroupprotection controllers).
+    KubeControllerManager,
+    /// kube-scheduler.
+    KubeScheduler,
+    /// The kubelet.
+    Kubelet,
+}
+
+impl DraComponent {
+    /// The name rows use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DraComponent::KubeApiserver => "kube-apiserver",
+            DraComponent::KubeControllerManager => "kube-controller-manager",
+            DraComponent::KubeScheduler => "kube-scheduler",
+            DraComponent::Kubelet => "kubelet",
+        }
+    }
+}
+
+/// `needs.dra`: the profile, and skew from it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DraNeeds {
+    /// `baseline`, `podgroup`, `workloads` or `raw` (see `controllers::dra::DraProfile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<DraProfile>,
+    /// Components that run with the profile's feature gate off (`DRAWorkloadResourceClaims`
+    /// for `podgroup`, `DRAReservedForWorkloads` for `workloads`; `GenericWorkload` stays on):
+    /// version skew, or a gate not yet flipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates_off: Vec<DraComponent>,
+    /// kube-controller-manager's handling of unknown `status.reservedFor` entries: `keep`
+    /// (1.36+, the default) or `error` (the ≤ 1.35 compatibility switch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown_entries: Option<UnknownEntries>,
+}
+
+impl DraNeeds {
+    /// Whether nothing is set.
+    pub fn is_empty(&self) -> bool {
+        *self == DraNeeds::default()
+    }
+
+    /// Whether the row sets anything besides the profile.
+    pub fn configures(&self) -> bool {
+        !self.gates_off.is_empty() || self.unknown_entries.is_some_and(|u| u != UnknownEntries::Keep)
+    }
+
+    /// The configuration `component` runs with for the row (baseline when no profile is named).
+    pub fn config(&self, component: DraComponent) -> DraConfig {
+        let mut config = DraConfig::for_profile(self.profile.unwrap_or_default());
+        if self.gates_off.contains(&component) {
+            // The profile's own feature is off there; the APIs it builds on stay
+            // (`GenericWorkload` serves PodGroups with `DRAWorkloadResourceClaims` off).
+            config.gates.workload_resource_claims = false;
+            config.gates.reserved_for_workloads = false;
+        }
+        if component == DraComponent::KubeControllerManager {
+            config.unknown_entries = self.unknown_entries.unwrap_or_default();
+        }
+        config
     }
 }
 
@@ -369,7 +475,7 @@ mod tests {
         }
         assert_eq!(
             "actor:kuberya".parse::<Capability>().unwrap_err(),
-            "unknown actor \"kuberya\" (known: kuberay, scheduler, kubelet, endpoints, ray-head, autoscaler, gateway, traffic, echo)"
+            "unknown actor \"kuberya\" (known: kuberay, scheduler, kubelet, endpoints, ray-head, autoscaler, gateway, traffic, echo, resourceclaim-controller, podgroup-protection, dra-driver, device-taint-eviction)"
         );
         assert!("virtual_time".parse::<Capability>().unwrap_err().starts_with("unknown capability \"virtual_time\""));
     }

@@ -2,9 +2,14 @@
 //! ResourceSlices (`pkg/apis/resource/validation`). The claim's spec is immutable; its status
 //! follows the rules of `status.allocation` and `status.reservedFor` (at most 256 entries,
 //! unique uids, required fields, only with an allocation, no additions while the claim is
-//! being deleted, an allocation that only goes from unset to set or back).
+//! being deleted, an allocation that only goes from unset to set or back). With the
+//! `DRAReservedForWorkloads` gate (KEP-5194 as proposed) claims also keep `spec.reservedFor`
+//! (a consumer reference with resource, name and uid) and
+//! `status.allocation.reservedForAnyPod`; without it the decoder drops both, as a server
+//! without the feature does.
 
 use crate::error::StatusCause;
+use crate::registry::features::FeatureGate;
 use crate::registry::field::{self, Bad, Path};
 use crate::registry::{ResourceType, Strategy};
 use apimachinery::validation::{dns1123_label_errors, dns1123_subdomain_errors, label_key_errors};
@@ -197,7 +202,24 @@ fn default_requests(spec: &mut Value) {
     }
 }
 
+/// The KEP-5194 fields (as proposed, gate `DRAReservedForWorkloads`).
+const RESERVED_FOR_WORKLOADS_FIELDS: [&[&str]; 2] =
+    [&["spec", "reservedFor"], &["status", "allocation", "reservedForAnyPod"]];
+
 impl Strategy for ResourceClaimStrategy {
+    fn gated_fields(&self, rt: &ResourceType, obj: &Value) -> Vec<(Vec<&'static str>, Value)> {
+        if !rt.gates.enabled(FeatureGate::DraReservedForWorkloads) {
+            return Vec::new();
+        }
+        RESERVED_FOR_WORKLOADS_FIELDS
+            .iter()
+            .filter_map(|path| {
+                let v = path.iter().try_fold(obj, |at, k| at.get(*k))?;
+                (!v.is_null()).then(|| (path.to_vec(), v.clone()))
+            })
+            .collect()
+    }
+
     fn default(&self, _rt: &ResourceType, obj: &mut Value) {
         if let Some(spec) = obj.get_mut("spec") {
             default_requests(spec);
@@ -205,7 +227,18 @@ impl Strategy for ResourceClaimStrategy {
     }
 
     fn validate(&self, _rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
-        claim_spec(obj.get("spec").unwrap_or(&Value::Null), &Path::root("spec"))
+        let spec = obj.get("spec").unwrap_or(&Value::Null);
+        let mut out = claim_spec(spec, &Path::root("spec"));
+        // KEP-5194 as proposed: the designated consumer is a ResourceClaimConsumerReference.
+        if let Some(r) = spec.get("reservedFor").filter(|v| !v.is_null()) {
+            let at = Path::root("spec").child("reservedFor");
+            for k in ["resource", "name", "uid"] {
+                if text(r, k).is_empty() {
+                    out.push(field::required(&at.child(k), ""));
+                }
+            }
+        }
+        out
     }
 
     /// The spec is immutable, and only that is checked.

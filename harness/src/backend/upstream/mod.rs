@@ -16,14 +16,15 @@ pub use build::{Build, BuildError};
 pub use plane::{ControlPlane, PlaneError, PlaneOptions};
 
 use crate::actors::{
-    ActorFactory, ActorSet, AutoscalerFactory, GatewayFactory, KubeletFactory, RayHeadFactory, TrafficFactory,
-    start_actors,
+    ActorFactory, ActorSet, AutoscalerFactory, DraDriverFactory, GatewayFactory, KubeletFactory, RayHeadFactory,
+    TrafficFactory, start_actors,
 };
 use crate::backend::kubeconfig::run_in_own_namespace;
 use crate::backend::{Backend, RunOptions, begin, finish};
 use crate::engine::runner::RowFailure;
 use crate::report::result::RowResult;
 use crate::suite::{ActorName, Capability, LoadedSuite, Needs, Row};
+use controllers::dra::DraProfile;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -105,7 +106,8 @@ impl UpstreamBackend {
                 .await
                 .map_err(|message| PlaneError::Api { what: "building the harness's client".into(), message })?;
             let factories: Vec<Arc<dyn ActorFactory>> = vec![
-                Arc::new(KubeletFactory::with_node_leases()),
+                Arc::new(KubeletFactory::with_node_leases().with_profile(controllers::dra::DraProfile::Podgroup)),
+                Arc::new(DraDriverFactory),
                 Arc::new(RayHeadFactory),
                 Arc::new(AutoscalerFactory),
                 Arc::new(GatewayFactory::with_installed_crds()),
@@ -120,7 +122,16 @@ impl UpstreamBackend {
                 .map_err(|message| PlaneError::Api { what: "registering nodes".into(), message })?;
             Ok::<_, PlaneError>((plane, client, sims))
         })?;
-        let mut actors: BTreeSet<ActorName> = [ActorName::Scheduler, ActorName::Endpoints].into();
+        // kube-controller-manager runs the EndpointSlice, resourceclaim, podgroupprotection and
+        // device-taint-eviction controllers; kube-scheduler the scheduler.
+        let mut actors: BTreeSet<ActorName> = [
+            ActorName::Scheduler,
+            ActorName::Endpoints,
+            ActorName::ResourceClaimController,
+            ActorName::PodGroupProtection,
+            ActorName::DeviceTaintEviction,
+        ]
+        .into();
         actors.extend(sims.names());
         if plane.kuberay {
             actors.insert(ActorName::Kuberay);
@@ -202,6 +213,11 @@ impl Backend for UpstreamBackend {
     fn capabilities(&self) -> BTreeSet<Capability> {
         let mut c: BTreeSet<Capability> = [Capability::Timeline].into();
         c.extend(self.actors.iter().map(|a| Capability::Actor(*a)));
+        // The plane runs with GenericWorkload and DRAWorkloadResourceClaims on (the `podgroup`
+        // profile). `baseline` and `raw` rows use no PodGroup, and for pods without a
+        // scheduling group those gates change nothing, so they run here too; `workloads`
+        // (KEP-5194, in no upstream build) and gates turned off per row do not.
+        c.extend([DraProfile::Baseline, DraProfile::Podgroup, DraProfile::Raw].map(Capability::DraProfile));
         c
     }
 
