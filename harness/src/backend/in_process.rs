@@ -144,7 +144,10 @@ impl Backend for InProcessBackend {
             let gates = row.needs.dra.config(crate::suite::DraComponent::KubeApiserver).gates.settings();
             let feature_gates = match fake_apiserver::FeatureGates::parse(&gates) {
                 Ok(g) => g,
-                Err(e) => return (Err(RowFailure::plain(format!("feature gates {gates:?}: {e}"))), None, 0),
+                Err(e) => {
+                    let failure = RowFailure::plain(format!("feature gates {gates:?}: {e}"));
+                    return (Err(failure), None, 0, Default::default());
+                }
             };
             let server =
                 ApiServer::new(Config { clock_start: Some(virtual_epoch()), feature_gates, ..Config::default() });
