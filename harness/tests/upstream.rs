@@ -1,7 +1,7 @@
 //! The upstream backend's smoke test: a real control plane (etcd, kube-apiserver,
 //! kube-controller-manager, kube-scheduler v1.37.2, Kueue, the KubeRay operator) built from the
-//! Go modules pinned in `upstream/`, the apiserver table and a few RayCluster and RayService rows
-//! against it, and a clean stop. Prints SKIPPED with the reason when the components are not built (a
+//! Go modules pinned in `upstream/`, the apiserver table and a few RayCluster, RayService and DRA
+//! rows against it, and a clean stop. Prints SKIPPED with the reason when the components are not built (a
 //! machine without Go or before `kproof upstream build`); `.ci/run` builds them first.
 
 use kproof::backend::upstream::{self, PlaneOptions, UpstreamBackend};
@@ -19,8 +19,16 @@ const RAYCLUSTER_SMOKE: &[&str] = &["rc-replicas-clamped-to-max", "rc-suspend-an
 /// simulated network's HTTP proxy; the other two are validation by the controller and the CRD.
 const RAYSERVICE_SMOKE: &[&str] = &["rs-1", "rs-validation-unknown-upgrade-type", "rs-crd-requires-rayclusterconfig"];
 
+/// DRA rows that real kube-controller-manager and kube-scheduler 1.37 play (the kubelet check
+/// stays simulated): the baseline pod reservation and pruning, and a PodGroup reservation.
+const DRA_SMOKE: &[&str] = &[
+    "dra-b-shared-claim-lists-each-pod",
+    "dra-b-pod-entries-pruned-then-deallocated",
+    "dra-pg-claim-holds-pod-and-podgroup-entries",
+];
+
 #[test]
-fn the_apiserver_table_raycluster_and_rayservice_rows_pass_on_real_kubernetes() {
+fn the_apiserver_table_raycluster_rayservice_and_dra_rows_pass_on_real_kubernetes() {
     let build = match upstream::build::locate(&upstream::default_upstream_dir()) {
         Ok(b) if b.require(upstream::build::REQUIRED).is_ok() => b,
         Ok(b) => {
@@ -58,6 +66,10 @@ fn the_apiserver_table_raycluster_and_rayservice_rows_pass_on_real_kubernetes() 
             suites: vec!["rayservice".into()],
             rows: RAYSERVICE_SMOKE.iter().map(|s| s.to_string()).collect(),
         },
+        kproof::engine::selection::Selection {
+            suites: vec!["dra".into()],
+            rows: DRA_SMOKE.iter().map(|s| s.to_string()).collect(),
+        },
     ];
     let mut results = Vec::new();
     for sel in &selections {
@@ -74,6 +86,7 @@ fn the_apiserver_table_raycluster_and_rayservice_rows_pass_on_real_kubernetes() 
     assert!(ran("apiserver") >= 8, "the apiserver rows run on upstream");
     assert_eq!(ran("raycluster"), RAYCLUSTER_SMOKE.len(), "the RayCluster smoke rows pass on the real operator");
     assert_eq!(ran("rayservice"), RAYSERVICE_SMOKE.len(), "the RayService smoke rows pass on the real operator");
+    assert_eq!(ran("dra"), DRA_SMOKE.len(), "the DRA smoke rows pass against real kcm and scheduler");
     for r in &results {
         match r.outcome {
             Outcome::Passed => {}
