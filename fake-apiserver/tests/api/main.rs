@@ -19,6 +19,7 @@ mod list;
 mod namespace;
 mod openapi;
 mod patch;
+mod protobuf;
 mod semantics;
 mod smoke;
 mod table;
