@@ -4,6 +4,7 @@
 //! clock and the limits.
 
 mod discovery;
+mod filters;
 mod handlers;
 
 pub use handlers::INITIAL_EVENTS_END;
@@ -24,6 +25,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::HeaderMap;
 use parking_lot::RwLock;
+use crate::storage::UserInfo;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -56,6 +59,17 @@ pub(crate) struct Context {
     in_flight: AtomicUsize,
     /// OpenAPI v3 documents built so far.
     openapi: openapi::DocumentCache,
+    /// The bearer tokens the server issued, and whom they authenticate.
+    pub tokens: RwLock<HashMap<String, Arc<UserInfo>>>,
+    /// The administrator's token (`system:masters`).
+    pub admin_token: String,
+}
+
+/// A random bearer token (32 hex digits).
+pub(crate) fn random_token() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..32).map(|_| format!("{:x}", rng.random_range(0..16u8))).collect()
 }
 
 /// Put in request extensions by a TCP listener: flips to true when it shuts down, so its
@@ -67,7 +81,11 @@ impl Context {
     /// A context serving `state`.
     pub fn new(state: State, clock: Clock, settings: Settings) -> Self {
         let (changed, _) = watch::channel(state.store.resource_version);
+        let admin_token = random_token();
+        let admin = Arc::new(UserInfo::user("kproof-admin", &[crate::storage::MASTERS]));
         Context {
+            tokens: RwLock::new(HashMap::from([(admin_token.clone(), admin)])),
+            admin_token,
             state: RwLock::new(state),
             changed,
             clock,
@@ -113,6 +131,7 @@ pub(crate) fn router(ctx: Arc<Context>) -> Router {
         )
         .route("/openapi/v3/{*gv}", get(openapi_document))
         .fallback(dispatch)
+        .layer(axum::middleware::from_fn_with_state(ctx.clone(), filters::authenticate_and_authorize))
         .with_state(ctx)
 }
 

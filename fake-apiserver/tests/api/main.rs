@@ -20,6 +20,7 @@ mod namespace;
 mod openapi;
 mod patch;
 mod protobuf;
+mod rbac;
 mod semantics;
 mod smoke;
 mod table;

@@ -21,7 +21,9 @@ pub(super) async fn create_only(mut call: Call) -> ApiResult<Response> {
     call.query.dry_run("CreateOptions")?;
     let obj = parse_object(&body, format == BodyFormat::Yaml)?;
     let rt = &call.target.rt;
-    Ok(json_response(StatusCode::CREATED, &rt.strategy.answer_create(rt, obj)?))
+    let user = call.user();
+    let answer = rt.strategy.answer_create(rt, obj, &call.ctx.state.read(), &user, &call.target.namespace)?;
+    Ok(json_response(StatusCode::CREATED, &answer))
 }
 
 /// A new object in the target's collection.

@@ -64,7 +64,16 @@ impl Call {
             self.query.field_manager.clone().or_else(|| {
                 Some(user_agent.split('/').next().unwrap_or_default().to_string()).filter(|s| !s.is_empty())
             });
-        Arc::new(WriteContext { verb, subresource: self.subresource, user_agent, field_manager })
+        Arc::new(WriteContext { verb, subresource: self.subresource, user_agent, field_manager, user: Some(self.user()) })
+    }
+
+    /// Who makes the request (anonymous when no filter ran, as in a bare router test).
+    fn user(&self) -> Arc<crate::storage::UserInfo> {
+        self.parts
+            .extensions
+            .get::<super::filters::Requester>()
+            .map(|r| r.0.clone())
+            .unwrap_or_else(|| Arc::new(crate::storage::UserInfo::anonymous()))
     }
 
     /// The object the URL names.
