@@ -22,7 +22,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut files = Vec::new();
     protos(&root, &mut files)?;
     files.sort();
-    let relative: Vec<PathBuf> = files.iter().filter_map(|f| f.strip_prefix(&root).ok().map(Path::to_path_buf)).collect();
+    let relative: Vec<PathBuf> =
+        files.iter().filter_map(|f| f.strip_prefix(&root).ok().map(Path::to_path_buf)).collect();
     let set = protox::compile(&relative, [&root])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?).join("kubernetes.desc");
     std::fs::write(out, set.encode_to_vec())?;

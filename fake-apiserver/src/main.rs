@@ -28,6 +28,10 @@ struct Args {
     /// Authorize requests with RBAC (`--authorization-mode=RBAC`); off, everyone may do everything.
     #[arg(long)]
     rbac: bool,
+    /// Serve HTTPS with a fresh self-signed certificate the kubeconfigs trust (kubectl sends a
+    /// kubeconfig's token only over TLS, so identities and RBAC need it).
+    #[arg(long)]
+    tls: bool,
     /// An identity and where to write its kubeconfig, e.g.
     /// `serviceaccount:team-a/controller=ctl.kubeconfig` or `user:alice:devs=alice.kubeconfig`.
     #[arg(long, value_name = "IDENTITY=PATH")]
@@ -51,7 +55,8 @@ async fn main() -> anyhow::Result<()> {
     };
     let server = ApiServer::new(config);
     let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), args.port);
-    let tcp = server.serve_tcp(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let tcp = if args.tls { server.serve_tls(addr).await } else { server.serve_tcp(addr).await };
+    let tcp = tcp.with_context(|| format!("cannot listen on {addr}"))?;
     tcp.write_kubeconfig(&args.kubeconfig)
         .with_context(|| format!("cannot write the kubeconfig to {}", args.kubeconfig.display()))?;
     for spec in &args.identity {

@@ -224,6 +224,10 @@ struct ServeArgs {
     /// Authorize requests with RBAC (the actors keep administrator rights).
     #[arg(long)]
     rbac: bool,
+    /// Serve HTTPS with a self-signed certificate the kubeconfigs trust (kubectl sends a
+    /// kubeconfig's token only over TLS: identities need it).
+    #[arg(long)]
+    tls: bool,
     /// An identity and where to write its kubeconfig (repeatable), e.g.
     /// `serviceaccount:team-a/controller=ctl.kubeconfig` or `user:alice:devs=alice.kubeconfig`.
     #[arg(long, value_name = "IDENTITY=PATH")]
@@ -507,7 +511,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(async {
         let server = fake_apiserver::ApiServer::new(fake_apiserver::Config { rbac: args.rbac, ..Default::default() });
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], args.port));
-        let tcp = server.serve_tcp(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        let tcp = if args.tls { server.serve_tls(addr).await } else { server.serve_tcp(addr).await };
+        let tcp = tcp.with_context(|| format!("cannot listen on {addr}"))?;
         let factories = if args.no_actors { Vec::new() } else { kproof::actors::reference_actors() };
         let needs = kproof::suite::Needs { settings: settings_from_flags(&args.settings)?, ..Default::default() };
         let clock = server.clock();

@@ -62,7 +62,11 @@ fn impersonate(ctx: &Context, requester: Arc<UserInfo>, headers: &HeaderMap) -> 
         if !groups.is_empty() || !uids.is_empty() || !extras.is_empty() {
             return Err(ApiError::internal_plain(format!(
                 "requested {:?} without impersonating a user",
-                [groups.join(","), uids.join(","), extras.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(",")]
+                [
+                    groups.join(","),
+                    uids.join(","),
+                    extras.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(",")
+                ]
             )));
         }
         return Ok(requester);
@@ -73,8 +77,7 @@ fn impersonate(ctx: &Context, requester: Arc<UserInfo>, headers: &HeaderMap) -> 
         Some((ns, name)) => {
             checks.push(impersonation_check("impersonate", "serviceaccounts", ns, name, ""));
             if groups.is_empty() {
-                target.groups =
-                    vec!["system:serviceaccounts".into(), format!("system:serviceaccounts:{ns}")];
+                target.groups = vec!["system:serviceaccounts".into(), format!("system:serviceaccounts:{ns}")];
             }
         }
         None => checks.push(impersonation_check("impersonate", "users", "", user, "")),
@@ -112,7 +115,9 @@ fn impersonate(ctx: &Context, requester: Arc<UserInfo>, headers: &HeaderMap) -> 
 
 /// The first value of a query parameter (Go's `url.Values.Get`).
 fn query_value(query: Option<&str>, key: &str) -> Option<String> {
-    url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()).find(|(k, _)| k == key).map(|(_, v)| v.into_owned())
+    url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
 }
 
 /// The attributes of a request (`RequestInfoFactory.NewRequestInfo`): resource requests are
@@ -229,7 +234,10 @@ mod tests {
             attrs(Method::PATCH, "/apis/resource.k8s.io/v1/namespaces/a/resourceclaims/c/status"),
             ("patch".into(), res("resource.k8s.io", "resourceclaims", "status", "a", "c"))
         );
-        assert_eq!(attrs(Method::DELETE, "/apis/apps/v1/deployments"), ("deletecollection".into(), res("apps", "deployments", "", "", "")));
+        assert_eq!(
+            attrs(Method::DELETE, "/apis/apps/v1/deployments"),
+            ("deletecollection".into(), res("apps", "deployments", "", "", ""))
+        );
         assert_eq!(attrs(Method::GET, "/apis/apps/v1"), ("get".into(), None));
         assert_eq!(attrs(Method::POST, "/version"), ("post".into(), None));
     }

@@ -10,6 +10,7 @@ mod handlers;
 pub use handlers::INITIAL_EVENTS_END;
 mod negotiation;
 mod openapi;
+mod openapi_v2;
 mod protobuf;
 mod query;
 mod request;
@@ -18,6 +19,7 @@ mod tables;
 use crate::controllers;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::State;
+use crate::storage::UserInfo;
 use apimachinery::Clock;
 use axum::Router;
 use axum::extract::{Request, State as AxState};
@@ -25,7 +27,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::HeaderMap;
 use parking_lot::RwLock;
-use crate::storage::UserInfo;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -130,6 +131,12 @@ pub(crate) fn router(ctx: Arc<Context>) -> Router {
             ),
         )
         .route("/openapi/v3/{*gv}", get(openapi_document))
+        .route(
+            "/openapi/v2",
+            get(|AxState(ctx): AxState<Arc<Context>>, headers: HeaderMap| async move {
+                openapi::v2(&ctx, &headers).unwrap_or_else(IntoResponse::into_response)
+            }),
+        )
         .fallback(dispatch)
         .layer(axum::middleware::from_fn_with_state(ctx.clone(), filters::authenticate_and_authorize))
         .with_state(ctx)

@@ -8,13 +8,13 @@ use super::decode::decode_object;
 use super::meta::{deletion_finalizers, meta_mut, new_uid, object_meta_causes, string_list};
 use super::{ResourceType, State, namespaces_key};
 use crate::error::{ApiError, ApiResult, StatusCause};
+use crate::registry::rbac::authorizer::{self, Attributes, ResourceAttributes};
 use crate::storage::{ChangeKind, Encoded, StoredObject, Subresource, Verb, WriteContext, parse_rv, preview, value_rv};
 use apimachinery::clock::format_time;
 use apimachinery::go::quote;
 use apimachinery::unstructured::set_nested_field;
 use bytes::Bytes;
 use jiff::Timestamp;
-use crate::registry::rbac::authorizer::{self, Attributes, ResourceAttributes};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 

@@ -4,6 +4,7 @@
 
 mod config;
 mod tcp;
+mod tls;
 
 pub use config::{Config, FeatureGate, FeatureGateError, FeatureGates};
 pub use tcp::{TcpServer, shutdown_signal};

@@ -26,7 +26,27 @@ impl ApiServer {
             };
             axum::serve(listener, app).with_graceful_shutdown(shutdown).await
         });
-        Ok(TcpServer { addr, token, stop: stop_tx, task })
+        Ok(TcpServer { addr, token, ca_pem: None, stop: stop_tx, task })
+    }
+
+    /// Like [`ApiServer::serve_tcp`], over TLS with a fresh self-signed certificate that the
+    /// kubeconfigs trust. kubectl sends a kubeconfig's token only over TLS: identities other
+    /// than anonymous, and so RBAC, need this listener.
+    pub async fn serve_tls(&self, addr: SocketAddr) -> std::io::Result<TcpServer> {
+        let cert = super::tls::serving_cert()?;
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let listener = super::tls::TlsListener::new(listener, cert.acceptor)?;
+        let addr = axum::serve::Listener::local_addr(&listener)?;
+        let token = self.admin_token();
+        let (stop_tx, mut stop) = watch::channel(false);
+        let app = self.router().layer(axum::Extension(ListenerStop(stop.clone())));
+        let task = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stop.wait_for(|s| *s).await;
+            };
+            axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+        });
+        Ok(TcpServer { addr, token, ca_pem: Some(cert.pem), stop: stop_tx, task })
     }
 }
 
@@ -34,6 +54,8 @@ impl ApiServer {
 pub struct TcpServer {
     addr: SocketAddr,
     token: String,
+    /// The serving certificate (PEM) when the listener speaks TLS.
+    ca_pem: Option<String>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
@@ -44,9 +66,15 @@ impl TcpServer {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT`, or `https://` over TLS.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.ca_pem.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// The serving certificate (PEM) of a TLS listener.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
     }
 
     /// The bearer token clients must send.
@@ -63,8 +91,15 @@ impl TcpServer {
     /// A kubeconfig like [`TcpServer::kubeconfig`] whose user holds `token` (one of
     /// [`ApiServer::issue_token`]).
     pub fn kubeconfig_with_token(&self, token: &str) -> String {
+        use base64::Engine;
+        let ca = match &self.ca_pem {
+            Some(pem) => {
+                format!("\n    certificate-authority-data: {}", base64::engine::general_purpose::STANDARD.encode(pem))
+            }
+            None => String::new(),
+        };
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: kproof\n  cluster:\n    server: {url}\ncontexts:\n- name: kproof\n  context:\n    cluster: kproof\n    user: kproof\n    namespace: default\ncurrent-context: kproof\npreferences: {{}}\nusers:\n- name: kproof\n  user:\n    token: {token}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: kproof\n  cluster:\n    server: {url}{ca}\ncontexts:\n- name: kproof\n  context:\n    cluster: kproof\n    user: kproof\n    namespace: default\ncurrent-context: kproof\npreferences: {{}}\nusers:\n- name: kproof\n  user:\n    token: {token}\n",
             url = self.url(),
         )
     }

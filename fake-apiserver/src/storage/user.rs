@@ -46,7 +46,11 @@ impl UserInfo {
     pub fn service_account(namespace: &str, name: &str) -> Self {
         Self {
             name: format!("{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}"),
-            groups: vec!["system:serviceaccounts".into(), format!("system:serviceaccounts:{namespace}"), AUTHENTICATED.into()],
+            groups: vec![
+                "system:serviceaccounts".into(),
+                format!("system:serviceaccounts:{namespace}"),
+                AUTHENTICATED.into(),
+            ],
             ..Self::default()
         }
     }

@@ -113,7 +113,8 @@ async fn a_protobuf_client_creates_gets_lists_and_watches_pods() {
     let (_, _, got): (_, _, core::Pod) = open(&bytes);
     assert_eq!(got.metadata.unwrap().uid, created.metadata.as_ref().unwrap().uid);
 
-    let (code, _, bytes) = raw_full(&server, Method::GET, "/api/v1/namespaces/default/pods", &[ACCEPT], Body::empty()).await;
+    let (code, _, bytes) =
+        raw_full(&server, Method::GET, "/api/v1/namespaces/default/pods", &[ACCEPT], Body::empty()).await;
     assert_eq!(code, StatusCode::OK);
     let (_, kind, list): (_, _, core::PodList) = open(&bytes);
     assert_eq!(kind, "PodList");
@@ -191,7 +192,8 @@ async fn kubectl_creates_of_built_ins_work_in_protobuf() {
         spec: Some(core::NamespaceSpec::default()),
         status: Some(core::NamespaceStatus { phase: Some(String::new()), ..Default::default() }),
     };
-    let (code, _, bytes) = raw_full(&server, Method::POST, "/api/v1/namespaces", &[CT], envelope("v1", "Namespace", &ns)).await;
+    let (code, _, bytes) =
+        raw_full(&server, Method::POST, "/api/v1/namespaces", &[CT], envelope("v1", "Namespace", &ns)).await;
     assert_eq!(code, StatusCode::CREATED, "{}", String::from_utf8_lossy(&bytes));
     let created: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(created["status"]["phase"], "Active");
@@ -203,7 +205,8 @@ async fn kubectl_creates_of_built_ins_work_in_protobuf() {
         ..Default::default()
     };
     let (code, _, bytes) =
-        raw_full(&server, Method::POST, "/api/v1/namespaces/foo/secrets", &[CT], envelope("v1", "Secret", &secret)).await;
+        raw_full(&server, Method::POST, "/api/v1/namespaces/foo/secrets", &[CT], envelope("v1", "Secret", &secret))
+            .await;
     assert_eq!(code, StatusCode::CREATED, "{}", String::from_utf8_lossy(&bytes));
     let created: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(created["data"], json!({"a": "Yg=="}));
@@ -278,7 +281,8 @@ async fn custom_resources_have_no_protobuf_form_and_yaml_is_served() {
     assert_eq!(code, StatusCode::NOT_ACCEPTABLE);
     let (code, headers, _) = raw_full(&server, Method::GET, uri, &[ACCEPT], Body::empty()).await;
     assert_eq!((code, headers["content-type"].to_str().unwrap()), (StatusCode::OK, "application/json"));
-    let (code, _, bytes) = raw_full(&server, Method::POST, uri, &[CT], envelope("example.com/v1", "Widget", &pod("w"))).await;
+    let (code, _, bytes) =
+        raw_full(&server, Method::POST, uri, &[CT], envelope("example.com/v1", "Widget", &pod("w"))).await;
     assert_eq!(code, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{}", String::from_utf8_lossy(&bytes));
 
     // The CRD itself (a built-in) has a protobuf form, schema unions included.

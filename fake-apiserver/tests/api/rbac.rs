@@ -39,12 +39,12 @@ async fn team_setup(server: &ApiServer) -> kube::Client {
     admin_apply(
         server,
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": "ctl", "namespace": "team"},
-            "rules": [
-                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get"]},
-                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["delete"], "resourceNames": ["scratch"]},
-            ]}),
+        "metadata": {"name": "ctl", "namespace": "team"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["delete"], "resourceNames": ["scratch"]},
+        ]}),
     )
     .await;
     admin_apply(
@@ -164,8 +164,10 @@ async fn aggregated_cluster_roles_and_missing_roles() {
 }
 
 fn ssar(verb: &str, resource: &str, ns: &str) -> SelfSubjectAccessReview {
-    serde_json::from_value(json!({"spec": {"resourceAttributes": {"verb": verb, "resource": resource, "namespace": ns}}}))
-        .unwrap()
+    serde_json::from_value(
+        json!({"spec": {"resourceAttributes": {"verb": verb, "resource": resource, "namespace": ns}}}),
+    )
+    .unwrap()
 }
 
 #[tokio::test]
@@ -198,16 +200,22 @@ async fn access_reviews_and_impersonation_answer_truthfully() {
         ("impersonate-user", Some("system:serviceaccount:team:ctl")),
         ("content-type", Some("application/json")),
     ];
-    let (code, _, bytes) =
-        raw_full(&server, Method::POST, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &headers, body.clone())
-            .await;
+    let (code, _, bytes) = raw_full(
+        &server,
+        Method::POST,
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        &headers,
+        body.clone(),
+    )
+    .await;
     assert_eq!(code, StatusCode::CREATED);
     let answer: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(answer["status"]["allowed"], false, "{answer}");
     // The service account may not impersonate anyone.
     let token = format!("Bearer {}", server.issue_token(UserInfo::service_account("team", "ctl")));
     let headers = [("authorization", Some(token.as_str())), ("impersonate-user", Some("alice"))];
-    let (code, _, bytes) = raw_full(&server, Method::GET, "/api/v1/namespaces/team/pods", &headers, Body::empty()).await;
+    let (code, _, bytes) =
+        raw_full(&server, Method::GET, "/api/v1/namespaces/team/pods", &headers, Body::empty()).await;
     assert_eq!(code, StatusCode::FORBIDDEN);
     let status: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(
@@ -229,8 +237,12 @@ async fn access_reviews_and_impersonation_answer_truthfully() {
         serde_json::from_slice(&bytes).unwrap()
     };
     let resource_rules = rules["status"]["resourceRules"].as_array().unwrap();
-    assert!(resource_rules.contains(&json!({"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["pods"]})));
-    assert!(resource_rules.contains(&json!({"verbs": ["delete"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["scratch"]})));
+    assert!(
+        resource_rules.contains(&json!({"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["pods"]}))
+    );
+    assert!(resource_rules.contains(
+        &json!({"verbs": ["delete"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["scratch"]})
+    ));
 }
 
 #[tokio::test]
@@ -238,7 +250,8 @@ async fn rbac_is_off_by_default() {
     let server = ApiServer::default();
     let (code, _, _) = raw_full(&server, Method::GET, "/api/v1/nodes", &[], Body::empty()).await;
     assert_eq!(code, StatusCode::OK);
-    let (code, _, _) = raw_full(&server, Method::GET, "/apis/rbac.authorization.k8s.io/v1/clusterroles", &[], Body::empty()).await;
+    let (code, _, _) =
+        raw_full(&server, Method::GET, "/apis/rbac.authorization.k8s.io/v1/clusterroles", &[], Body::empty()).await;
     assert_eq!(code, StatusCode::OK);
 }
 

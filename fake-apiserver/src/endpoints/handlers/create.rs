@@ -1,8 +1,6 @@
 //! POST: create an object, bind a pod, or answer a create-only resource (the access reviews).
 
-use super::super::negotiation::{
-    BodyFormat, bytes_response, json_response, object_format, with_warnings,
-};
+use super::super::negotiation::{BodyFormat, bytes_response, json_response, object_format, with_warnings};
 use super::{Call, create_prepared};
 use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager::UpdateOwnership;

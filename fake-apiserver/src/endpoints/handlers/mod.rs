@@ -13,8 +13,8 @@ pub use watch::INITIAL_EVENTS_END;
 
 use super::Context;
 use super::discovery;
-use super::protobuf;
 use super::negotiation::read_body;
+use super::protobuf;
 use super::query::Query;
 use super::request::{self, ApiPath, Target};
 use crate::controllers;
@@ -64,7 +64,13 @@ impl Call {
             self.query.field_manager.clone().or_else(|| {
                 Some(user_agent.split('/').next().unwrap_or_default().to_string()).filter(|s| !s.is_empty())
             });
-        Arc::new(WriteContext { verb, subresource: self.subresource, user_agent, field_manager, user: Some(self.user()) })
+        Arc::new(WriteContext {
+            verb,
+            subresource: self.subresource,
+            user_agent,
+            field_manager,
+            user: Some(self.user()),
+        })
     }
 
     /// Who makes the request (anonymous when no filter ran, as in a bare router test).

@@ -160,6 +160,11 @@ impl Codec {
         })
     }
 
+    /// Every message the vendored `.proto` files define.
+    pub fn pool(&self) -> &DescriptorPool {
+        &self.pool
+    }
+
     /// The message of an `apiVersion`/`kind` pair.
     pub fn message_for_api_version(&self, api_version: &str, kind: &str) -> Option<MessageDescriptor> {
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
@@ -237,21 +242,27 @@ impl Codec {
             },
             Kind::Bool => Pb::Bool(v.as_bool().ok_or_else(|| CodecError(format!("{at}: expected a boolean")))?),
             Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => Pb::I32(
-                int(v).and_then(|i| i32::try_from(i).ok()).ok_or_else(|| CodecError(format!("{at}: expected int32")))?,
+                int(v)
+                    .and_then(|i| i32::try_from(i).ok())
+                    .ok_or_else(|| CodecError(format!("{at}: expected int32")))?,
             ),
             Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
                 Pb::I64(int(v).ok_or_else(|| CodecError(format!("{at}: expected int64")))?)
             }
             Kind::Uint32 | Kind::Fixed32 => Pb::U32(
-                int(v).and_then(|i| u32::try_from(i).ok()).ok_or_else(|| CodecError(format!("{at}: expected uint32")))?,
+                int(v)
+                    .and_then(|i| u32::try_from(i).ok())
+                    .ok_or_else(|| CodecError(format!("{at}: expected uint32")))?,
             ),
-            Kind::Uint64 | Kind::Fixed64 => Pb::U64(
-                v.as_u64().ok_or_else(|| CodecError(format!("{at}: expected uint64")))?,
-            ),
+            Kind::Uint64 | Kind::Fixed64 => {
+                Pb::U64(v.as_u64().ok_or_else(|| CodecError(format!("{at}: expected uint64")))?)
+            }
             Kind::Double => Pb::F64(v.as_f64().ok_or_else(|| CodecError(format!("{at}: expected a number")))?),
             Kind::Float => Pb::F32(v.as_f64().ok_or_else(|| CodecError(format!("{at}: expected a number")))? as f32),
             Kind::Enum(_) => Pb::EnumNumber(
-                int(v).and_then(|i| i32::try_from(i).ok()).ok_or_else(|| CodecError(format!("{at}: expected an enum")))?,
+                int(v)
+                    .and_then(|i| i32::try_from(i).ok())
+                    .ok_or_else(|| CodecError(format!("{at}: expected an enum")))?,
             ),
         })
     }
@@ -266,8 +277,8 @@ impl Codec {
             }
             Special::Duration => {
                 let Value::String(text) = v else { return err(at, "expected a duration") };
-                let d = apimachinery::duration::parse_go_duration(text)
-                    .map_err(|e| CodecError(format!("{at}: {e}")))?;
+                let d =
+                    apimachinery::duration::parse_go_duration(text).map_err(|e| CodecError(format!("{at}: {e}")))?;
                 msg.set_field_by_name("duration", Pb::I64(d.as_nanos()));
             }
             Special::Quantity => {
@@ -341,9 +352,7 @@ impl Codec {
         for fp in &plan.fields {
             let f = &fp.field;
             if fp.inline {
-                if let Some(Value::Object(sub)) =
-                    msg.get_field(f).as_message().map(|m| self.to_json(m)).transpose()?
-                {
+                if let Some(Value::Object(sub)) = msg.get_field(f).as_message().map(|m| self.to_json(m)).transpose()? {
                     out.extend(sub);
                 }
                 continue;
@@ -462,7 +471,9 @@ impl Codec {
                     Value::Array(items)
                 } else {
                     match msg.get_field_by_name("schema").filter(|_| has("schema")) {
-                        Some(schema) => schema.as_message().map(|m| self.to_json(m)).transpose()?.unwrap_or(Value::Null),
+                        Some(schema) => {
+                            schema.as_message().map(|m| self.to_json(m)).transpose()?.unwrap_or(Value::Null)
+                        }
                         None => Value::Null,
                     }
                 }

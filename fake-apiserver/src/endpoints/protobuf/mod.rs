@@ -107,9 +107,7 @@ pub(super) fn decode_body(body: &[u8], rt: &ResourceType, content_type: &str) ->
         api_version = if rt.group.is_empty() { rt.version.clone() } else { format!("{}/{}", rt.group, rt.version) };
     }
     let Some(desc) = codec.message_for_api_version(&api_version, &kind) else {
-        return Err(ApiError::bad_request(format!(
-            "no kind \"{kind}\" is registered for version \"{api_version}\""
-        )));
+        return Err(ApiError::bad_request(format!("no kind \"{kind}\" is registered for version \"{api_version}\"")));
     };
     let v = codec.decode_message(&desc, &raw, &api_version, &kind).map_err(bad)?;
     Ok(Bytes::from(serde_json::to_vec(&v).unwrap_or_default()))
@@ -138,7 +136,9 @@ pub(super) async fn encode(output: Output, watch: bool, resp: Response) -> Respo
     let (body, ct) = match output {
         Output::Yaml => match serde_saphyr::to_string(&value) {
             Ok(y) => (Bytes::from(y), YAML),
-            Err(e) => return ApiError::internal(format!("the answer could not be written as YAML: {e}")).into_response(),
+            Err(e) => {
+                return ApiError::internal(format!("the answer could not be written as YAML: {e}")).into_response();
+            }
         },
         _ => match codec().map(|c| c.encode_object(&value)) {
             Some(Ok(Some(pb))) => (Bytes::from(pb), MEDIA_TYPE),
@@ -172,6 +172,8 @@ fn encode_watch(resp: Response) -> Response {
         }
         Ok::<_, axum::Error>(out.freeze())
     });
-    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/vnd.kubernetes.protobuf;stream=watch"));
+    parts
+        .headers
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/vnd.kubernetes.protobuf;stream=watch"));
     Response::from_parts(parts, Body::from_stream(stream))
 }

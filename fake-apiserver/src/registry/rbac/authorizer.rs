@@ -347,6 +347,9 @@ mod tests {
             "nodes is forbidden: User \"system:serviceaccount:team:ctl\" cannot list resource \"nodes\" in API group \"\" at the cluster scope: RBAC: clusterrole.rbac.authorization.k8s.io \"gone\" not found"
         );
         let path = Attributes { verb: "get".into(), resource: None, path: "/metrics".into() };
-        assert_eq!(forbidden(&user, &path, "").message, "forbidden: User \"system:serviceaccount:team:ctl\" cannot get path \"/metrics\"");
+        assert_eq!(
+            forbidden(&user, &path, "").message,
+            "forbidden: User \"system:serviceaccount:team:ctl\" cannot get path \"/metrics\""
+        );
     }
 }
