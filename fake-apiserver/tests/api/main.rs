@@ -26,3 +26,4 @@ mod smoke;
 mod table;
 mod tcp;
 mod watch;
+mod wire;

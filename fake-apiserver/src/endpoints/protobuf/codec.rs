@@ -304,7 +304,8 @@ impl Codec {
             },
             Special::Raw => {
                 let raw = serde_json::to_vec(v).map_err(|e| CodecError(e.to_string()))?;
-                msg.set_field_by_name("raw", Pb::Bytes(raw.into()));
+                // Field 1 is `raw`, or `Raw` in FieldsV1.
+                msg.set_field_by_number(1, Pb::Bytes(raw.into()));
             }
             Special::OrBool => match v {
                 Value::Bool(b) => msg.set_field_by_name("allows", Pb::Bool(*b)),
@@ -443,7 +444,7 @@ impl Codec {
                 }
             }
             Special::Raw => {
-                let raw = field("raw").and_then(|v| v.as_bytes().cloned()).unwrap_or_default();
+                let raw = msg.get_field_by_number(1).and_then(|v| v.as_bytes().cloned()).unwrap_or_default();
                 if raw.is_empty() {
                     return Ok(Value::Null);
                 }
@@ -574,5 +575,58 @@ fn map_key(k: &MapKey) -> String {
         MapKey::I64(i) => i.to_string(),
         MapKey::U32(i) => i.to_string(),
         MapKey::U64(i) => i.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn round_trip(v: Value) -> Value {
+        let c = codec().expect("the descriptors load");
+        let bytes = c.encode_object(&v).expect("encodes").expect("has a protobuf form");
+        c.decode_envelope(&bytes).expect("decodes").1
+    }
+
+    #[test]
+    fn special_types_inline_structs_and_renames_round_trip() {
+        let pod = json!({
+            "kind": "Pod", "apiVersion": "v1",
+            "metadata": {"name": "p", "creationTimestamp": "2026-01-02T03:04:05Z",
+                "managedFields": [{"manager": "m", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]},
+            "spec": {
+                "volumes": [{"name": "v", "configMap": {"name": "cm", "defaultMode": 420}}],
+                "containers": [{"name": "c", "image": "i",
+                    "readinessProbe": {"httpGet": {"port": "http", "path": "/"}, "periodSeconds": 5},
+                    "resources": {"limits": {"cpu": "500m", "memory": "1Gi"}}}],
+                "activeDeadlineSeconds": 0,
+            },
+        });
+        assert_eq!(round_trip(pod.clone()), pod);
+        let lease = json!({"kind": "Lease", "apiVersion": "coordination.k8s.io/v1", "metadata": {"name": "l"},
+            "spec": {"renewTime": "2026-01-02T03:04:05.123456Z", "leaseDurationSeconds": 15}});
+        assert_eq!(round_trip(lease.clone()), lease);
+        let crd = json!({"kind": "CustomResourceDefinition", "apiVersion": "apiextensions.k8s.io/v1",
+            "metadata": {"name": "ws.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "ws", "kind": "W"},
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                    "type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                    "properties": {"spec": {"type": "object", "default": {"a": 1},
+                        "additionalProperties": false,
+                        "properties": {"tags": {"type": "array", "items": {"type": "string"}}}}}}}}]}});
+        assert_eq!(round_trip(crd.clone()), crd);
+    }
+
+    #[test]
+    fn kinds_without_a_protobuf_form_and_bad_input() {
+        let c = codec().expect("the descriptors load");
+        assert!(c.encode_object(&json!({"kind": "Widget", "apiVersion": "example.com/v1"})).unwrap().is_none());
+        assert!(c.encode_object(&json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1"})).unwrap().is_none());
+        let err = c.encode_object(&json!({"kind": "Pod", "apiVersion": "v1", "spec": {"containers": 3}})).unwrap_err();
+        assert_eq!(err.0, "spec.containers: expected an array");
+        assert!(c.decode_envelope(b"k8s\0\x0a\xff").is_err());
+        assert!(c.decode_envelope(b"nope").is_err());
     }
 }
