@@ -182,7 +182,7 @@ impl Codec {
     // ---------------------------------------------------------------- JSON → protobuf
 
     /// The message `desc` holding the JSON value `v`.
-    pub fn from_json(&self, desc: &MessageDescriptor, v: &Value, at: &str) -> Result<DynamicMessage> {
+    pub fn message_from_json(&self, desc: &MessageDescriptor, v: &Value, at: &str) -> Result<DynamicMessage> {
         let Some(plan) = self.plan(desc) else { return err(at, format!("no plan for {}", desc.full_name())) };
         let mut msg = DynamicMessage::new(desc.clone());
         if let Some(s) = plan.special {
@@ -193,7 +193,7 @@ impl Codec {
         for fp in &plan.fields {
             if fp.inline {
                 let Kind::Message(m) = fp.field.kind() else { continue };
-                let sub = self.from_json(&m, v, at)?;
+                let sub = self.message_from_json(&m, v, at)?;
                 if sub.fields().next().is_some() {
                     msg.set_field(&fp.field, Pb::Message(sub));
                 }
@@ -231,7 +231,7 @@ impl Codec {
     fn single_from_json(&self, field: &FieldDescriptor, v: &Value, at: &str) -> Result<Pb> {
         let int = |v: &Value| v.as_i64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64));
         Ok(match field.kind() {
-            Kind::Message(m) => Pb::Message(self.from_json(&m, v, at)?),
+            Kind::Message(m) => Pb::Message(self.message_from_json(&m, v, at)?),
             Kind::String => match v {
                 Value::String(s) => Pb::String(s.clone()),
                 other => return err(at, format!("expected a string, got {other}")),
@@ -310,7 +310,8 @@ impl Codec {
             Special::OrBool => match v {
                 Value::Bool(b) => msg.set_field_by_name("allows", Pb::Bool(*b)),
                 other => {
-                    let schema = self.from_json(&self.named(&format!("{APIEXT}.JSONSchemaProps"))?, other, at)?;
+                    let schema =
+                        self.message_from_json(&self.named(&format!("{APIEXT}.JSONSchemaProps"))?, other, at)?;
                     msg.set_field_by_name("allows", Pb::Bool(true));
                     msg.set_field_by_name("schema", Pb::Message(schema));
                 }
@@ -321,7 +322,7 @@ impl Codec {
                     Value::Array(items) if s == Special::OrArray => {
                         let mut list = Vec::new();
                         for (i, x) in items.iter().enumerate() {
-                            list.push(Pb::Message(self.from_json(&props, x, &format!("{at}[{i}]"))?));
+                            list.push(Pb::Message(self.message_from_json(&props, x, &format!("{at}[{i}]"))?));
                         }
                         msg.set_field_by_name("jSONSchemas", Pb::List(list));
                     }
@@ -333,7 +334,7 @@ impl Codec {
                         }
                         msg.set_field_by_name("property", Pb::List(list));
                     }
-                    other => msg.set_field_by_name("schema", Pb::Message(self.from_json(&props, other, at)?)),
+                    other => msg.set_field_by_name("schema", Pb::Message(self.message_from_json(&props, other, at)?)),
                 }
             }
         }
@@ -343,7 +344,7 @@ impl Codec {
     // ---------------------------------------------------------------- protobuf → JSON
 
     /// The JSON value a message holds.
-    pub fn to_json(&self, msg: &DynamicMessage) -> Result<Value> {
+    pub fn message_to_json(&self, msg: &DynamicMessage) -> Result<Value> {
         let desc = msg.descriptor();
         let Some(plan) = self.plan(&desc) else { return err("", format!("no plan for {}", desc.full_name())) };
         if let Some(s) = plan.special {
@@ -353,7 +354,9 @@ impl Codec {
         for fp in &plan.fields {
             let f = &fp.field;
             if fp.inline {
-                if let Some(Value::Object(sub)) = msg.get_field(f).as_message().map(|m| self.to_json(m)).transpose()? {
+                if let Some(Value::Object(sub)) =
+                    msg.get_field(f).as_message().map(|m| self.message_to_json(m)).transpose()?
+                {
                     out.extend(sub);
                 }
                 continue;
@@ -365,7 +368,7 @@ impl Codec {
                 let vf = entry.map_entry_value_field();
                 // Go writes map keys sorted.
                 let mut keys: Vec<(&MapKey, &Pb)> = entries.iter().collect();
-                keys.sort_by(|a, b| map_key(a.0).cmp(&map_key(b.0)));
+                keys.sort_by_key(|a| map_key(a.0));
                 let mut m = Map::new();
                 for (k, x) in keys {
                     m.insert(map_key(k), self.single_to_json(&vf, x)?);
@@ -393,7 +396,7 @@ impl Codec {
 
     fn single_to_json(&self, field: &FieldDescriptor, v: &Pb) -> Result<Value> {
         Ok(match v {
-            Pb::Message(m) => self.to_json(m)?,
+            Pb::Message(m) => self.message_to_json(m)?,
             Pb::String(s) => Value::String(s.clone()),
             Pb::Bytes(b) => Value::String(BASE64.encode(b)),
             Pb::Bool(b) => Value::Bool(*b),
@@ -454,7 +457,9 @@ impl Codec {
                 serde_json::from_slice(&raw).map_err(|e| CodecError(format!("raw JSON: {e}")))?
             }
             Special::OrBool => match msg.get_field_by_name("schema").filter(|_| has("schema")) {
-                Some(schema) => schema.as_message().map(|m| self.to_json(m)).transpose()?.unwrap_or(Value::Null),
+                Some(schema) => {
+                    schema.as_message().map(|m| self.message_to_json(m)).transpose()?.unwrap_or(Value::Null)
+                }
                 None => Value::Bool(field("allows").and_then(|v| v.as_bool()).unwrap_or_default()),
             },
             Special::OrArray | Special::OrStringArray => {
@@ -464,7 +469,7 @@ impl Codec {
                     let items = list
                         .iter()
                         .map(|x| match x {
-                            Pb::Message(m) => self.to_json(m),
+                            Pb::Message(m) => self.message_to_json(m),
                             Pb::String(s) => Ok(Value::String(s.clone())),
                             _ => err("", "unexpected list item"),
                         })
@@ -473,7 +478,7 @@ impl Codec {
                 } else {
                     match msg.get_field_by_name("schema").filter(|_| has("schema")) {
                         Some(schema) => {
-                            schema.as_message().map(|m| self.to_json(m)).transpose()?.unwrap_or(Value::Null)
+                            schema.as_message().map(|m| self.message_to_json(m)).transpose()?.unwrap_or(Value::Null)
                         }
                         None => Value::Null,
                     }
@@ -508,12 +513,12 @@ impl Codec {
         let api_version = v.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
         let kind = v.get("kind").and_then(Value::as_str).unwrap_or_default();
         let Some(desc) = self.message_for_api_version(api_version, kind) else { return Ok(None) };
-        let msg = self.from_json(&desc, v, "")?;
+        let msg = self.message_from_json(&desc, v, "")?;
         self.encode_envelope(api_version, kind, msg.encode_to_vec()).map(Some)
     }
 
     /// Splits an envelope: the type meta (apiVersion, kind) and the raw message bytes.
-    pub fn split_envelope<'a>(&self, body: &'a [u8]) -> Result<(String, String, Vec<u8>)> {
+    pub fn split_envelope(&self, body: &[u8]) -> Result<(String, String, Vec<u8>)> {
         let Some(rest) = body.strip_prefix(MAGIC) else { return err("", "missing the k8s\\0 prefix") };
         let unknown = self.named("k8s.io.apimachinery.pkg.runtime.Unknown")?;
         let u = DynamicMessage::decode(unknown, rest).map_err(|e| CodecError(e.to_string()))?;
@@ -542,7 +547,7 @@ impl Codec {
     /// The raw bytes of one message as JSON with the given type meta.
     pub fn decode_message(&self, desc: &MessageDescriptor, raw: &[u8], api_version: &str, kind: &str) -> Result<Value> {
         let msg = DynamicMessage::decode(desc.clone(), raw).map_err(|e| CodecError(e.to_string()))?;
-        let body = self.to_json(&msg)?;
+        let body = self.message_to_json(&msg)?;
         let mut out = Map::new();
         out.insert("kind".into(), Value::String(kind.to_string()));
         out.insert("apiVersion".into(), Value::String(api_version.to_string()));
