@@ -145,6 +145,24 @@ async fn a_protobuf_client_creates_gets_lists_and_watches_pods() {
     let (_, kind, watched): (_, _, core::Pod) = open(&event.object.unwrap().raw.unwrap());
     assert_eq!(kind, "Pod");
     assert_eq!(watched.metadata.unwrap().name.as_deref(), Some("web"));
+
+    // client-go sends DeleteOptions in protobuf too.
+    let options = meta::DeleteOptions { grace_period_seconds: Some(0), ..Default::default() };
+    let (code, _, bytes) = raw_full(
+        &server,
+        Method::DELETE,
+        "/api/v1/namespaces/default/pods/web",
+        &[CT, ACCEPT],
+        envelope("meta.k8s.io/v1", "DeleteOptions", &options),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK, "{}", String::from_utf8_lossy(&bytes));
+    // Deleted at once (grace period 0): the answer is a protobuf Status Success.
+    let (_, kind, status): (_, _, meta::Status) = open(&bytes);
+    assert_eq!((kind.as_str(), status.status.as_deref()), ("Status", Some("Success")));
+    let (code, _, _) =
+        raw_full(&server, Method::GET, "/api/v1/namespaces/default/pods/web", &[ACCEPT], Body::empty()).await;
+    assert_eq!(code, StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]

@@ -118,7 +118,7 @@ pub(super) async fn handle(ctx: Arc<Context>, req: Request) -> ApiResult<Respons
     let output = protobuf::negotiate(&mut parts.headers, has_protobuf, watch)?;
     let protobuf_body = has_protobuf
         && protobuf::is_protobuf_body(&parts.headers)
-        && matches!(parts.method, http::Method::POST | http::Method::PUT);
+        && matches!(parts.method, http::Method::POST | http::Method::PUT | http::Method::DELETE);
     if protobuf_body {
         parts.headers.insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
     }
