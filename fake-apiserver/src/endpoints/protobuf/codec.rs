@@ -80,14 +80,40 @@ struct MessagePlan {
     fields: Vec<FieldPlan>,
 }
 
-/// A protobuf encoding or decoding failure, with the path where it happened.
+/// A protobuf encoding or decoding failure, with the path where it happened. The path is
+/// built on the way out of a failure, so a success allocates none.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CodecError(pub String);
+pub(crate) struct CodecError {
+    path: String,
+    what: String,
+}
+
+impl CodecError {
+    fn new(what: impl std::fmt::Display) -> Self {
+        Self { path: String::new(), what: what.to_string() }
+    }
+
+    /// The same failure one level up: under `key` (a field name or `[i]`).
+    fn within(mut self, key: &str) -> Self {
+        self.path = match (self.path.is_empty(), self.path.starts_with('[')) {
+            (true, _) => key.to_string(),
+            (false, true) => format!("{key}{}", self.path),
+            (false, false) => format!("{key}.{}", self.path),
+        };
+        self
+    }
+}
+
+impl std::fmt::Display for CodecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() { write!(f, "{}", self.what) } else { write!(f, "{}: {}", self.path, self.what) }
+    }
+}
 
 type Result<T> = std::result::Result<T, CodecError>;
 
-fn err<T>(at: &str, what: impl std::fmt::Display) -> Result<T> {
-    Err(CodecError(if at.is_empty() { what.to_string() } else { format!("{at}: {what}") }))
+fn err<T>(what: impl std::fmt::Display) -> Result<T> {
+    Err(CodecError::new(what))
 }
 
 /// The descriptors, the JSON mapping and the plan of every message.
@@ -176,33 +202,34 @@ impl Codec {
     }
 
     fn named(&self, name: &str) -> Result<MessageDescriptor> {
-        self.pool.get_message_by_name(name).map_or_else(|| err("", format!("no message {name}")), Ok)
+        self.pool.get_message_by_name(name).map_or_else(|| err(format!("no message {name}")), Ok)
     }
 
     // ---------------------------------------------------------------- JSON → protobuf
 
     /// The message `desc` holding the JSON value `v`.
-    pub fn message_from_json(&self, desc: &MessageDescriptor, v: &Value, at: &str) -> Result<DynamicMessage> {
-        let Some(plan) = self.plan(desc) else { return err(at, format!("no plan for {}", desc.full_name())) };
+    pub fn message_from_json(&self, desc: &MessageDescriptor, v: &Value) -> Result<DynamicMessage> {
+        let Some(plan) = self.plan(desc) else { return err(format!("no plan for {}", desc.full_name())) };
         let mut msg = DynamicMessage::new(desc.clone());
         if let Some(s) = plan.special {
-            self.special_from_json(s, &mut msg, v, at)?;
+            self.special_from_json(s, &mut msg, v)?;
             return Ok(msg);
         }
-        let Value::Object(obj) = v else { return err(at, format!("expected an object, got {v}")) };
+        let Value::Object(obj) = v else { return err(format!("expected an object, got {v}")) };
         for fp in &plan.fields {
             if fp.inline {
                 let Kind::Message(m) = fp.field.kind() else { continue };
-                let sub = self.message_from_json(&m, v, at)?;
+                let sub = self.message_from_json(&m, v)?;
                 if sub.fields().next().is_some() {
                     msg.set_field(&fp.field, Pb::Message(sub));
                 }
                 continue;
             }
             let Some(value) = obj.get(&fp.key).filter(|x| !x.is_null()) else { continue };
-            let path = if at.is_empty() { fp.key.clone() } else { format!("{at}.{}", fp.key) };
             let pb = if fp.field.is_map() {
-                let Value::Object(entries) = value else { return err(&path, "expected an object") };
+                let Value::Object(entries) = value else {
+                    return err("expected an object").map_err(|e| e.within(&fp.key));
+                };
                 let Kind::Message(entry) = fp.field.kind() else { continue };
                 let vf = entry.map_entry_value_field();
                 let mut map = HashMap::with_capacity(entries.len());
@@ -210,82 +237,75 @@ impl Codec {
                     if x.is_null() && !matches!(vf.kind(), Kind::Message(_)) {
                         continue;
                     }
-                    map.insert(MapKey::String(k.clone()), self.single_from_json(&vf, x, &path)?);
+                    let value = self.single_from_json(&vf, x).map_err(|e| e.within(k).within(&fp.key))?;
+                    map.insert(MapKey::String(k.clone()), value);
                 }
                 Pb::Map(map)
             } else if fp.field.is_list() {
-                let Value::Array(items) = value else { return err(&path, "expected an array") };
+                let Value::Array(items) = value else { return err("expected an array").map_err(|e| e.within(&fp.key)) };
                 let mut list = Vec::with_capacity(items.len());
                 for (i, x) in items.iter().enumerate() {
-                    list.push(self.single_from_json(&fp.field, x, &format!("{path}[{i}]"))?);
+                    let item = self.single_from_json(&fp.field, x);
+                    list.push(item.map_err(|e| e.within(&format!("[{i}]")).within(&fp.key))?);
                 }
                 Pb::List(list)
             } else {
-                self.single_from_json(&fp.field, value, &path)?
+                self.single_from_json(&fp.field, value).map_err(|e| e.within(&fp.key))?
             };
             msg.set_field(&fp.field, pb);
         }
         Ok(msg)
     }
 
-    fn single_from_json(&self, field: &FieldDescriptor, v: &Value, at: &str) -> Result<Pb> {
+    fn single_from_json(&self, field: &FieldDescriptor, v: &Value) -> Result<Pb> {
         let int = |v: &Value| v.as_i64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64));
         Ok(match field.kind() {
-            Kind::Message(m) => Pb::Message(self.message_from_json(&m, v, at)?),
+            Kind::Message(m) => Pb::Message(self.message_from_json(&m, v)?),
             Kind::String => match v {
                 Value::String(s) => Pb::String(s.clone()),
-                other => return err(at, format!("expected a string, got {other}")),
+                other => return err(format!("expected a string, got {other}")),
             },
             Kind::Bytes => match v {
-                Value::String(s) => Pb::Bytes(BASE64.decode(s).map_err(|e| CodecError(format!("{at}: {e}")))?.into()),
-                other => return err(at, format!("expected base64 bytes, got {other}")),
+                Value::String(s) => Pb::Bytes(BASE64.decode(s).map_err(|e| CodecError::new(format!("{e}")))?.into()),
+                other => return err(format!("expected base64 bytes, got {other}")),
             },
-            Kind::Bool => Pb::Bool(v.as_bool().ok_or_else(|| CodecError(format!("{at}: expected a boolean")))?),
-            Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => Pb::I32(
-                int(v)
-                    .and_then(|i| i32::try_from(i).ok())
-                    .ok_or_else(|| CodecError(format!("{at}: expected int32")))?,
-            ),
+            Kind::Bool => Pb::Bool(v.as_bool().ok_or_else(|| CodecError::new("expected a boolean"))?),
+            Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => {
+                Pb::I32(int(v).and_then(|i| i32::try_from(i).ok()).ok_or_else(|| CodecError::new("expected int32"))?)
+            }
             Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
-                Pb::I64(int(v).ok_or_else(|| CodecError(format!("{at}: expected int64")))?)
+                Pb::I64(int(v).ok_or_else(|| CodecError::new("expected int64"))?)
             }
-            Kind::Uint32 | Kind::Fixed32 => Pb::U32(
-                int(v)
-                    .and_then(|i| u32::try_from(i).ok())
-                    .ok_or_else(|| CodecError(format!("{at}: expected uint32")))?,
-            ),
-            Kind::Uint64 | Kind::Fixed64 => {
-                Pb::U64(v.as_u64().ok_or_else(|| CodecError(format!("{at}: expected uint64")))?)
+            Kind::Uint32 | Kind::Fixed32 => {
+                Pb::U32(int(v).and_then(|i| u32::try_from(i).ok()).ok_or_else(|| CodecError::new("expected uint32"))?)
             }
-            Kind::Double => Pb::F64(v.as_f64().ok_or_else(|| CodecError(format!("{at}: expected a number")))?),
-            Kind::Float => Pb::F32(v.as_f64().ok_or_else(|| CodecError(format!("{at}: expected a number")))? as f32),
+            Kind::Uint64 | Kind::Fixed64 => Pb::U64(v.as_u64().ok_or_else(|| CodecError::new("expected uint64"))?),
+            Kind::Double => Pb::F64(v.as_f64().ok_or_else(|| CodecError::new("expected a number"))?),
+            Kind::Float => Pb::F32(v.as_f64().ok_or_else(|| CodecError::new("expected a number"))? as f32),
             Kind::Enum(_) => Pb::EnumNumber(
-                int(v)
-                    .and_then(|i| i32::try_from(i).ok())
-                    .ok_or_else(|| CodecError(format!("{at}: expected an enum")))?,
+                int(v).and_then(|i| i32::try_from(i).ok()).ok_or_else(|| CodecError::new("expected an enum"))?,
             ),
         })
     }
 
-    fn special_from_json(&self, s: Special, msg: &mut DynamicMessage, v: &Value, at: &str) -> Result<()> {
+    fn special_from_json(&self, s: Special, msg: &mut DynamicMessage, v: &Value) -> Result<()> {
         match s {
             Special::Time | Special::MicroTime => {
-                let Value::String(text) = v else { return err(at, "expected an RFC 3339 time") };
-                let ts: jiff::Timestamp = text.parse().map_err(|e| CodecError(format!("{at}: {e}")))?;
+                let Value::String(text) = v else { return err("expected an RFC 3339 time") };
+                let ts: jiff::Timestamp = text.parse().map_err(|e| CodecError::new(format!("{e}")))?;
                 msg.set_field_by_name("seconds", Pb::I64(ts.as_second()));
                 msg.set_field_by_name("nanos", Pb::I32(ts.subsec_nanosecond()));
             }
             Special::Duration => {
-                let Value::String(text) = v else { return err(at, "expected a duration") };
-                let d =
-                    apimachinery::duration::parse_go_duration(text).map_err(|e| CodecError(format!("{at}: {e}")))?;
+                let Value::String(text) = v else { return err("expected a duration") };
+                let d = apimachinery::duration::parse_go_duration(text).map_err(|e| CodecError::new(format!("{e}")))?;
                 msg.set_field_by_name("duration", Pb::I64(d.as_nanos()));
             }
             Special::Quantity => {
                 let text = match v {
                     Value::String(s) => s.clone(),
                     Value::Number(n) => n.to_string(),
-                    other => return err(at, format!("expected a quantity, got {other}")),
+                    other => return err(format!("expected a quantity, got {other}")),
                 };
                 msg.set_field_by_name("string", Pb::String(text));
             }
@@ -296,22 +316,21 @@ impl Codec {
                 }
                 Value::Number(n) => {
                     let i = n.as_i64().and_then(|i| i32::try_from(i).ok());
-                    let Some(i) = i else { return err(at, "expected an int32 or a string") };
+                    let Some(i) = i else { return err("expected an int32 or a string") };
                     msg.set_field_by_name("type", Pb::I64(0));
                     msg.set_field_by_name("intVal", Pb::I32(i));
                 }
-                other => return err(at, format!("expected an int or a string, got {other}")),
+                other => return err(format!("expected an int or a string, got {other}")),
             },
             Special::Raw => {
-                let raw = serde_json::to_vec(v).map_err(|e| CodecError(e.to_string()))?;
+                let raw = serde_json::to_vec(v).map_err(CodecError::new)?;
                 // Field 1 is `raw`, or `Raw` in FieldsV1.
                 msg.set_field_by_number(1, Pb::Bytes(raw.into()));
             }
             Special::OrBool => match v {
                 Value::Bool(b) => msg.set_field_by_name("allows", Pb::Bool(*b)),
                 other => {
-                    let schema =
-                        self.message_from_json(&self.named(&format!("{APIEXT}.JSONSchemaProps"))?, other, at)?;
+                    let schema = self.message_from_json(&self.named(&format!("{APIEXT}.JSONSchemaProps"))?, other)?;
                     msg.set_field_by_name("allows", Pb::Bool(true));
                     msg.set_field_by_name("schema", Pb::Message(schema));
                 }
@@ -322,19 +341,21 @@ impl Codec {
                     Value::Array(items) if s == Special::OrArray => {
                         let mut list = Vec::new();
                         for (i, x) in items.iter().enumerate() {
-                            list.push(Pb::Message(self.message_from_json(&props, x, &format!("{at}[{i}]"))?));
+                            list.push(Pb::Message(
+                                self.message_from_json(&props, x).map_err(|e| e.within(&format!("[{i}]")))?,
+                            ));
                         }
                         msg.set_field_by_name("jSONSchemas", Pb::List(list));
                     }
                     Value::Array(items) => {
                         let mut list = Vec::new();
                         for x in items {
-                            let Value::String(p) = x else { return err(at, "expected strings") };
+                            let Value::String(p) = x else { return err("expected strings") };
                             list.push(Pb::String(p.clone()));
                         }
                         msg.set_field_by_name("property", Pb::List(list));
                     }
-                    other => msg.set_field_by_name("schema", Pb::Message(self.message_from_json(&props, other, at)?)),
+                    other => msg.set_field_by_name("schema", Pb::Message(self.message_from_json(&props, other)?)),
                 }
             }
         }
@@ -346,7 +367,7 @@ impl Codec {
     /// The JSON value a message holds.
     pub fn message_to_json(&self, msg: &DynamicMessage) -> Result<Value> {
         let desc = msg.descriptor();
-        let Some(plan) = self.plan(&desc) else { return err("", format!("no plan for {}", desc.full_name())) };
+        let Some(plan) = self.plan(&desc) else { return err(format!("no plan for {}", desc.full_name())) };
         if let Some(s) = plan.special {
             return self.special_to_json(s, msg);
         }
@@ -407,7 +428,7 @@ impl Codec {
             Pb::F64(f) => Number::from_f64(*f).map(Value::Number).unwrap_or(Value::Null),
             Pb::F32(f) => Number::from_f64(f64::from(*f)).map(Value::Number).unwrap_or(Value::Null),
             Pb::EnumNumber(i) => Value::from(*i),
-            Pb::List(_) | Pb::Map(_) => return err(field.name(), "nested list"),
+            Pb::List(_) | Pb::Map(_) => return err(format!("{}: a list inside a list", field.name())),
         })
     }
 
@@ -421,7 +442,7 @@ impl Codec {
                 }
                 let secs = field("seconds").and_then(|v| v.as_i64()).unwrap_or_default();
                 let nanos = field("nanos").and_then(|v| v.as_i32()).unwrap_or_default();
-                let ts = jiff::Timestamp::new(secs, nanos).map_err(|e| CodecError(e.to_string()))?;
+                let ts = jiff::Timestamp::new(secs, nanos).map_err(CodecError::new)?;
                 let text = if s == Special::Time {
                     ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
                 } else {
@@ -454,7 +475,7 @@ impl Codec {
                 if raw.starts_with(MAGIC) {
                     return self.decode_envelope(&raw).map(|(_, v)| v);
                 }
-                serde_json::from_slice(&raw).map_err(|e| CodecError(format!("raw JSON: {e}")))?
+                serde_json::from_slice(&raw).map_err(|e| CodecError::new(format!("raw JSON: {e}")))?
             }
             Special::OrBool => match msg.get_field_by_name("schema").filter(|_| has("schema")) {
                 Some(schema) => {
@@ -471,7 +492,7 @@ impl Codec {
                         .map(|x| match x {
                             Pb::Message(m) => self.message_to_json(m),
                             Pb::String(s) => Ok(Value::String(s.clone())),
-                            _ => err("", "unexpected list item"),
+                            _ => err("unexpected list item"),
                         })
                         .collect::<Result<Vec<_>>>()?;
                     Value::Array(items)
@@ -489,21 +510,29 @@ impl Codec {
 
     // ---------------------------------------------------------------- envelopes
 
-    /// `k8s\0` + `runtime.Unknown{typeMeta, raw}`: how kube sends one object.
+    /// `k8s\0` + `runtime.Unknown{typeMeta, raw, contentEncoding: "", contentType: ""}`: how
+    /// kube sends one object. Written directly (it is on every protobuf answer), the fields in
+    /// Unknown's order as Go's marshaller writes them.
     pub fn encode_envelope(&self, api_version: &str, kind: &str, raw: Vec<u8>) -> Result<Vec<u8>> {
-        let unknown = self.named("k8s.io.apimachinery.pkg.runtime.Unknown")?;
-        let type_meta = self.named("k8s.io.apimachinery.pkg.runtime.TypeMeta")?;
-        let mut tm = DynamicMessage::new(type_meta);
-        tm.set_field_by_name("apiVersion", Pb::String(api_version.to_string()));
-        tm.set_field_by_name("kind", Pb::String(kind.to_string()));
-        let mut u = DynamicMessage::new(unknown);
-        u.set_field_by_name("typeMeta", Pb::Message(tm));
-        u.set_field_by_name("raw", Pb::Bytes(raw.into()));
-        u.set_field_by_name("contentEncoding", Pb::String(String::new()));
-        u.set_field_by_name("contentType", Pb::String(String::new()));
-        let mut out = Vec::with_capacity(MAGIC.len() + u.encoded_len());
+        use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint};
+        let string_len = |s: &str| 1 + encoded_len_varint(s.len() as u64) + s.len();
+        let type_meta_len = string_len(api_version) + string_len(kind);
+        let mut out = Vec::with_capacity(MAGIC.len() + type_meta_len + raw.len() + 16);
         out.extend_from_slice(MAGIC);
-        u.encode(&mut out).map_err(|e| CodecError(e.to_string()))?;
+        encode_key(1, WireType::LengthDelimited, &mut out);
+        encode_varint(type_meta_len as u64, &mut out);
+        for (n, s) in [(1, api_version), (2, kind)] {
+            encode_key(n, WireType::LengthDelimited, &mut out);
+            encode_varint(s.len() as u64, &mut out);
+            out.extend_from_slice(s.as_bytes());
+        }
+        encode_key(2, WireType::LengthDelimited, &mut out);
+        encode_varint(raw.len() as u64, &mut out);
+        out.extend_from_slice(&raw);
+        for n in [3, 4] {
+            encode_key(n, WireType::LengthDelimited, &mut out);
+            encode_varint(0, &mut out);
+        }
         Ok(out)
     }
 
@@ -513,15 +542,15 @@ impl Codec {
         let api_version = v.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
         let kind = v.get("kind").and_then(Value::as_str).unwrap_or_default();
         let Some(desc) = self.message_for_api_version(api_version, kind) else { return Ok(None) };
-        let msg = self.message_from_json(&desc, v, "")?;
+        let msg = self.message_from_json(&desc, v)?;
         self.encode_envelope(api_version, kind, msg.encode_to_vec()).map(Some)
     }
 
     /// Splits an envelope: the type meta (apiVersion, kind) and the raw message bytes.
     pub fn split_envelope(&self, body: &[u8]) -> Result<(String, String, Vec<u8>)> {
-        let Some(rest) = body.strip_prefix(MAGIC) else { return err("", "missing the k8s\\0 prefix") };
+        let Some(rest) = body.strip_prefix(MAGIC) else { return err("missing the k8s\\0 prefix") };
         let unknown = self.named("k8s.io.apimachinery.pkg.runtime.Unknown")?;
-        let u = DynamicMessage::decode(unknown, rest).map_err(|e| CodecError(e.to_string()))?;
+        let u = DynamicMessage::decode(unknown, rest).map_err(CodecError::new)?;
         let text = |m: &DynamicMessage, n: &str| {
             m.get_field_by_name(n).and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
         };
@@ -538,7 +567,7 @@ impl Codec {
     pub fn decode_envelope(&self, body: &[u8]) -> Result<(MessageDescriptor, Value)> {
         let (api_version, kind, raw) = self.split_envelope(body)?;
         let Some(desc) = self.message_for_api_version(&api_version, &kind) else {
-            return err("", format!("no kind {kind:?} is registered for version {api_version:?}"));
+            return err(format!("no kind {kind:?} is registered for version {api_version:?}"));
         };
         let v = self.decode_message(&desc, &raw, &api_version, &kind)?;
         Ok((desc, v))
@@ -546,7 +575,7 @@ impl Codec {
 
     /// The raw bytes of one message as JSON with the given type meta.
     pub fn decode_message(&self, desc: &MessageDescriptor, raw: &[u8], api_version: &str, kind: &str) -> Result<Value> {
-        let msg = DynamicMessage::decode(desc.clone(), raw).map_err(|e| CodecError(e.to_string()))?;
+        let msg = DynamicMessage::decode(desc.clone(), raw).map_err(CodecError::new)?;
         let body = self.message_to_json(&msg)?;
         let mut out = Map::new();
         out.insert("kind".into(), Value::String(kind.to_string()));
@@ -630,7 +659,11 @@ mod tests {
         assert!(c.encode_object(&json!({"kind": "Widget", "apiVersion": "example.com/v1"})).unwrap().is_none());
         assert!(c.encode_object(&json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1"})).unwrap().is_none());
         let err = c.encode_object(&json!({"kind": "Pod", "apiVersion": "v1", "spec": {"containers": 3}})).unwrap_err();
-        assert_eq!(err.0, "spec.containers: expected an array");
+        assert_eq!(err.to_string(), "spec.containers: expected an array");
+        let pod =
+            json!({"kind": "Pod", "apiVersion": "v1", "spec": {"containers": [{"name": 3}], "nodeSelector": {"a": 1}}});
+        let err = c.encode_object(&pod).unwrap_err();
+        assert_eq!(err.to_string(), "spec.containers[0].name: expected a string, got 3");
         assert!(c.decode_envelope(b"k8s\0\x0a\xff").is_err());
         assert!(c.decode_envelope(b"nope").is_err());
     }

@@ -98,7 +98,7 @@ pub(super) fn decode_body(body: &[u8], rt: &ResourceType, content_type: &str) ->
     if !has_protobuf(rt) {
         return Err(ApiError::unsupported_media_type(content_type, WRITE_MEDIA_TYPES));
     }
-    let bad = |e: codec::CodecError| ApiError::bad_request(format!("the protobuf body could not be decoded: {}", e.0));
+    let bad = |e: codec::CodecError| ApiError::bad_request(format!("the protobuf body could not be decoded: {e}"));
     let (mut api_version, mut kind, raw) = codec.split_envelope(body).map_err(bad)?;
     if kind.is_empty() {
         kind = rt.kind.clone();
@@ -144,8 +144,7 @@ pub(super) async fn encode(output: Output, watch: bool, resp: Response) -> Respo
             Some(Ok(Some(pb))) => (Bytes::from(pb), MEDIA_TYPE),
             Some(Ok(None)) | None => return Response::from_parts(parts, Body::from(bytes)),
             Some(Err(e)) => {
-                return ApiError::internal(format!("the answer could not be encoded as protobuf: {}", e.0))
-                    .into_response();
+                return ApiError::internal(format!("the answer could not be encoded as protobuf: {e}")).into_response();
             }
         },
     };
