@@ -72,7 +72,9 @@ impl ApiError {
     /// 403 Forbidden on an object or collection.
     pub fn forbidden(group: &str, resource: &str, name: &str, why: impl std::fmt::Display) -> Self {
         let target = qualified(group, resource);
-        let message = if name.is_empty() {
+        let message = if target.is_empty() {
+            format!("forbidden: {why}")
+        } else if name.is_empty() {
             format!("{target} is forbidden: {why}")
         } else {
             format!("{target} \"{name}\" is forbidden: {why}")

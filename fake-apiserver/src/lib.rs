@@ -41,7 +41,7 @@ mod storage;
 
 pub use endpoints::INITIAL_EVENTS_END;
 pub use server::{ApiServer, Config, FeatureGate, FeatureGateError, FeatureGates, TcpServer, shutdown_signal};
-pub use storage::{ChangeKind, Subresource, TimelineEntry, Verb};
+pub use storage::{ChangeKind, Subresource, TimelineEntry, UserInfo, Verb};
 
 /// The garbage collector's identity on the timeline.
 pub mod gc {

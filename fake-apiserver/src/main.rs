@@ -25,6 +25,17 @@ struct Args {
     /// kube-apiserver feature gates, `Name=true,Other=false` (unknown names are refused).
     #[arg(long, value_name = "GATES")]
     feature_gates: Vec<String>,
+    /// Authorize requests with RBAC (`--authorization-mode=RBAC`); off, everyone may do everything.
+    #[arg(long)]
+    rbac: bool,
+    /// Serve HTTPS with a fresh self-signed certificate the kubeconfigs trust (kubectl sends a
+    /// kubeconfig's token only over TLS, so identities and RBAC need it).
+    #[arg(long)]
+    tls: bool,
+    /// An identity and where to write its kubeconfig, e.g.
+    /// `serviceaccount:team-a/controller=ctl.kubeconfig` or `user:alice:devs=alice.kubeconfig`.
+    #[arg(long, value_name = "IDENTITY=PATH")]
+    identity: Vec<String>,
 }
 
 #[tokio::main]
@@ -39,13 +50,23 @@ async fn main() -> anyhow::Result<()> {
         history: args.history,
         max_request_body_bytes: args.max_body_bytes,
         feature_gates,
+        rbac: args.rbac,
         ..Config::default()
     };
     let server = ApiServer::new(config);
     let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), args.port);
-    let tcp = server.serve_tcp(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let tcp = if args.tls { server.serve_tls(addr).await } else { server.serve_tcp(addr).await };
+    let tcp = tcp.with_context(|| format!("cannot listen on {addr}"))?;
     tcp.write_kubeconfig(&args.kubeconfig)
         .with_context(|| format!("cannot write the kubeconfig to {}", args.kubeconfig.display()))?;
+    for spec in &args.identity {
+        let (who, path) = spec.rsplit_once('=').context("--identity wants IDENTITY=PATH")?;
+        let user = fake_apiserver::UserInfo::from_spec(who).map_err(anyhow::Error::msg)?;
+        let token = server.issue_token(user);
+        tcp.write_kubeconfig_with_token(std::path::Path::new(path), &token)
+            .with_context(|| format!("cannot write the kubeconfig to {path}"))?;
+        println!("kubeconfig of {who} written to {path}");
+    }
     println!("fake-apiserver listening on {}", tcp.url());
     println!("kubeconfig written to {}", args.kubeconfig.display());
     println!("try: kubectl --kubeconfig {} get namespaces", args.kubeconfig.display());

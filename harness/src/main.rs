@@ -221,6 +221,17 @@ struct ServeArgs {
     /// `--set kubelet.startDelay=5s`. The value is read as YAML (`true`, `3`, `v1.6.0`).
     #[arg(long = "set", value_name = "COMPONENT.KEY=VALUE", value_parser = parse_setting)]
     settings: Vec<(String, String, serde_json::Value)>,
+    /// Authorize requests with RBAC (the actors keep administrator rights).
+    #[arg(long)]
+    rbac: bool,
+    /// Serve HTTPS with a self-signed certificate the kubeconfigs trust (kubectl sends a
+    /// kubeconfig's token only over TLS: identities need it).
+    #[arg(long)]
+    tls: bool,
+    /// An identity and where to write its kubeconfig (repeatable), e.g.
+    /// `serviceaccount:team-a/controller=ctl.kubeconfig` or `user:alice:devs=alice.kubeconfig`.
+    #[arg(long, value_name = "IDENTITY=PATH")]
+    identity: Vec<String>,
 }
 
 fn parse_setting(s: &str) -> Result<(String, String, serde_json::Value), String> {
@@ -498,9 +509,10 @@ fn cluster_down() -> anyhow::Result<ExitCode> {
 fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
-        let server = fake_apiserver::ApiServer::default();
+        let server = fake_apiserver::ApiServer::new(fake_apiserver::Config { rbac: args.rbac, ..Default::default() });
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], args.port));
-        let tcp = server.serve_tcp(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        let tcp = if args.tls { server.serve_tls(addr).await } else { server.serve_tcp(addr).await };
+        let tcp = tcp.with_context(|| format!("cannot listen on {addr}"))?;
         let factories = if args.no_actors { Vec::new() } else { kproof::actors::reference_actors() };
         let needs = kproof::suite::Needs { settings: settings_from_flags(&args.settings)?, ..Default::default() };
         let clock = server.clock();
@@ -518,6 +530,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let names: Vec<&str> = running.iter().map(|n| n.as_str()).collect();
         tcp.write_kubeconfig(&args.kubeconfig)
             .with_context(|| format!("cannot write {}", args.kubeconfig.display()))?;
+        for spec in &args.identity {
+            let (who, path) = spec.rsplit_once('=').context("--identity wants IDENTITY=PATH")?;
+            let user = fake_apiserver::UserInfo::from_spec(who).map_err(anyhow::Error::msg)?;
+            let token = server.issue_token(user);
+            tcp.write_kubeconfig_with_token(std::path::Path::new(path), &token)
+                .with_context(|| format!("cannot write {path}"))?;
+            println!("kubeconfig of {who}: {path}");
+        }
         println!("kproof serve: fake cluster on {}", tcp.url());
         if !names.is_empty() {
             println!("running:    {}", names.join(", "));

@@ -171,6 +171,7 @@ fn gc_ctx(verb: Verb) -> Arc<WriteContext> {
         subresource: None,
         user_agent: GC_USER_AGENT.into(),
         field_manager: Some(GC_FIELD_MANAGER.into()),
+        user: None,
     })
 }
 

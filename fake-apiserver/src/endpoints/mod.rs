@@ -4,11 +4,13 @@
 //! clock and the limits.
 
 mod discovery;
+mod filters;
 mod handlers;
 
 pub use handlers::INITIAL_EVENTS_END;
 mod negotiation;
 mod openapi;
+mod openapi_v2;
 mod protobuf;
 mod query;
 mod request;
@@ -17,6 +19,7 @@ mod tables;
 use crate::controllers;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::State;
+use crate::storage::UserInfo;
 use apimachinery::Clock;
 use axum::Router;
 use axum::extract::{Request, State as AxState};
@@ -24,6 +27,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::HeaderMap;
 use parking_lot::RwLock;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -58,6 +62,17 @@ pub(crate) struct Context {
     openapi: openapi::DocumentCache,
     /// Requests served so far, by client and verb (see [`RequestCounts`]).
     pub requests: parking_lot::Mutex<RequestCounts>,
+    /// The bearer tokens the server issued, and whom they authenticate.
+    pub tokens: RwLock<HashMap<String, Arc<UserInfo>>>,
+    /// The administrator's token (`system:masters`).
+    pub admin_token: String,
+}
+
+/// A random bearer token (32 hex digits).
+pub(crate) fn random_token() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..32).map(|_| format!("{:x}", rng.random_range(0..16u8))).collect()
 }
 
 /// Requests served, by the client's `User-Agent` and then by verb: `GET`, `LIST` (a GET of a
@@ -101,7 +116,11 @@ impl Context {
     /// A context serving `state`.
     pub fn new(state: State, clock: Clock, settings: Settings) -> Self {
         let (changed, _) = watch::channel(state.store.resource_version);
+        let admin_token = random_token();
+        let admin = Arc::new(UserInfo::user("kproof-admin", &[crate::storage::MASTERS]));
         Context {
+            tokens: RwLock::new(HashMap::from([(admin_token.clone(), admin)])),
+            admin_token,
             state: RwLock::new(state),
             changed,
             clock,
@@ -147,7 +166,14 @@ pub(crate) fn router(ctx: Arc<Context>) -> Router {
             ),
         )
         .route("/openapi/v3/{*gv}", get(openapi_document))
+        .route(
+            "/openapi/v2",
+            get(|AxState(ctx): AxState<Arc<Context>>, headers: HeaderMap| async move {
+                openapi::v2(&ctx, &headers).unwrap_or_else(IntoResponse::into_response)
+            }),
+        )
         .fallback(dispatch)
+        .layer(axum::middleware::from_fn_with_state(ctx.clone(), filters::authenticate_and_authorize))
         .with_state(ctx)
 }
 

@@ -15,10 +15,11 @@
 //! PATCH operations of built-ins do not advertise `application/strategic-merge-patch+json`:
 //! kubectl 1.30+ would then compute apply patches from these schemas, which carry no
 //! `x-kubernetes-patch-merge-key`; without it kubectl falls back to its compiled-in patch
-//! metadata, which is exact. `/openapi/v2` is not served (404): kubectl 1.27/1.28 need its
-//! gnostic-protobuf encoding to validate, and work with `--validate=false` (see the README).
+//! metadata, which is exact. `/openapi/v2` (module `openapi_v2`) gathers the same schemas for
+//! kubectl 1.27/1.28.
 
 use super::Context;
+use super::openapi_v2;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::{ResourceType, SchemaSource};
 use axum::body::Body;
@@ -196,6 +197,43 @@ pub(super) fn document(ctx: &Context, path: &str, query: Option<&str>, headers: 
             h.insert(header::EXPIRES, v);
         }
     }
+    Ok(r)
+}
+
+/// `GET /openapi/v2`: every group/version's schemas in one Swagger 2.0 document, as JSON or
+/// gnostic protobuf (see `openapi_v2`), cached until a served resource changes.
+pub(super) fn v2(ctx: &Context, headers: &HeaderMap) -> ApiResult<Response> {
+    let gvs = group_versions(ctx);
+    let hash = fnv_hex(&gvs.iter().map(|(g, v, rts)| format!("{g}/{v}:{};", fingerprint(rts))).collect::<String>());
+    let protobuf = openapi_v2::wants_protobuf(headers);
+    let key = if protobuf { "openapi/v2.pb" } else { "openapi/v2" };
+    let etag = etag_value(&hash);
+    if if_none_match(headers, &hash) {
+        return Ok(not_modified(etag));
+    }
+    let cached = ctx.openapi.docs.lock().get(key).filter(|d| d.hash == hash).cloned();
+    let doc = match cached {
+        Some(d) => d,
+        None => {
+            let docs: Vec<Value> =
+                gvs.iter().map(|(g, v, rts)| build_document(g, v, rts, &ctx.settings.kubernetes_version)).collect();
+            let swagger = openapi_v2::swagger(&docs, &ctx.settings.kubernetes_version);
+            let body = if protobuf {
+                openapi_v2::encode(&swagger)?
+            } else {
+                serde_json::to_vec(&swagger).map_err(ApiError::internal)?
+            };
+            let d = Arc::new(Document { hash: hash.clone(), body: Bytes::from(body) });
+            ctx.openapi.docs.lock().insert(key.to_string(), d.clone());
+            d
+        }
+    };
+    let mut r = Response::new(Body::from(doc.body.clone()));
+    let h = r.headers_mut();
+    let content_type = if protobuf { openapi_v2::PROTOBUF } else { "application/json" };
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    h.insert(header::ETAG, etag);
     Ok(r)
 }
 

@@ -61,10 +61,16 @@ fn parse_int<T: std::str::FromStr>(name: &str, v: &str) -> ApiResult<T> {
 }
 
 impl Query {
-    /// Parses a query string (400 for integers that are not).
+    /// Parses a query string (400 for integers that are not). A parameter given more than
+    /// once takes its first value, as Go's conversion of `url.Values` does (`dryRun`, a list,
+    /// keeps them all).
     pub fn parse(raw: Option<&str>) -> ApiResult<Self> {
         let mut q = Query::default();
+        let mut seen = std::collections::HashSet::new();
         for (k, v) in url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+            if k != "dryRun" && !seen.insert(k.clone()) {
+                continue;
+            }
             let v = v.into_owned();
             match k.as_ref() {
                 "labelSelector" => q.label_selector = v,

@@ -304,5 +304,7 @@ pub(super) fn types() -> Vec<ResourceType> {
         }),
         builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(),
         builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(),
+        builtin_create_only::<k8s_openapi::api::authorization::v1::SubjectAccessReview>(),
+        builtin_create_only::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>(),
     ]
 }

@@ -44,6 +44,8 @@ use std::sync::{Arc, LazyLock};
 pub(crate) struct State {
     pub store: Store,
     pub registry: Registry,
+    /// Whether the RBAC authorizer is on (else every request is allowed).
+    pub rbac: bool,
 }
 
 static NAMESPACES_KEY: LazyLock<StorageKey> = LazyLock::new(|| StorageKey::new("", "namespaces"));

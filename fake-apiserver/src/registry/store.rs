@@ -8,6 +8,7 @@ use super::decode::decode_object;
 use super::meta::{deletion_finalizers, meta_mut, new_uid, object_meta_causes, string_list};
 use super::{ResourceType, State, namespaces_key};
 use crate::error::{ApiError, ApiResult, StatusCause};
+use crate::registry::rbac::authorizer::{self, Attributes, ResourceAttributes};
 use crate::storage::{ChangeKind, Encoded, StoredObject, Subresource, Verb, WriteContext, parse_rv, preview, value_rv};
 use apimachinery::clock::format_time;
 use apimachinery::go::quote;
@@ -41,9 +42,38 @@ pub(crate) fn commit(
     obj
 }
 
+/// The check of a synthetic status subresource (`resourceclaims/binding`) for the writer, with
+/// the verb of its request; the server's own controllers are not checked.
+fn authorize_synthetic(
+    st: &State,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+    obj: &Value,
+    old: &Value,
+    w: &Write,
+) -> ApiResult<()> {
+    let (Some(user), true) = (w.ctx.user.as_ref(), st.rbac) else { return Ok(()) };
+    let Some(sub) = rt.strategy.synthetic_status_subresource(rt, obj, old) else { return Ok(()) };
+    let verb = if w.ctx.verb == Verb::Patch { "patch" } else { "update" };
+    let attrs = Attributes {
+        verb: verb.into(),
+        resource: Some(ResourceAttributes {
+            group: rt.group.clone(),
+            resource: rt.plural.clone(),
+            subresource: sub.into(),
+            namespace: ns.into(),
+            name: name.into(),
+        }),
+        path: String::new(),
+    };
+    let d = authorizer::authorize(st, user, &attrs);
+    if d.allowed { Ok(()) } else { Err(authorizer::forbidden(user, &attrs, &d.reason)) }
+}
+
 /// A write context for the server's own controllers.
 pub(crate) fn system_ctx(user_agent: &str, verb: Verb, subresource: Option<Subresource>) -> Arc<WriteContext> {
-    Arc::new(WriteContext { verb, subresource, user_agent: user_agent.into(), field_manager: None })
+    Arc::new(WriteContext { verb, subresource, user_agent: user_agent.into(), field_manager: None, user: None })
 }
 
 /// Everything a write needs besides the object: who, when, and whether to persist.
@@ -434,6 +464,9 @@ pub(crate) fn update(
         UpdateMode::Status => rt.strategy.validate_status_update(rt, &merged, &old_value),
     });
     invalid_if_any(rt, name, causes)?;
+    if mode == UpdateMode::Status {
+        authorize_synthetic(st, rt, ns, name, &merged, &old_value, w)?;
+    }
     if rt.tracks_generation {
         let skip: &[&str] =
             if rt.status { &["metadata", "status", "apiVersion", "kind"] } else { &["metadata", "apiVersion", "kind"] };

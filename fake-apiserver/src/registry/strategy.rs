@@ -66,6 +66,12 @@ pub(crate) trait Strategy: Sync + std::fmt::Debug {
     }
 
     /// `ValidateUpdate` of the status strategy (a write through `/status`).
+    /// A synthetic subresource whose verb a status write of `old` into `obj` needs besides
+    /// `<resource>/status` (DRA's `resourceclaims/binding`).
+    fn synthetic_status_subresource(&self, _rt: &ResourceType, _obj: &Value, _old: &Value) -> Option<&'static str> {
+        None
+    }
+
     fn validate_status_update(&self, _rt: &ResourceType, _obj: &Value, _old: &Value) -> Vec<StatusCause> {
         Vec::new()
     }
@@ -116,8 +122,16 @@ pub(crate) trait Strategy: Sync + std::fmt::Debug {
         false
     }
 
-    /// The answer to a create of a [`Strategy::create_only`] kind.
-    fn answer_create(&self, _rt: &ResourceType, _obj: Value) -> ApiResult<Value> {
+    /// The answer to a create of a [`Strategy::create_only`] kind by `user`, in `namespace`
+    /// (of the URL; empty for cluster-scoped kinds).
+    fn answer_create(
+        &self,
+        _rt: &ResourceType,
+        _obj: Value,
+        _st: &super::State,
+        _user: &crate::storage::UserInfo,
+        _namespace: &str,
+    ) -> ApiResult<Value> {
         Err(ApiError::method_not_allowed())
     }
 

@@ -26,6 +26,10 @@ pub struct Config {
     pub max_requests_in_flight: usize,
     /// kube-apiserver's `--feature-gates`.
     pub feature_gates: FeatureGates,
+    /// `--authorization-mode=RBAC`: requests are authorized by the stored Roles, ClusterRoles
+    /// and bindings (the default policy is written at start). Off by default: everyone,
+    /// anonymous included, may do everything.
+    pub rbac: bool,
 }
 
 impl Default for Config {
@@ -40,6 +44,7 @@ impl Default for Config {
             kubernetes_version: "v1.37.0".into(),
             max_requests_in_flight: 400,
             feature_gates: FeatureGates::default(),
+            rbac: false,
         }
     }
 }

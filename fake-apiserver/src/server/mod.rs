@@ -4,6 +4,7 @@
 
 mod config;
 mod tcp;
+mod tls;
 
 pub use config::{Config, FeatureGate, FeatureGateError, FeatureGates};
 pub use tcp::{TcpServer, shutdown_signal};
@@ -12,7 +13,7 @@ use crate::endpoints::{self, Context, Settings};
 use crate::error::ApiError;
 use crate::registry::store::{self, Write};
 use crate::registry::{Registry, State};
-use crate::storage::{Store, TimelineEntry, Verb};
+use crate::storage::{Store, TimelineEntry, UserInfo, Verb};
 use apimachinery::Clock;
 use axum::Router;
 use axum::body::Body;
@@ -52,6 +53,7 @@ impl ApiServer {
         let state = State {
             store: Store::new(config.history, config.timeline_capacity),
             registry: Registry::builtin(config.feature_gates.clone()),
+            rbac: config.rbac,
         };
         let settings = Settings {
             max_request_body_bytes: config.max_request_body_bytes,
@@ -62,25 +64,66 @@ impl ApiServer {
         };
         let server = Self { ctx: Arc::new(Context::new(state, clock, settings)), config: Arc::new(config) };
         for ns in BOOTSTRAP_NAMESPACES {
-            server.bootstrap_namespace(ns);
+            server.bootstrap(
+                "namespaces",
+                "",
+                "v1",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            );
+        }
+        if server.config.rbac {
+            let (roles, bindings) = crate::registry::rbac::bootstrap::policy();
+            for role in roles {
+                server.bootstrap("clusterroles", "rbac.authorization.k8s.io", "v1", role);
+            }
+            for binding in bindings {
+                server.bootstrap("clusterrolebindings", "rbac.authorization.k8s.io", "v1", binding);
+            }
         }
         server
     }
 
-    /// Creates one of the namespaces every cluster starts with.
-    fn bootstrap_namespace(&self, name: &str) {
+    /// Creates one of the objects every cluster starts with.
+    fn bootstrap(&self, plural: &str, group: &str, version: &str, obj: serde_json::Value) {
         let now = self.ctx.clock.now();
         let ctx = store::system_ctx("kube-apiserver/bootstrap", Verb::Create, None);
-        let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
         let created = self.ctx.write(false, |st| {
-            let Some(rt) = st.registry.get("", "v1", "namespaces") else { return Ok(()) };
+            let Some(rt) = st.registry.get(group, version, plural) else { return Ok(()) };
             let w = Write { ctx: &ctx, now, dry_run: false, fields: None };
-            store::create(st, &rt, "", namespace, &w).map(drop)
+            store::create(st, &rt, "", obj, &w).map(drop)
         });
-        debug_assert!(created.is_ok(), "bootstrap namespace {name}: {created:?}");
+        debug_assert!(created.is_ok(), "bootstrap {plural}: {created:?}");
     }
 
-    /// The axum router serving the Kubernetes API, without authentication.
+    /// The bearer token of the cluster administrator (`kproof-admin`, in `system:masters`):
+    /// the token of [`ApiServer::client`] and of the TCP listener's kubeconfig.
+    pub fn admin_token(&self) -> String {
+        self.ctx.admin_token.clone()
+    }
+
+    /// A new bearer token that authenticates as `user` (see [`UserInfo::user`] and
+    /// [`UserInfo::service_account`]).
+    pub fn issue_token(&self, user: UserInfo) -> String {
+        let token = endpoints::random_token();
+        self.ctx.tokens.write().insert(token.clone(), Arc::new(user));
+        token
+    }
+
+    /// A `kube::Client` talking in-process as the holder of `token`.
+    pub fn client_with_token(&self, token: &str) -> kube::Client {
+        let auth = HeaderValue::from_str(&format!("Bearer {token}")).unwrap_or_else(|_| HeaderValue::from_static(""));
+        let svc = tower::ServiceBuilder::new()
+            .map_request(move |mut req: http::Request<kube::client::Body>| {
+                req.headers_mut().entry(http::header::USER_AGENT).or_insert(HeaderValue::from_static("kproof"));
+                req.headers_mut().entry(http::header::AUTHORIZATION).or_insert(auth.clone());
+                req
+            })
+            .service(self.router());
+        kube::Client::new(svc, "default")
+    }
+
+    /// The axum router serving the Kubernetes API: bearer tokens, impersonation and (when
+    /// configured) RBAC, like kube-apiserver with `--anonymous-auth=true`.
     pub fn router(&self) -> Router {
         endpoints::router(self.ctx.clone())
             .layer(DefaultBodyLimit::disable())
@@ -95,9 +138,12 @@ impl ApiServer {
     /// Like [`ApiServer::client`], with `user_agent` sent on every request (it appears in the timeline).
     pub fn client_as(&self, user_agent: &str) -> kube::Client {
         let ua = HeaderValue::from_str(user_agent).unwrap_or_else(|_| HeaderValue::from_static("kproof"));
+        let auth = HeaderValue::from_str(&format!("Bearer {}", self.ctx.admin_token))
+            .unwrap_or_else(|_| HeaderValue::from_static(""));
         let svc = tower::ServiceBuilder::new()
             .map_request(move |mut req: http::Request<kube::client::Body>| {
                 req.headers_mut().entry(http::header::USER_AGENT).or_insert(ua.clone());
+                req.headers_mut().entry(http::header::AUTHORIZATION).or_insert(auth.clone());
                 req
             })
             .service(self.router());

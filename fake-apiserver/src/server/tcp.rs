@@ -3,9 +3,6 @@
 
 use super::ApiServer;
 use crate::endpoints::ListenerStop;
-use crate::error::ApiError;
-use axum::extract::Request;
-use axum::response::IntoResponse;
 use std::net::SocketAddr;
 use std::path::Path;
 use tokio::sync::watch;
@@ -13,24 +10,14 @@ use tokio::sync::watch;
 impl ApiServer {
     /// Serves the API on `addr` (use port 0 for any free port).
     ///
-    /// Authentication is that of kube-apiserver with `--anonymous-auth=true`: a request with
-    /// the kubeconfig's bearer token or with no credentials at all is served (there is no RBAC
-    /// yet, so anonymous is allowed everything); a request with a wrong token gets 401.
-    /// kubectl sends no token over plain HTTP, which is why anonymous requests must work.
+    /// Authentication is that of the router (kube-apiserver with `--anonymous-auth=true`): the
+    /// kubeconfig carries the administrator's token; a token the server did not issue gets 401;
+    /// no credentials at all is `system:anonymous`, allowed everything unless RBAC is on.
     pub async fn serve_tcp(&self, addr: SocketAddr) -> std::io::Result<TcpServer> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let token = random_token();
-        let expected = format!("Bearer {token}");
-        let app = self.router().layer(axum::middleware::from_fn(move |req: Request, next: axum::middleware::Next| {
-            let expected = expected.clone();
-            async move {
-                match req.headers().get(http::header::AUTHORIZATION) {
-                    Some(v) if v.as_bytes() != expected.as_bytes() => ApiError::unauthorized().into_response(),
-                    _ => next.run(req).await,
-                }
-            }
-        }));
+        let token = self.admin_token();
+        let app = self.router();
         let (stop_tx, mut stop) = watch::channel(false);
         let app = app.layer(axum::Extension(ListenerStop(stop.clone())));
         let task = tokio::spawn(async move {
@@ -39,20 +26,36 @@ impl ApiServer {
             };
             axum::serve(listener, app).with_graceful_shutdown(shutdown).await
         });
-        Ok(TcpServer { addr, token, stop: stop_tx, task })
+        Ok(TcpServer { addr, token, ca_pem: None, stop: stop_tx, task })
     }
-}
 
-fn random_token() -> String {
-    use rand::Rng;
-    let mut rng = rand::rng();
-    (0..32).map(|_| format!("{:x}", rng.random_range(0..16u8))).collect()
+    /// Like [`ApiServer::serve_tcp`], over TLS with a fresh self-signed certificate that the
+    /// kubeconfigs trust. kubectl sends a kubeconfig's token only over TLS: identities other
+    /// than anonymous, and so RBAC, need this listener.
+    pub async fn serve_tls(&self, addr: SocketAddr) -> std::io::Result<TcpServer> {
+        let cert = super::tls::serving_cert()?;
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let listener = super::tls::TlsListener::new(listener, cert.acceptor)?;
+        let addr = axum::serve::Listener::local_addr(&listener)?;
+        let token = self.admin_token();
+        let (stop_tx, mut stop) = watch::channel(false);
+        let app = self.router().layer(axum::Extension(ListenerStop(stop.clone())));
+        let task = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stop.wait_for(|s| *s).await;
+            };
+            axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+        });
+        Ok(TcpServer { addr, token, ca_pem: Some(cert.pem), stop: stop_tx, task })
+    }
 }
 
 /// A running TCP listener of an [`ApiServer`].
 pub struct TcpServer {
     addr: SocketAddr,
     token: String,
+    /// The serving certificate (PEM) when the listener speaks TLS.
+    ca_pem: Option<String>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
@@ -63,9 +66,15 @@ impl TcpServer {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT`, or `https://` over TLS.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.ca_pem.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// The serving certificate (PEM) of a TLS listener.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
     }
 
     /// The bearer token clients must send.
@@ -73,25 +82,37 @@ impl TcpServer {
         &self.token
     }
 
-    /// A kubeconfig (context `kproof`, namespace `default`) pointing at this listener.
+    /// A kubeconfig (context `kproof`, namespace `default`) pointing at this listener, as
+    /// the administrator.
     pub fn kubeconfig(&self) -> String {
+        self.kubeconfig_with_token(&self.token)
+    }
+
+    /// A kubeconfig like [`TcpServer::kubeconfig`] whose user holds `token` (one of
+    /// [`ApiServer::issue_token`]).
+    pub fn kubeconfig_with_token(&self, token: &str) -> String {
+        use base64::Engine;
+        let ca = match &self.ca_pem {
+            Some(pem) => {
+                format!("\n    certificate-authority-data: {}", base64::engine::general_purpose::STANDARD.encode(pem))
+            }
+            None => String::new(),
+        };
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: kproof\n  cluster:\n    server: {url}\ncontexts:\n- name: kproof\n  context:\n    cluster: kproof\n    user: kproof\n    namespace: default\ncurrent-context: kproof\npreferences: {{}}\nusers:\n- name: kproof\n  user:\n    token: {token}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: kproof\n  cluster:\n    server: {url}{ca}\ncontexts:\n- name: kproof\n  context:\n    cluster: kproof\n    user: kproof\n    namespace: default\ncurrent-context: kproof\npreferences: {{}}\nusers:\n- name: kproof\n  user:\n    token: {token}\n",
             url = self.url(),
-            token = self.token
         )
     }
 
     /// Writes [`TcpServer::kubeconfig`] to `path`, atomically (a reader polling for the file
     /// never sees it half-written).
     pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        std::fs::write(&tmp, self.kubeconfig())?;
-        std::fs::rename(&tmp, path)
+        write_atomically(path, &self.kubeconfig())
+    }
+
+    /// Writes [`TcpServer::kubeconfig_with_token`] to `path`, atomically.
+    pub fn write_kubeconfig_with_token(&self, path: &Path, token: &str) -> std::io::Result<()> {
+        write_atomically(path, &self.kubeconfig_with_token(token))
     }
 
     /// Stops accepting connections, ends open watches and waits for in-flight requests.
@@ -102,6 +123,16 @@ impl TcpServer {
             Err(e) => Err(std::io::Error::other(e)),
         }
     }
+}
+
+fn write_atomically(path: &Path, content: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, content)?;
+    std::fs::rename(&tmp, path)
 }
 
 /// Waits for Ctrl-C or SIGTERM: how the binaries know to shut down cleanly.

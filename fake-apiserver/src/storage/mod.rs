@@ -9,6 +9,7 @@
 
 mod object;
 mod timeline;
+mod user;
 
 pub(crate) use object::{
     Collection, Encoded, OwnerRef, StorageKey, StoredObject, StoredResource, field_string, object_key, parse_rv,
@@ -16,6 +17,8 @@ pub(crate) use object::{
 };
 pub(crate) use timeline::{Change, TimelineRecord, WriteContext};
 pub use timeline::{ChangeKind, Subresource, TimelineEntry, Verb};
+pub use user::UserInfo;
+pub(crate) use user::{ANONYMOUS, AUTHENTICATED, MASTERS, UNAUTHENTICATED};
 
 use jiff::Timestamp;
 use serde_json::Value;
@@ -67,6 +70,11 @@ impl Store {
     /// The current object at `key/namespace/name`.
     pub fn get(&self, key: &StorageKey, namespace: &str, name: &str) -> Option<Arc<StoredObject>> {
         self.collections.get(key)?.get(object_key(&(namespace, name))).cloned()
+    }
+
+    /// Every object stored under `key`, by `(namespace, name)`.
+    pub fn collection(&self, key: &StorageKey) -> Option<&Collection> {
+        self.collections.get(key)
     }
 
     /// How many objects stored under `key` are being deleted.

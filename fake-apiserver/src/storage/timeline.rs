@@ -140,6 +140,8 @@ pub(crate) struct WriteContext {
     pub subresource: Option<Subresource>,
     pub user_agent: String,
     pub field_manager: Option<String>,
+    /// The requesting user (`None` for the server's own controllers).
+    pub user: Option<std::sync::Arc<super::UserInfo>>,
 }
 
 /// One successful write, as the harness reads it.

@@ -128,3 +128,31 @@ unsafe extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
+
+/// Over TLS the kubeconfig trusts the server's self-signed certificate and carries the token:
+/// the administrator's may do everything with RBAC on, a service account's what its roles allow.
+#[tokio::test]
+async fn tls_listener_with_identity_kubeconfigs_and_rbac() {
+    let server = ApiServer::new(fake_apiserver::Config { rbac: true, ..Default::default() });
+    let tcp = server.serve_tls(SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
+    assert!(tcp.url().starts_with("https://127.0.0.1:"));
+    assert!(tcp.ca_pem().unwrap().starts_with("-----BEGIN CERTIFICATE-----"));
+    let dir = tempfile::tempdir().unwrap();
+    let admin_path = dir.path().join("admin");
+    tcp.write_kubeconfig(&admin_path).unwrap();
+    let admin = client_from(&admin_path).await;
+    Api::<ConfigMap>::default_namespaced(admin).create(&PostParams::default(), &cm("tls")).await.unwrap();
+
+    let ctl_path = dir.path().join("ctl");
+    let token = server.issue_token(fake_apiserver::UserInfo::from_spec("serviceaccount:default/ctl").unwrap());
+    tcp.write_kubeconfig_with_token(&ctl_path, &token).unwrap();
+    let ctl = client_from(&ctl_path).await;
+    let err = Api::<ConfigMap>::default_namespaced(ctl).get("tls").await.unwrap_err();
+    let kube::Error::Api(status) = err else { panic!("not an API error: {err}") };
+    assert_eq!(
+        status.message,
+        "configmaps \"tls\" is forbidden: User \"system:serviceaccount:default:ctl\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"default\""
+    );
+    assert!(fake_apiserver::UserInfo::from_spec("serviceaccount:nope").is_err());
+    tcp.shutdown().await.unwrap();
+}

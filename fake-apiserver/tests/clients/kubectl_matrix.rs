@@ -3,9 +3,10 @@
 //! printed and written to `target/kproof/kubectl-matrix.md`. Minors whose binary is absent are
 //! skipped with the reason; any unexpected failure fails the test.
 //!
-//! kubectl 1.27 and 1.28 validate only against protobuf `/openapi/v2`, which the server does
-//! not serve: their applies run with `--validate=false` (the rows say so), and their `explain`
-//! is a documented skip.
+//! Every server runs over TLS with RBAC on (the kubeconfig is the administrator's, in `system:masters`)
+//! and writes a second kubeconfig for the service account `default/ctl`, so `auth can-i --as`
+//! and a least-privilege identity are rows like the others. kubectl 1.27 and 1.28 validate and
+//! explain from protobuf `/openapi/v2`; 1.32+ create built-ins in protobuf.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use crate::process::{ServerProcess as Server, start_server, wait_until};
+use crate::process::{ServerProcess as Server, start_server_with, wait_until};
 
 const MINORS: &[u32] = &[27, 28, 29, 30, 31, 32, 33];
 
@@ -88,17 +89,27 @@ impl Ctx {
         p.to_string_lossy().into_owned()
     }
 
-    /// kubectl 1.27/1.28 validate only with protobuf /openapi/v2 (not served).
-    fn validate_args(&self) -> Vec<&'static str> {
-        if self.minor <= 28 { vec!["--validate=false"] } else { Vec::new() }
-    }
-
     fn apply(&self, name: &str, content: &str, extra: &[&str]) -> Result<String, String> {
         let f = self.file(name, content);
         let mut args = vec!["apply", "-f", f.as_str()];
-        args.extend(self.validate_args());
         args.extend_from_slice(extra);
         self.run(&args)
+    }
+
+    /// Runs kubectl and returns its output whatever its exit status (`auth can-i` says "no"
+    /// with exit 1).
+    fn output(&self, args: &[&str]) -> Result<String, String> {
+        let out = self.command(args).output().map_err(|e| format!("cannot run kubectl: {e}"))?;
+        Ok(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    }
+
+    /// Runs kubectl as the service account `default/ctl` (its own kubeconfig).
+    fn run_as_ctl(&self, args: &[&str]) -> Result<String, String> {
+        let mut c = Command::new(&self.kubectl);
+        c.arg("--kubeconfig").arg(self.dir.join("ctl.kubeconfig")).arg("--cache-dir").arg(self.dir.join("cache-ctl"));
+        let out = c.args(args).output().map_err(|e| format!("cannot run kubectl: {e}"))?;
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        if out.status.success() { Ok(text) } else { Err(text) }
     }
 
     fn gone(&self, what: &[&str]) -> bool {
@@ -484,9 +495,6 @@ fn delete_orphan(c: &Ctx) -> Outcome {
 }
 
 fn explain(c: &Ctx) -> Outcome {
-    if c.minor <= 28 {
-        return Outcome::Skip("kubectl ≤1.28 explains only from protobuf /openapi/v2, which is not served".into());
-    }
     outcome((|| {
         c.expect(&["explain", "deployment.spec.replicas"], "Number of desired pods")?;
         c.expect(&["explain", "widget.spec.replicas"], "How many widget replicas to run.")
@@ -494,11 +502,72 @@ fn explain(c: &Ctx) -> Outcome {
 }
 
 fn auth_can_i(c: &Ctx) -> Outcome {
-    // SelfSubjectAccessReview and SelfSubjectRulesReview: everything is allowed (no RBAC).
+    // The administrator (system:masters) may do everything.
     outcome((|| {
         c.expect(&["auth", "can-i", "create", "pods"], "yes")?;
         c.expect(&["auth", "can-i", "--list"], "*.*")
     })())
+}
+
+const CTL_ROLE: &str = "apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: ctl, namespace: default}
+rules:
+- {apiGroups: [\"\"], resources: [pods], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: ctl, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: ctl}
+subjects:
+- {kind: ServiceAccount, name: ctl, namespace: default}
+";
+
+fn auth_can_i_as(c: &Ctx) -> Outcome {
+    outcome((|| {
+        c.apply("ctl-role.yaml", CTL_ROLE, &[])?;
+        let sa = "--as=system:serviceaccount:default:ctl";
+        for (verb, resource, want) in [("list", "pods", "yes"), ("delete", "pods", "no"), ("list", "secrets", "no")] {
+            let out = c.output(&["auth", "can-i", verb, resource, sa])?;
+            if out.lines().next().map(str::trim) != Some(want) {
+                return Err(format!("can-i {verb} {resource} {sa}: expected {want}, got {out:?}"));
+            }
+        }
+        Ok(())
+    })())
+}
+
+fn least_privilege_identity(c: &Ctx) -> Outcome {
+    outcome((|| {
+        c.apply("ctl-role.yaml", CTL_ROLE, &[])?;
+        c.run_as_ctl(&["get", "pods"])?;
+        match c.run_as_ctl(&["get", "secrets"]) {
+            Ok(out) => Err(format!("listing secrets as ctl succeeded: {out}")),
+            Err(e) if e.contains("secrets is forbidden: User \"system:serviceaccount:default:ctl\" cannot list resource \"secrets\" in API group \"\" in the namespace \"default\"") => Ok(()),
+            Err(e) => Err(format!("unexpected refusal: {e}")),
+        }
+    })())
+}
+
+fn create_builtins(c: &Ctx) -> Outcome {
+    outcome((|| {
+        let ns = format!("made-by-{}", c.minor);
+        c.expect(&["create", "namespace", &ns], "created")?;
+        c.expect(&["-n", &ns, "create", "secret", "generic", "s", "--from-literal=a=b"], "secret/s created")?;
+        c.expect(&["-n", &ns, "create", "configmap", "c", "--from-literal=a=b"], "configmap/c created")?;
+        c.expect(&["-n", &ns, "create", "deployment", "d", "--image=nginx"], "deployment.apps/d created")?;
+        c.expect(&["-n", &ns, "create", "job", "j", "--image=busybox"], "job.batch/j created")?;
+        c.expect_jsonpath(&["-n", &ns, "secret", "s"], "{.data.a}", "Yg==")?;
+        c.expect_jsonpath(&["-n", &ns, "deploy", "d"], "{.spec.template.spec.containers[0].image}", "nginx")
+    })())
+}
+
+fn default_validation(c: &Ctx) -> Outcome {
+    outcome(match c.apply("bogus.yaml", &format!("{}bogus: 1\n", config_map("bogus", "v")), &[]) {
+        Ok(out) => Err(format!("an unknown field was accepted: {out}")),
+        Err(e) if e.contains("unknown field \"bogus\"") => Ok(()),
+        Err(e) => Err(format!("unexpected refusal: {e}")),
+    })
 }
 
 fn get_events(c: &Ctx) -> Outcome {
@@ -538,6 +607,10 @@ fn cases() -> Vec<(&'static str, Case)> {
         ("delete --cascade=orphan", delete_orphan),
         ("explain", explain),
         ("auth can-i", auth_can_i),
+        ("auth can-i --as (RBAC)", auth_can_i_as),
+        ("least-privilege kubeconfig (RBAC)", least_privilege_identity),
+        ("create namespace, secret, configmap, deployment, job", create_builtins),
+        ("default validation (unknown field refused)", default_validation),
         ("get events / events --for", get_events),
     ]
 }
@@ -550,7 +623,8 @@ fn run_minor(minor: u32, dir: Option<&Path>) -> Vec<Outcome> {
         return vec![Outcome::Skip(format!("{} is absent", kubectl.display())); n];
     }
     let work = tempfile::tempdir().expect("tempdir");
-    let server = match start_server(work.path()) {
+    let ctl = format!("--identity=serviceaccount:default/ctl={}", work.path().join("ctl.kubeconfig").display());
+    let server = match start_server_with(work.path(), &["--rbac", "--tls", &ctl]) {
         Ok(s) => s,
         Err(e) => return vec![Outcome::Fail(e); n],
     };
@@ -634,8 +708,8 @@ fn kubectl_matrix() {
             }
         }
     }
-    let applies = "kubectl 1.27 and 1.28 run `apply` with `--validate=false`: they validate only against protobuf `/openapi/v2`, which the server does not serve.\n";
-    let report = format!("{md}\n{applies}\n{notes}");
+    let setup = "Every kubectl runs with its default validation, against a server over TLS with RBAC on (`--tls --rbac`, the administrator's kubeconfig) and a second kubeconfig for the service account `default/ctl`.\n";
+    let report = format!("{md}\n{setup}\n{notes}");
     println!("{report}");
     let out_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/kproof");
     if std::fs::create_dir_all(&out_dir).is_ok() {

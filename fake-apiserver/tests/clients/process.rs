@@ -23,9 +23,16 @@ impl Drop for ServerProcess {
 /// Starts the server writing its kubeconfig into `dir`, and waits (up to 30 s) until it has:
 /// the server is another process, so its kubeconfig file is the only signal.
 pub fn start_server(dir: &Path) -> Result<ServerProcess, String> {
+    start_server_with(dir, &[])
+}
+
+/// [`start_server`] with more command-line arguments (e.g. `--rbac`).
+pub fn start_server_with(dir: &Path, extra: &[&str]) -> Result<ServerProcess, String> {
     let kubeconfig = dir.join("kubeconfig");
     let child = Command::new(env!("CARGO_BIN_EXE_fake-apiserver"))
-        .args(["--port", "0", "--kubeconfig"])
+        .args(["--port", "0"])
+        .args(extra)
+        .arg("--kubeconfig")
         .arg(&kubeconfig)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -1,9 +1,6 @@
 //! POST: create an object, bind a pod, or answer a create-only resource (the access reviews).
 
-use super::super::negotiation::{
-    BodyFormat, WRITE_MEDIA_TYPES, bytes_response, json_response, object_format, raw_content_type, with_warnings,
-};
-use super::super::protobuf;
+use super::super::negotiation::{BodyFormat, bytes_response, json_response, object_format, with_warnings};
 use super::{Call, create_prepared};
 use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager::UpdateOwnership;
@@ -15,21 +12,16 @@ use axum::response::Response;
 use http::StatusCode;
 use serde_json::json;
 
-/// A create-only resource: the object as sent, answered (never stored). kubectl 1.32+ posts
-/// the access reviews as protobuf; they are read, and answered in JSON.
+/// A create-only resource: the object as sent, answered (never stored).
 pub(super) async fn create_only(mut call: Call) -> ApiResult<Response> {
-    let content_type = raw_content_type(&call.parts.headers);
-    let protobuf = content_type.split(';').next().is_some_and(|m| m.trim() == protobuf::MEDIA_TYPE);
-    let format = if protobuf { BodyFormat::Json } else { object_format(&call.parts.headers)? };
+    let format = object_format(&call.parts.headers)?;
     let body = call.body().await?;
     call.query.dry_run("CreateOptions")?;
-    let obj = if protobuf {
-        protobuf::to_json(&body, &content_type, WRITE_MEDIA_TYPES)?
-    } else {
-        parse_object(&body, format == BodyFormat::Yaml)?
-    };
+    let obj = parse_object(&body, format == BodyFormat::Yaml)?;
     let rt = &call.target.rt;
-    Ok(json_response(StatusCode::CREATED, &rt.strategy.answer_create(rt, obj)?))
+    let user = call.user();
+    let answer = rt.strategy.answer_create(rt, obj, &call.ctx.state.read(), &user, &call.target.namespace)?;
+    Ok(json_response(StatusCode::CREATED, &answer))
 }
 
 /// A new object in the target's collection.

@@ -14,6 +14,7 @@ pub use watch::INITIAL_EVENTS_END;
 use super::Context;
 use super::discovery;
 use super::negotiation::read_body;
+use super::protobuf;
 use super::query::Query;
 use super::request::{self, ApiPath, Target};
 use crate::controllers;
@@ -24,7 +25,7 @@ use crate::registry::{ResourceType, State, crds_key};
 use crate::storage::{StoredObject, Subresource, Verb, WriteContext};
 use axum::body::Body;
 use axum::extract::Request;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::header;
 use http::request::Parts;
@@ -39,13 +40,19 @@ pub(super) struct Call {
     pub query: Query,
     pub parts: Parts,
     body: Option<Body>,
+    /// The body is protobuf, to be read as the JSON it encodes.
+    protobuf_body: bool,
 }
 
 impl Call {
     /// The request body (at most the configured size), read once.
     async fn body(&mut self) -> ApiResult<Bytes> {
         let body = self.body.take().unwrap_or_default();
-        read_body(self.ctx.settings.max_request_body_bytes, body, &self.parts.headers).await
+        let bytes = read_body(self.ctx.settings.max_request_body_bytes, body, &self.parts.headers).await?;
+        if self.protobuf_body {
+            return protobuf::decode_body(&bytes, &self.target.rt, protobuf::MEDIA_TYPE);
+        }
+        Ok(bytes)
     }
 
     /// Who writes, for the timeline and managedFields: the user agent, and the field manager
@@ -57,7 +64,22 @@ impl Call {
             self.query.field_manager.clone().or_else(|| {
                 Some(user_agent.split('/').next().unwrap_or_default().to_string()).filter(|s| !s.is_empty())
             });
-        Arc::new(WriteContext { verb, subresource: self.subresource, user_agent, field_manager })
+        Arc::new(WriteContext {
+            verb,
+            subresource: self.subresource,
+            user_agent,
+            field_manager,
+            user: Some(self.user()),
+        })
+    }
+
+    /// Who makes the request (anonymous when no filter ran, as in a bare router test).
+    fn user(&self) -> Arc<crate::storage::UserInfo> {
+        self.parts
+            .extensions
+            .get::<super::filters::Requester>()
+            .map(|r| r.0.clone())
+            .unwrap_or_else(|| Arc::new(crate::storage::UserInfo::anonymous()))
     }
 
     /// The object the URL names.
@@ -90,17 +112,33 @@ pub(super) async fn handle(ctx: Arc<Context>, req: Request) -> ApiResult<Respons
         ApiPath::Resource { group, version, rest } => (group, version, rest),
     };
     let (target, segment) = request::resolve(&ctx.state.read().registry, &group, &version, &rest)?;
-    let has_name = target.name.is_some();
-    if target.rt.strategy.create_only() {
-        if parts.method != http::Method::POST || has_name {
+    let mut parts = parts;
+    let has_protobuf = protobuf::has_protobuf(&target.rt);
+    let watch = parts.method == http::Method::GET && target.name.is_none() && query.watch;
+    let output = protobuf::negotiate(&mut parts.headers, has_protobuf, watch)?;
+    let protobuf_body = has_protobuf
+        && protobuf::is_protobuf_body(&parts.headers)
+        && matches!(parts.method, http::Method::POST | http::Method::PUT | http::Method::DELETE);
+    if protobuf_body {
+        parts.headers.insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    }
+    let call = Call { ctx, target, subresource: None, query, parts, body: Some(body), protobuf_body };
+    let resp = route(call, segment).await.unwrap_or_else(IntoResponse::into_response);
+    Ok(protobuf::encode(output, watch, resp).await)
+}
+
+/// Sends a resolved request to its verb's handler.
+async fn route(mut call: Call, segment: Option<String>) -> ApiResult<Response> {
+    let has_name = call.target.name.is_some();
+    if call.target.rt.strategy.create_only() {
+        if call.parts.method != http::Method::POST || has_name {
             return Err(ApiError::method_not_allowed());
         }
-        let call = Call { ctx, target, subresource: None, query, parts, body: Some(body) };
         return create::create_only(call).await;
     }
-    let subresource = request::subresource(&target.rt, segment.as_deref())?;
-    let verb = request::verb(&parts.method, has_name, query.watch);
-    let call = Call { ctx, target, subresource, query, parts, body: Some(body) };
+    let subresource = request::subresource(&call.target.rt, segment.as_deref())?;
+    let verb = request::verb(&call.parts.method, has_name, call.query.watch);
+    call.subresource = subresource;
     use Subresource::*;
     match (verb, subresource) {
         (Some(Verb::Get), None | Some(Status)) => get::object(call),

@@ -3,6 +3,9 @@
 //! resources, namespaced roles have no non-resource URLs; bindings name a Role or ClusterRole
 //! of the RBAC group, subjects are Users, Groups or ServiceAccounts, and `roleRef` is immutable.
 
+pub(crate) mod authorizer;
+pub(crate) mod bootstrap;
+
 use crate::error::StatusCause;
 use crate::registry::field::{self, Path};
 use crate::registry::meta::label_selector_causes;

@@ -253,6 +253,18 @@ impl Strategy for ResourceClaimStrategy {
     fn validate_status_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
         claim_status(obj, old)
     }
+
+    /// `DRAResourceClaimGranularStatusAuthorization`: a status write that changes
+    /// `status.allocation` or `status.reservedFor` also needs the verb on the synthetic
+    /// `resourceclaims/binding`.
+    fn synthetic_status_subresource(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Option<&'static str> {
+        if !rt.gates.enabled(crate::registry::features::FeatureGate::DraResourceClaimGranularStatusAuthorization) {
+            return None;
+        }
+        let part = |v: &Value, k: &str| v["status"].get(k).filter(|x| !x.is_null()).cloned();
+        let changed = |k: &str| part(obj, k) != part(old, k);
+        (changed("allocation") || changed("reservedFor")).then_some("binding")
+    }
 }
 
 /// `validateResourceClaimStatusUpdate`.

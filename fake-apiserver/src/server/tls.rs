@@ -1,0 +1,88 @@
+//! TLS for the TCP listener: a self-signed serving certificate for `127.0.0.1` and
+//! `localhost` (the kubeconfig trusts it as its certificate authority), HTTP/1.1 by ALPN, and a
+//! listener whose handshakes run beside the accept loop so one slow client holds up no other.
+
+use rcgen::{CertificateParams, DnType, KeyPair, SanType};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use tokio_rustls::server::TlsStream;
+
+/// A serving certificate and the acceptor that presents it.
+pub(super) struct ServingCert {
+    /// The certificate, PEM (the kubeconfig's `certificate-authority-data`).
+    pub pem: String,
+    pub acceptor: TlsAcceptor,
+}
+
+/// A fresh self-signed certificate for the loopback names.
+pub(super) fn serving_cert() -> std::io::Result<ServingCert> {
+    let err = |e: rcgen::Error| std::io::Error::other(format!("cannot make the serving certificate: {e}"));
+    let mut params = CertificateParams::new(vec!["localhost".to_string()]).map_err(err)?;
+    params.subject_alt_names.push(SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
+    params.distinguished_name.push(DnType::CommonName, "kproof fake-apiserver");
+    let key = KeyPair::generate().map_err(err)?;
+    let cert = params.self_signed(&key).map_err(err)?;
+    let der = CertificateDer::from(cert.der().to_vec());
+    let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let mut config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(std::io::Error::other)?
+        .with_no_client_auth()
+        .with_single_cert(vec![der], key_der)
+        .map_err(std::io::Error::other)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(ServingCert { pem: cert.pem(), acceptor: TlsAcceptor::from(Arc::new(config)) })
+}
+
+/// A TLS listener for `axum::serve`: connections arrive once their handshake is done.
+pub(super) struct TlsListener {
+    addr: SocketAddr,
+    ready: mpsc::Receiver<(TlsStream<tokio::net::TcpStream>, SocketAddr)>,
+}
+
+impl TlsListener {
+    pub fn new(listener: TcpListener, acceptor: TlsAcceptor) -> std::io::Result<Self> {
+        let addr = listener.local_addr()?;
+        let (tx, ready) = mpsc::channel(64);
+        tokio::spawn(async move {
+            loop {
+                // The loop (and the bound port) ends when the server drops the listener.
+                let accepted = tokio::select! {
+                    a = listener.accept() => a,
+                    _ = tx.closed() => break,
+                };
+                let Ok((tcp, peer)) = accepted else { continue };
+                let (acceptor, conn_tx) = (acceptor.clone(), tx.clone());
+                tokio::spawn(async move {
+                    if let Ok(Ok(tls)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                        let _ = conn_tx.send((tls, peer)).await;
+                    }
+                });
+            }
+        });
+        Ok(Self { addr, ready })
+    }
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsStream<tokio::net::TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.ready.recv().await {
+            Some(conn) => conn,
+            // The accept loop ends only once this listener is gone: not while serving.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.addr)
+    }
+}
