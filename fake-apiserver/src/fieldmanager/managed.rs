@@ -253,24 +253,30 @@ pub(crate) fn shape_of(rt: &ResourceType) -> Shape<'_> {
 
 /// A copy without the fields nobody owns (and without `status` when `drop_status`).
 pub(crate) fn trackable(v: &Value, drop_status: bool) -> Value {
-    let mut out = v.clone();
-    if let Value::Object(m) = &mut out {
-        for f in IGNORED_TOP {
-            m.remove(*f);
+    // Built key by key rather than cloned and pruned: managedFields, the largest part of most
+    // objects, is never copied.
+    let Value::Object(m) = v else { return v.clone() };
+    let mut out = serde_json::Map::with_capacity(m.len());
+    for (k, x) in m {
+        if IGNORED_TOP.contains(&k.as_str()) || (drop_status && k == "status") {
+            continue;
         }
-        if drop_status {
-            m.remove("status");
-        }
-        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
-            for f in IGNORED_META {
-                meta.remove(*f);
+        if k == "metadata"
+            && let Value::Object(meta) = x
+        {
+            let kept: serde_json::Map<String, Value> = meta
+                .iter()
+                .filter(|(f, _)| !IGNORED_META.contains(&f.as_str()))
+                .map(|(f, y)| (f.clone(), y.clone()))
+                .collect();
+            if !kept.is_empty() {
+                out.insert(k.clone(), Value::Object(kept));
             }
-            if meta.is_empty() {
-                m.remove("metadata");
-            }
+            continue;
         }
+        out.insert(k.clone(), x.clone());
     }
-    out
+    Value::Object(out)
 }
 
 /// Every field of `v` as a set: leaves, list-map items (with their fields), set values;
@@ -471,7 +477,8 @@ pub(crate) fn track_update(rt: &ResourceType, old: &Value, new: &mut Value, w: &
         None => entries(old),
     };
     let shape = shape_of(rt);
-    let changed = changed_fields(&trackable(old, false), &trackable(new, false), shape);
+    let present = trackable(new, false);
+    let changed = changed_fields(&trackable(old, false), &present, shape);
     if !changed.is_empty() {
         for e in &mut list {
             e.fields.subtract(&changed);
@@ -494,7 +501,6 @@ pub(crate) fn track_update(rt: &ResourceType, old: &Value, new: &mut Value, w: &
             }
         }
     }
-    let present = trackable(new, false);
     for e in &mut list {
         e.fields.retain_existing(&present);
     }

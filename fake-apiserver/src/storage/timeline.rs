@@ -191,6 +191,11 @@ impl TimelineEntry {
     pub fn object(&self) -> Value {
         serde_json::from_slice(&self.object).unwrap_or(Value::Null)
     }
+
+    /// The object as written, as the JSON the store keeps (for readers that decode it lazily).
+    pub fn object_json(&self) -> &Bytes {
+        &self.object
+    }
 }
 
 /// One successful write as the store keeps it: everything shared with the write and the

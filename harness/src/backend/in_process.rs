@@ -38,7 +38,12 @@ impl Timeline for ServerTimeline {
         if let Some(last) = fresh.last() {
             *seen = last.resource_version;
             Arc::make_mut(entries)
-                .extend(fresh.iter().map(|e| (serde_json::to_value(e).unwrap_or(Value::Null), e.object())));
+                .extend(fresh.iter().map(|e| {
+                    crate::engine::runner::TimelineItem::encoded(
+                        serde_json::to_value(e).unwrap_or(Value::Null),
+                        e.object_json().clone(),
+                    )
+                }));
         }
         entries.clone()
     }

@@ -249,9 +249,9 @@ pub(crate) async fn collect_record(ctx: &RowContext, logs: &LogBuffer) -> Flight
         .timeline
         .entries()
         .iter()
-        .map(|(meta, obj)| {
-            let mut meta = meta.clone();
-            meta["object"] = obj.clone();
+        .map(|w| {
+            let mut meta = w.meta.clone();
+            meta["object"] = w.object().clone();
             meta
         })
         .collect();

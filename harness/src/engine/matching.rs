@@ -158,8 +158,8 @@ pub fn check_fields(obj: &Value, fields: &[FieldMatch]) -> Vec<String> {
 }
 
 /// Whether a timeline entry (as JSON, with its `object`) matches an event pattern.
-pub fn event_matches(entry: &Value, object: &Value, m: &EventMatch) -> bool {
-    let s = |k: &str| entry.get(k).and_then(Value::as_str).unwrap_or_default();
+pub fn event_matches(write: &crate::engine::runner::TimelineItem, m: &EventMatch) -> bool {
+    let s = |k: &str| write.meta.get(k).and_then(Value::as_str).unwrap_or_default();
     m.verb.as_deref().is_none_or(|v| s("verb") == v)
         && m.change.as_deref().is_none_or(|c| s("change").eq_ignore_ascii_case(c))
         && m.kind.as_deref().is_none_or(|k| s("kind") == k)
@@ -167,7 +167,7 @@ pub fn event_matches(entry: &Value, object: &Value, m: &EventMatch) -> bool {
         && m.name_prefix.as_deref().is_none_or(|p| s("name").starts_with(p))
         && m.subresource.as_deref().is_none_or(|sub| s("subresource") == sub)
         && m.actor.as_deref().is_none_or(|a| s("userAgent").contains(a))
-        && check_fields(object, &m.fields).is_empty()
+        && (m.fields.is_empty() || check_fields(write.object(), &m.fields).is_empty())
 }
 
 #[cfg(test)]

@@ -20,14 +20,40 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// A timeline's writes: each entry's metadata as JSON with the object as written.
-pub type TimelineEntries = Arc<Vec<(Value, Value)>>;
+/// A timeline's writes, oldest first. Shared, since every timeline expectation of a row reads it.
+pub type TimelineEntries = Arc<Vec<TimelineItem>>;
+
+/// One write of a timeline: its metadata as JSON (camelCase: resourceVersion, verb, change,
+/// kind, namespace, name, userAgent, fieldManager...) and the object as written. The object is
+/// decoded on first use: expectations name a kind, so most writes (events above all) are only
+/// ever matched on their metadata.
+#[derive(Debug, Clone)]
+pub struct TimelineItem {
+    pub meta: Value,
+    json: bytes::Bytes,
+    object: std::sync::OnceLock<Value>,
+}
+
+impl TimelineItem {
+    /// An entry whose object is already decoded.
+    pub fn decoded(meta: Value, object: Value) -> Self {
+        Self { meta, json: bytes::Bytes::new(), object: std::sync::OnceLock::from(object) }
+    }
+
+    /// An entry whose object is JSON, decoded when first read.
+    pub fn encoded(meta: Value, json: bytes::Bytes) -> Self {
+        Self { meta, json, object: std::sync::OnceLock::new() }
+    }
+
+    /// The object as written (`null` if its JSON does not parse).
+    pub fn object(&self) -> &Value {
+        self.object.get_or_init(|| serde_json::from_slice(&self.json).unwrap_or(Value::Null))
+    }
+}
 
 /// The writes a backend observed during a row, oldest first.
 pub trait Timeline: Send + Sync {
-    /// Each entry as JSON (camelCase: resourceVersion, verb, change, kind, namespace, name,
-    /// userAgent, fieldManager...) paired with the object as written. Shared, since every
-    /// timeline expectation of a row reads it.
+    /// The writes so far.
     fn entries(&self) -> TimelineEntries;
 
     /// How long the timeline may trail the writes (a watch recorder does; the server's own log
@@ -636,17 +662,17 @@ impl RowRun<'_> {
                 let (first, then) = (&substitute_event(first, &self.bindings), &substitute_event(then, &self.bindings));
                 let entries = self.ctx.timeline.entries();
                 let rv = |x: &Value| x.get("resourceVersion").and_then(Value::as_u64).unwrap_or(0);
-                let firsts: Vec<&(Value, Value)> = entries.iter().filter(|(m, o)| event_matches(m, o, first)).collect();
-                let thens: Vec<&(Value, Value)> = entries.iter().filter(|(m, o)| event_matches(m, o, then)).collect();
+                let firsts: Vec<&TimelineItem> = entries.iter().filter(|w| event_matches(w, first)).collect();
+                let thens: Vec<&TimelineItem> = entries.iter().filter(|w| event_matches(w, then)).collect();
                 let describe =
-                    |v: &[&(Value, Value)]| v.iter().map(|(m, _)| timeline_line(m)).collect::<Vec<_>>().join("\n");
+                    |v: &[&TimelineItem]| v.iter().map(|w| timeline_line(&w.meta)).collect::<Vec<_>>().join("\n");
                 let ok = match (firsts.first(), thens.first()) {
                     (None, _) => false,
                     (Some(_), None) => true,
                     (Some(f), Some(t)) if *all => {
-                        firsts.last().is_some_and(|l| rv(&l.0) < rv(&t.0)) && rv(&f.0) < rv(&t.0)
+                        firsts.last().is_some_and(|l| rv(&l.meta) < rv(&t.meta)) && rv(&f.meta) < rv(&t.meta)
                     }
-                    (Some(f), Some(t)) => rv(&f.0) < rv(&t.0),
+                    (Some(f), Some(t)) => rv(&f.meta) < rv(&t.meta),
                 };
                 if ok {
                     Ok(())
@@ -694,7 +720,7 @@ impl RowRun<'_> {
         let paths: Vec<String> = seq.paths.iter().map(|p| substitute_str(p, &self.bindings)).collect();
         // Observed values with the time each was first written, consecutive repeats folded.
         let mut observed: Vec<(Value, String)> = Vec::new();
-        for (meta, obj) in entries.iter().filter(|(m, o)| event_matches(m, o, event)) {
+        for (meta, obj) in entries.iter().filter(|w| event_matches(w, event)).map(|w| (&w.meta, w.object())) {
             let mut tuple = Vec::with_capacity(paths.len());
             for p in &paths {
                 let v = crate::engine::matching::lookup(obj, p).map_err(RowFailure::plain)?;
@@ -763,17 +789,17 @@ impl RowRun<'_> {
     ) -> Result<(), RowFailure> {
         let entries = self.ctx.timeline.entries();
         let m = &substitute_event(m, &self.bindings);
-        let matching: Vec<&(Value, Value)> = entries.iter().filter(|(meta, o)| event_matches(meta, o, m)).collect();
+        let matching: Vec<&TimelineItem> = entries.iter().filter(|w| event_matches(w, m)).collect();
         if ok(matching.len()) {
             return Ok(());
         }
-        let lines: Vec<String> = matching.iter().map(|(meta, _)| timeline_line(meta)).collect();
+        let lines: Vec<String> = matching.iter().map(|w| timeline_line(&w.meta)).collect();
         let summary = format!("expected {want} matching, observed {}", matching.len());
         let diff = format!("{summary}:\n{}", lines.join("\n"));
         Err(RowFailure {
             message: diff.clone(),
             summary,
-            mismatches: vec![self.mismatch(e, diff, matching.iter().map(|(_, o)| o.clone()).collect())],
+            mismatches: vec![self.mismatch(e, diff, matching.iter().map(|w| w.object().clone()).collect())],
             part: None,
         })
     }
