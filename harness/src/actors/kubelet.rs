@@ -13,8 +13,8 @@ use serde_json::Value;
 pub struct KubeletFactory {
     node_leases: bool,
     dra: DraBase,
-    /// The DRA profile of a shared kubelet (the upstream backend's), instead of the row's.
-    profile: Option<controllers::dra::DraProfile>,
+    /// The DRA settings of a shared kubelet (the upstream backend's), instead of the row's.
+    fixed_dra: Option<crate::suite::DraNeeds>,
 }
 
 impl KubeletFactory {
@@ -30,10 +30,10 @@ impl KubeletFactory {
         self
     }
 
-    /// A kubelet whose DRA gates are `profile`'s whatever the row says: a kubelet shared by
-    /// every row, on a cluster whose gates are fixed.
-    pub fn with_profile(mut self, profile: controllers::dra::DraProfile) -> Self {
-        self.profile = Some(profile);
+    /// A kubelet whose DRA gates are `dra`'s whatever the row says: a kubelet shared by every
+    /// row, on a cluster whose gates are fixed.
+    pub fn with_fixed_dra(mut self, dra: crate::suite::DraNeeds) -> Self {
+        self.fixed_dra = Some(dra);
         self
     }
 }
@@ -65,8 +65,8 @@ impl ActorFactory for KubeletFactory {
         let mut config = KubeletConfig::default();
         config.apply(settings);
         let mut dra_needs = needs.clone();
-        if let Some(p) = self.profile {
-            dra_needs.dra = crate::suite::DraNeeds { profile: Some(p), ..Default::default() };
+        if let Some(dra) = &self.fixed_dra {
+            dra_needs.dra = dra.clone();
         }
         config.dra = self.dra.config(&dra_needs, DraComponent::Kubelet);
         let pool = settings.node_pool.as_deref().unwrap_or("default");

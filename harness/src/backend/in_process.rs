@@ -37,13 +37,12 @@ impl Timeline for ServerTimeline {
         let fresh = self.server.timeline_since(*seen);
         if let Some(last) = fresh.last() {
             *seen = last.resource_version;
-            Arc::make_mut(entries)
-                .extend(fresh.iter().map(|e| {
-                    crate::engine::runner::TimelineItem::encoded(
-                        serde_json::to_value(e).unwrap_or(Value::Null),
-                        e.object_json().clone(),
-                    )
-                }));
+            Arc::make_mut(entries).extend(fresh.iter().map(|e| {
+                crate::engine::runner::TimelineItem::encoded(
+                    serde_json::to_value(e).unwrap_or(Value::Null),
+                    e.object_json().clone(),
+                )
+            }));
         }
         entries.clone()
     }

@@ -171,7 +171,9 @@ impl Timeline for WatchTimeline {
     fn entries(&self) -> crate::engine::runner::TimelineEntries {
         let mut e = self.0.lock().clone();
         e.sort_by_key(|(m, _)| m["resourceVersion"].as_u64().unwrap_or(0));
-        Arc::new(e.into_iter().map(|(meta, object)| crate::engine::runner::TimelineItem::decoded(meta, object)).collect())
+        Arc::new(
+            e.into_iter().map(|(meta, object)| crate::engine::runner::TimelineItem::decoded(meta, object)).collect(),
+        )
     }
 }
 

@@ -97,7 +97,7 @@ pub fn skip_reason(backend: &dyn Backend, row: &Row) -> Option<String> {
     // DRA gates set per row are named, so the skip says which setting the backend cannot make.
     let mut dra_settings: Vec<String> = Vec::new();
     if row.needs.dra.configures() && !caps.contains(&Capability::ControllerSettings) {
-        if !row.needs.dra.gates_off.is_empty() {
+        if !row.needs.dra.gates_off.is_empty() && !caps.contains(&Capability::DraGateSkew) {
             let names: Vec<&str> = row.needs.dra.gates_off.iter().map(|c| c.as_str()).collect();
             dra_settings
                 .push(format!("the profile's DRA gate turned off per row (needs.dra.gatesOff: {})", names.join(", ")));

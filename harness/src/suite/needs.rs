@@ -136,6 +136,8 @@ pub enum Capability {
     ControllerSettings,
     /// Knob steps can turn the actors' knobs.
     Knobs,
+    /// A row can turn its DRA profile's gate off in some components (`needs.dra.gatesOff`).
+    DraGateSkew,
     /// The named actor runs (a reference or real controller, or a simulated component).
     Actor(ActorName),
     /// The DRA components (API server included) can run in the named profile.
@@ -144,12 +146,13 @@ pub enum Capability {
 
 impl Capability {
     /// Every capability that is not an actor.
-    pub const PLAIN: [Capability; 5] = [
+    pub const PLAIN: [Capability; 6] = [
         Capability::VirtualTime,
         Capability::Timeline,
         Capability::WriteActors,
         Capability::ControllerSettings,
         Capability::Knobs,
+        Capability::DraGateSkew,
     ];
 
     /// Every spelling a row can write, for messages and the JSON Schema.
@@ -171,6 +174,7 @@ impl fmt::Display for Capability {
             Capability::WriteActors => f.write_str("write-actors"),
             Capability::ControllerSettings => f.write_str("controller-settings"),
             Capability::Knobs => f.write_str("knobs"),
+            Capability::DraGateSkew => f.write_str("dra-gate-skew"),
             Capability::Actor(a) => write!(f, "actor:{a}"),
             Capability::DraProfile(p) => write!(f, "dra-profile:{p}"),
         }

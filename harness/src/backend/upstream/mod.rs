@@ -23,7 +23,7 @@ use crate::backend::kubeconfig::run_in_own_namespace;
 use crate::backend::{Backend, RunOptions, begin, finish};
 use crate::engine::runner::RowFailure;
 use crate::report::result::RowResult;
-use crate::suite::{ActorName, Capability, LoadedSuite, Needs, Row};
+use crate::suite::{ActorName, Capability, DraComponent, LoadedSuite, Needs, Row};
 use controllers::dra::DraProfile;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -64,6 +64,13 @@ pub struct UpstreamBackend {
     run_dir: PathBuf,
     started_in: std::time::Duration,
     plane: parking_lot::Mutex<Option<ControlPlane>>,
+    /// The components this plane runs with `DRAWorkloadResourceClaims` off (sorted).
+    gates_off: Vec<DraComponent>,
+    /// How a plane with other DRA gates starts (this plane's options, without the operators).
+    variant_opts: PlaneOptions,
+    /// Planes started for rows that turn the `podgroup` gate off in some components, one per
+    /// set of components, started on the first such row and stopped with this one.
+    variants: parking_lot::Mutex<BTreeMap<Vec<DraComponent>, Arc<UpstreamBackend>>>,
 }
 
 impl UpstreamBackend {
@@ -99,6 +106,20 @@ impl UpstreamBackend {
             Ok::<_, PlaneError>((addr, task))
         })?;
         opts.http_proxy = Some(proxy.0);
+        // The kubelet is kproof's: the plane's gate skew reaches it through its own settings.
+        let kubelet_gates_off: Vec<DraComponent> =
+            opts.dra_gates_off.iter().copied().filter(|c| *c == DraComponent::Kubelet).collect();
+        let mut gates_off = opts.dra_gates_off.clone();
+        gates_off.sort();
+        gates_off.dedup();
+        let variant_opts = PlaneOptions {
+            run_dir: None,
+            kueue: false,
+            kuberay: false,
+            dra_gates_off: Vec::new(),
+            http_proxy: None,
+            ..opts.clone()
+        };
         let proxy_task = crate::actors::Task(proxy.1);
         let (plane, client, sims) = runtime.block_on(async {
             let plane = ControlPlane::start(opts).await?;
@@ -106,7 +127,11 @@ impl UpstreamBackend {
                 .await
                 .map_err(|message| PlaneError::Api { what: "building the harness's client".into(), message })?;
             let factories: Vec<Arc<dyn ActorFactory>> = vec![
-                Arc::new(KubeletFactory::with_node_leases().with_profile(controllers::dra::DraProfile::Podgroup)),
+                Arc::new(KubeletFactory::with_node_leases().with_fixed_dra(crate::suite::DraNeeds {
+                    profile: Some(DraProfile::Podgroup),
+                    gates_off: kubelet_gates_off.clone(),
+                    ..Default::default()
+                })),
                 Arc::new(DraDriverFactory),
                 Arc::new(RayHeadFactory),
                 Arc::new(AutoscalerFactory),
@@ -154,6 +179,9 @@ impl UpstreamBackend {
             run_dir,
             started_in,
             plane: parking_lot::Mutex::new(Some(plane)),
+            gates_off,
+            variant_opts,
+            variants: parking_lot::Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -182,10 +210,41 @@ impl UpstreamBackend {
 
     /// Stops the simulated actors and every process; returns the components that had to be killed.
     pub fn stop(self) -> Vec<String> {
+        let mut killed = Vec::new();
+        for (_, variant) in std::mem::take(&mut *self.variants.lock()) {
+            if let Ok(variant) = Arc::try_unwrap(variant) {
+                killed.extend(variant.stop());
+            }
+        }
         let plane = self.plane.lock().take();
         drop(self.sims);
         drop(self._proxy);
-        plane.map(ControlPlane::stop).unwrap_or_default()
+        killed.extend(plane.map(ControlPlane::stop).unwrap_or_default());
+        killed
+    }
+
+    /// The plane whose components in `gates_off` run with `DRAWorkloadResourceClaims` off,
+    /// started on first use (about as long as this one took).
+    fn variant(&self, gates_off: &[DraComponent]) -> Result<Arc<UpstreamBackend>, String> {
+        let mut key = gates_off.to_vec();
+        key.sort();
+        key.dedup();
+        let mut variants = self.variants.lock();
+        if let Some(v) = variants.get(&key) {
+            return Ok(v.clone());
+        }
+        let opts = PlaneOptions { dra_gates_off: key.clone(), ..self.variant_opts.clone() };
+        let names: Vec<&str> = key.iter().map(|c| c.as_str()).collect();
+        eprintln!(
+            "kproof: starting a second control plane with DRAWorkloadResourceClaims off in {} ...",
+            names.join(", ")
+        );
+        let started = UpstreamBackend::start(opts).map_err(|e| {
+            format!("the control plane with DRAWorkloadResourceClaims off in {} did not start: {e}", names.join(", "))
+        })?;
+        let started = Arc::new(started);
+        variants.insert(key, started.clone());
+        Ok(started)
     }
 }
 
@@ -218,6 +277,8 @@ impl Backend for UpstreamBackend {
         // scheduling group those gates change nothing, so they run here too; `workloads`
         // (KEP-5194, in no upstream build) and gates turned off per row do not.
         c.extend([DraProfile::Baseline, DraProfile::Podgroup, DraProfile::Raw].map(Capability::DraProfile));
+        // Rows that turn the `podgroup` gate off in some components run on a plane of their own.
+        c.insert(Capability::DraGateSkew);
         c
     }
 
@@ -244,6 +305,15 @@ impl Backend for UpstreamBackend {
             Ok(r) => r,
             Err(skipped) => return *skipped,
         };
+        let mut wanted = row.needs.dra.gates_off.clone();
+        wanted.sort();
+        wanted.dedup();
+        if wanted != self.gates_off {
+            return match self.variant(&wanted) {
+                Ok(variant) => variant.run_row(suite, row, opts),
+                Err(e) => finish(suite, result, Err(RowFailure::plain(e)), Default::default, opts),
+            };
+        }
         let wall = std::time::Instant::now();
         let (outcome, record) = self.runtime.block_on(async {
             if let Err(down) = self.check() {

@@ -77,6 +77,9 @@ pub struct PlaneOptions {
     pub kuberay: bool,
     /// kube-apiserver, -controller-manager and -scheduler feature gates (`Name=true`).
     pub feature_gates: Vec<String>,
+    /// Components that run with `DRAWorkloadResourceClaims` off although `feature_gates` turns
+    /// it on (version skew within the cluster, `needs.dra.gatesOff` of the `podgroup` rows).
+    pub dra_gates_off: Vec<crate::suite::DraComponent>,
     /// `--runtime-config` of kube-apiserver.
     pub runtime_config: Vec<String>,
     /// Where the operator's plain-HTTP calls (Ray dashboard, Serve) go: `HTTP_PROXY`.
@@ -95,9 +98,26 @@ impl PlaneOptions {
             kueue: true,
             kuberay: true,
             feature_gates: vec!["GenericWorkload=true".into(), "DRAWorkloadResourceClaims=true".into()],
+            dra_gates_off: Vec::new(),
             runtime_config: vec!["scheduling.k8s.io/v1beta1=true".into()],
             http_proxy: None,
         }
+    }
+}
+
+impl PlaneOptions {
+    /// `component`'s `--feature-gates`: the plane's, with `DRAWorkloadResourceClaims` off where
+    /// `dra_gates_off` says so.
+    pub fn gates_of(&self, component: crate::suite::DraComponent) -> String {
+        let off = self.dra_gates_off.contains(&component);
+        self.feature_gates
+            .iter()
+            .map(|g| match g.split_once('=') {
+                Some(("DRAWorkloadResourceClaims", _)) if off => "DRAWorkloadResourceClaims=false".to_string(),
+                _ => g.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -230,7 +250,7 @@ impl ControlPlane {
         std::fs::create_dir_all(&pki_dir).map_err(io(&pki_dir))?;
         let pki = pki::create(&pki_dir)?;
         let p = |path: &Path| path.display().to_string();
-        let gates = opts.feature_gates.join(",");
+        let gates_of = |component: crate::suite::DraComponent| opts.gates_of(component);
 
         let (etcd_port, etcd_peer) = (free_port()?, free_port()?);
         let etcd = [
@@ -271,7 +291,7 @@ impl ControlPlane {
             "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
             format!("--proxy-client-cert-file={}", p(&pki.front_proxy_cert)),
             format!("--proxy-client-key-file={}", p(&pki.front_proxy_key)),
-            format!("--feature-gates={gates}"),
+            format!("--feature-gates={}", gates_of(crate::suite::DraComponent::KubeApiserver)),
             format!("--runtime-config={}", opts.runtime_config.join(",")),
         ];
         self.supervisor.spawn(
@@ -315,7 +335,7 @@ impl ControlPlane {
             format!("--secure-port={kcm_port}"),
             format!("--cert-dir={}", p(&dir.join("kcm"))),
             "--controllers=*".into(),
-            format!("--feature-gates={gates}"),
+            format!("--feature-gates={}", gates_of(crate::suite::DraComponent::KubeControllerManager)),
             format!("--service-account-private-key-file={}", p(&pki.service_account_key)),
             format!("--root-ca-file={}", p(&pki.ca_cert)),
             format!("--cluster-signing-cert-file={}", p(&pki.ca_cert)),
@@ -338,7 +358,7 @@ impl ControlPlane {
             "--bind-address=127.0.0.1".into(),
             format!("--secure-port={sched_port}"),
             format!("--cert-dir={}", p(&dir.join("scheduler"))),
-            format!("--feature-gates={gates}"),
+            format!("--feature-gates={}", gates_of(crate::suite::DraComponent::KubeScheduler)),
         ];
         self.supervisor.spawn(
             "kube-scheduler",
