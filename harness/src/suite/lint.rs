@@ -406,8 +406,8 @@ impl Linter<'_> {
     }
 
     fn event(&mut self, at: Place<'_>, label: &str, event: &EventMatch, strings: &mut Vec<String>) {
-        let EventMatch { verb, change, kind, name, name_prefix, subresource, actor, fields } = event;
-        for s in [verb, change, kind, name, name_prefix, subresource, actor].into_iter().flatten() {
+        let EventMatch { verb, change, kind, name, name_prefix, subresource, actor, user, fields } = event;
+        for s in [verb, change, kind, name, name_prefix, subresource, actor, user].into_iter().flatten() {
             strings.push(s.clone());
         }
         self.fields(at, label, fields, strings);

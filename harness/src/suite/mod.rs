@@ -236,7 +236,7 @@ pub enum Step {
     /// Create objects (POST), never merging with an existing one: a second create of the same
     /// name is the API's 409 AlreadyExists.
     Create(ManifestStep),
-    /// Patch one object.
+    /// Patch one object, or each object a selector (with no name) picks.
     Patch {
         target: ObjectRef,
         #[serde(rename = "type")]
@@ -415,6 +415,10 @@ pub struct EventMatch {
     /// The writer's user agent contains this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
+    /// The writer is this authenticated user (`system:serviceaccount:ns:name`); a backend
+    /// whose timeline does not know users matches no write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// Conditions on the object as written.
     #[serde(default, rename = "match", skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<FieldMatch>,
@@ -445,6 +449,10 @@ pub enum Expectation {
         then: EventMatch,
         #[serde(default)]
         all: bool,
+        /// Compare with the n-th `then` write (1 = the first, the default) instead of the first:
+        /// "the entry is written before the second pod is created".
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nth: Option<usize>,
     },
     /// No write on the timeline matches.
     Never(EventMatch),
