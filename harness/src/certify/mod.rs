@@ -304,7 +304,6 @@ pub fn certify(opts: CertifyOptions) -> Result<Certificate, CertifyError> {
         let results = futures::future::join_all(runs).await;
         Ok::<_, CertifyError>(results)
     })?;
-    controller::kill_all();
     let wall_ms = wall.elapsed().as_millis() as u64;
     Ok(report::certificate(&contract, &opts, &prepared.workload, results, started_at, wall_ms))
 }
