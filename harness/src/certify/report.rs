@@ -218,7 +218,7 @@ impl Certificate {
             self.controller_command.join(" ")
         );
         let _ = writeln!(out);
-        let _ = writeln!(out, "{:<4} {:<15} {}", "", "verdict", "obligation");
+        let _ = writeln!(out, "{:<4} {:<15} obligation", "", "verdict");
         for o in &self.obligations {
             let mut title = o.title.clone();
             if title.chars().count() > 70 {

@@ -591,7 +591,7 @@ impl RowRun<'_> {
     async fn expect(&mut self, e: &Expectation) -> Result<(), RowFailure> {
         let on_timeline = matches!(
             e,
-            Expectation::Before { .. }
+            Expectation::Before(_)
                 | Expectation::Never(_)
                 | Expectation::AtMost { .. }
                 | Expectation::Count { .. }
@@ -655,7 +655,8 @@ impl RowRun<'_> {
                     tokio::time::sleep(self.ctx.poll.min(until.saturating_duration_since(Instant::now()))).await;
                 }
             }
-            Expectation::Before { first, then, all, nth } => {
+            Expectation::Before(b) => {
+                let (first, then, all, nth) = (&b.first, &b.then, &b.all, &b.nth);
                 let (first, then) = (&substitute_event(first, &self.bindings), &substitute_event(then, &self.bindings));
                 let entries = self.ctx.timeline.entries();
                 let rv = |x: &Value| x.get("resourceVersion").and_then(Value::as_u64).unwrap_or(0);

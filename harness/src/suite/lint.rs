@@ -356,7 +356,8 @@ impl Linter<'_> {
             Expectation::Eventually { object, .. } | Expectation::Consistently { object, .. } => {
                 self.object_match(at, label, object, strings);
             }
-            Expectation::Before { first, then, .. } => {
+            Expectation::Before(b) => {
+                let (first, then) = (&b.first, &b.then);
                 self.event(at, &format!("{label} first"), first, strings);
                 self.event(at, &format!("{label} then"), then, strings);
             }
