@@ -135,3 +135,29 @@ fn the_python_controller_is_certified_the_same_way() {
     let got = verdicts(options(CertProfile::Pg, &["role-pg.yaml"], cmd, "python"));
     assert_eq!(got, pg_compliant());
 }
+
+#[test]
+fn a_controller_that_never_acts_fails_with_a_hint_and_is_stopped() {
+    let mut opts = options(CertProfile::Raw, &["role-raw.yaml"], vec!["sleep".into(), "600".into()], "idle");
+    opts.obligations = vec!["C6".into()];
+    opts.wait_timeout = Duration::from_secs(3);
+    let cert = certify(opts).expect("the certification runs");
+    assert!(!cert.certified);
+    let s = cert.scenarios.iter().find(|s| s.id == "raw-release-after-completion").expect("the C6 scenario ran");
+    let failure = s.failure.as_deref().unwrap_or_default();
+    assert!(failure.contains("the controller made no write in this scenario"), "{failure}");
+    // The idle controller was stopped with its scenario: no `sleep 600` of this run is left.
+    let left = std::process::Command::new("pgrep").args(["-f", "^sleep 600$"]).output();
+    if let Ok(out) = left {
+        assert!(out.stdout.is_empty(), "left behind: {}", String::from_utf8_lossy(&out.stdout));
+    }
+}
+
+#[test]
+fn the_w_profile_without_scenarios_is_not_certified_vacuously() {
+    let opts = options(CertProfile::W, &["role-raw.yaml"], rust_controller("raw", None), "w");
+    let cert = certify(opts).expect("the certification runs");
+    assert!(cert.scenarios.is_empty());
+    assert!(cert.obligations.iter().all(|o| o.verdict == Verdict::NotApplicable && o.reason.is_some()));
+    assert!(!cert.certified);
+}

@@ -469,9 +469,10 @@ async fn evidence(ctx: &RowContext, user: &str) -> Vec<String> {
     for (m, o) in ctx.timeline.entries().iter() {
         let by_controller = m["user"] == user;
         if by_controller || m["kind"] == "ResourceClaim" {
-            let mut line = timeline_line(m);
+            let mut line = timeline_line(m).trim_end().to_string();
             if by_controller {
-                line.push_str(" [controller]");
+                // The user agent may be empty (kube-rs sends none); the identity is what counts.
+                line.push_str(&format!(" [controller {user}]"));
             }
             if m["kind"] == "ResourceClaim" {
                 line.push_str(&format!(" reservedFor={}", compact(&o["status"]["reservedFor"])));

@@ -136,7 +136,7 @@ pub struct Certificate {
     pub settings: Settings,
     pub started_at: String,
     pub wall_ms: u64,
-    /// True when every applicable obligation passed.
+    /// True when at least one obligation was judged and every judged one passed.
     pub certified: bool,
     pub obligations: Vec<ObligationVerdict>,
     pub scenarios: Vec<ScenarioResult>,
@@ -178,7 +178,9 @@ pub(crate) fn certificate(
             }
         })
         .collect();
-    let certified = obligations.iter().all(|o| o.verdict != Verdict::Fail);
+    // Nothing judged is no certificate: a profile without scenarios must not pass vacuously.
+    let judged = obligations.iter().any(|o| o.verdict != Verdict::NotApplicable);
+    let certified = judged && obligations.iter().all(|o| o.verdict != Verdict::Fail);
     let duration = crate::suite::format_duration;
     Certificate {
         schema: CERTIFICATE_SCHEMA,
@@ -256,7 +258,13 @@ impl Certificate {
             count(Verdict::NotApplicable),
             self.scenarios.len(),
             self.wall_ms as f64 / 1000.0,
-            if self.certified { "CERTIFIED" } else { "NOT CERTIFIED" }
+            if self.certified {
+                "CERTIFIED"
+            } else if self.obligations.iter().all(|o| o.verdict == Verdict::NotApplicable) {
+                "NOT CERTIFIED (no obligation applies to this profile and selection)"
+            } else {
+                "NOT CERTIFIED"
+            }
         );
         out
     }
