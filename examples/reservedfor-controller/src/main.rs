@@ -255,11 +255,12 @@ impl Ctl {
     /// and the next pass reads again.
     async fn write_entries(
         &self,
+        job: &DynamicObject,
         claim: &DynamicObject,
-        name: &str,
         keep_uid: Option<&str>,
         add: Option<Value>,
     ) -> anyhow::Result<()> {
+        let name = job.metadata.name.clone().unwrap_or_default();
         let mut v = json_of(claim);
         let entries = v["status"]["reservedFor"].as_array().cloned().unwrap_or_default();
         let ours = |e: &Value| e["apiGroup"] == GROUP && e["resource"] == "trainjobs" && e["name"] == name;
@@ -279,6 +280,17 @@ impl Ctl {
         match self.claims.replace_status(&claim_name, &PostParams::default(), &body).await {
             Ok(_) => Ok(()),
             Err(e) if is_conflict_or_gone(&e) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 403 => {
+                // Say it where the user looks, not only in the log (C14): without the
+                // reservation the job cannot run, so it does not go on creating pods either.
+                self.event(
+                    job,
+                    "ReservationForbidden",
+                    &format!("cannot write the claim's status.reservedFor: {}", s.message),
+                )
+                .await;
+                bail!("writing the claim's status.reservedFor: {}", s.message)
+            }
             Err(e) => Err(e).context("writing the claim's status.reservedFor"),
         }
     }
@@ -307,10 +319,10 @@ impl Ctl {
             let allocated = !cv["status"]["allocation"].is_null();
             let claim_deleting = c.metadata.deletion_timestamp.is_some();
             if release {
-                self.write_entries(c, &name, None, None).await?;
+                self.write_entries(job, c, None, None).await?;
             } else if allocated && !claim_deleting {
                 // Stale entries of an earlier job of this name go; ours is added if missing.
-                self.write_entries(c, &name, Some(&uid), Some(entry)).await?;
+                self.write_entries(job, c, Some(&uid), Some(entry)).await?;
             }
         }
         if deleting {

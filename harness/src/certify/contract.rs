@@ -111,6 +111,10 @@ pub struct Scenario {
     /// Run against an API server with the profile's feature gate off (version skew, C15).
     #[serde(default)]
     pub apiserver_gate_off: bool,
+    /// Resources taken out of the integrator's Roles in this scenario (`resourceclaims/binding`):
+    /// how a controller behaves when a permission it needs is missing (C14).
+    #[serde(default)]
+    pub drop_resources: Vec<String>,
     /// Suite steps, plus the workload steps.
     #[serde(default)]
     pub steps: Vec<Value>,

@@ -315,7 +315,28 @@ fn namespace_for(i: usize, id: &str) -> String {
     ns.trim_end_matches('-').to_string()
 }
 
-async fn prepare_namespace(cluster: &Cluster, ns: &str, p: &Prepared) -> Result<(), String> {
+fn scenario_drops_from(role: &Value, drop: &[String]) -> bool {
+    !drop.is_empty() && without_resources(role, drop) != *role
+}
+
+/// `role` without the resources in `drop` (rules left with no resource go).
+fn without_resources(role: &Value, drop: &[String]) -> Value {
+    let mut role = role.clone();
+    if drop.is_empty() {
+        return role;
+    }
+    if let Some(rules) = role["rules"].as_array_mut() {
+        for rule in rules.iter_mut() {
+            if let Some(resources) = rule["resources"].as_array_mut() {
+                resources.retain(|r| !r.as_str().is_some_and(|r| drop.iter().any(|d| d == r)));
+            }
+        }
+        rules.retain(|rule| rule["resources"].as_array().is_none_or(|r| !r.is_empty()));
+    }
+    role
+}
+
+async fn prepare_namespace(cluster: &Cluster, ns: &str, p: &Prepared, drop: &[String]) -> Result<(), String> {
     let admin = cluster.server.client_as("kproof");
     create(&admin, &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}), None).await?;
     let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": CONTROLLER_ACCOUNT}});
@@ -328,11 +349,20 @@ async fn prepare_namespace(cluster: &Cluster, ns: &str, p: &Prepared) -> Result<
                "subjects": subject})
     };
     for role in &p.roles {
-        create(&admin, role, Some(ns)).await?;
+        create(&admin, &without_resources(role, drop), Some(ns)).await?;
         create(&admin, &bind("Role", role["metadata"]["name"].as_str().unwrap_or_default()), Some(ns)).await?;
     }
     for role in &p.cluster_roles {
-        create(&admin, &bind("ClusterRole", role["metadata"]["name"].as_str().unwrap_or_default()), Some(ns)).await?;
+        if !scenario_drops_from(role, drop) {
+            create(&admin, &bind("ClusterRole", role["metadata"]["name"].as_str().unwrap_or_default()), Some(ns))
+                .await?;
+            continue;
+        }
+        // A ClusterRole is shared: the reduced copy is a Role of this namespace.
+        let mut reduced = without_resources(role, drop);
+        reduced["kind"] = json!("Role");
+        create(&admin, &reduced, Some(ns)).await?;
+        create(&admin, &bind("Role", role["metadata"]["name"].as_str().unwrap_or_default()), Some(ns)).await?;
     }
     let request = json!({"devices": {"requests": [{"name": "dev", "exactly": {"deviceClassName": "dev.kproof.dev"}}]}});
     let labels = json!({"kproof.dev/claim": "shared"});
@@ -368,7 +398,7 @@ async fn run_scenario(cluster: &Cluster, scenario: &Scenario, i: usize, p: &Prep
         Ok(r) => r,
         Err(e) => return result.failed(format!("the scenario does not expand: {e}"), None, Vec::new()),
     };
-    if let Err(e) = prepare_namespace(cluster, &ns, p).await {
+    if let Err(e) = prepare_namespace(cluster, &ns, p, &scenario.drop_resources).await {
         return result.failed(format!("cannot prepare namespace {ns}: {e}"), None, Vec::new());
     }
     let dir = p.opts.report_dir.join("scenarios").join(&scenario.id);
