@@ -235,3 +235,31 @@ async fn graceful_deletion_stops_containers_then_deletes_the_pod() {
     }
     assert!(t1.elapsed() < Duration::from_secs(3), "grace 2 s < termination delay 5 s");
 }
+
+#[tokio::test(start_paused = true)]
+async fn complete_ends_never_and_onfailure_pods_succeeded_and_leaves_always_pods_running() {
+    let sim = start("default", true).await;
+    let kubelet = sim.kubelet.clone().unwrap();
+    for (name, policy) in [("never", "Never"), ("onfailure", "OnFailure"), ("always", "Always")] {
+        let p = labelled(name, "job", "train");
+        let mut v = serde_json::to_value(&p).unwrap();
+        v["spec"]["restartPolicy"] = json!(policy);
+        sim.pods.create(&PostParams::default(), &serde_json::from_value(v).unwrap()).await.unwrap();
+        wait_pod(&sim.pods, name, "Ready", ready).await;
+    }
+    kubelet.turn("complete", &json!("job=train")).unwrap();
+    for name in ["never", "onfailure"] {
+        let p = wait_pod(&sim.pods, name, "Succeeded", |p| phase(p) == "Succeeded").await;
+        let c = container(&p);
+        assert_eq!(c["state"]["terminated"]["exitCode"], 0);
+        assert_eq!(c["state"]["terminated"]["reason"], "Completed");
+    }
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let always = sim.pods.get("always").await.unwrap();
+    assert_eq!(phase(&always), "Running", "a pod that restarts always never completes");
+    assert_eq!(container(&always)["restartCount"], 0);
+    // The annotation does the same for one pod.
+    let p = annotated("one", json!({"sim.kproof.dev/complete": "true"}), json!({"restartPolicy": "Never"}));
+    sim.pods.create(&PostParams::default(), &p).await.unwrap();
+    wait_pod(&sim.pods, "one", "Succeeded", |p| phase(p) == "Succeeded").await;
+}

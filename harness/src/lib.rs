@@ -10,11 +10,14 @@
 //!   timeline of writes), and selects and schedules rows.
 //! - [`differential`]: the seeded request corpus sent to the fake server and to a real
 //!   kube-apiserver, and their agreement.
+//! - [`certify`]: `kproof certify reservedfor`: an integrator's controller, run as a child
+//!   process, judged against the ReservedFor contract's obligations.
 //! - [`report`]: typed run events consumed by the human summary, the JSON report and the JUnit
 //!   XML, and the flight recorder of failing rows.
 
 pub mod actors;
 pub mod backend;
+pub mod certify;
 pub mod differential;
 pub mod engine;
 pub mod report;

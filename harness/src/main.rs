@@ -45,6 +45,64 @@ enum Command {
     /// Send one seeded corpus of requests to the fake API server and to a real kube-apiserver
     /// and print how often their answers agree (code, reason, cause types, field paths).
     Differential(DifferentialArgs),
+    /// Certify a workload controller against a contract.
+    Certify {
+        #[command(subcommand)]
+        command: CertifyCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum CertifyCommand {
+    /// The ReservedFor contract (obligations C1-C18): a workload controller sharing
+    /// ResourceClaims across pods, run as a child process against the fake API server and the
+    /// reference DRA components. Exit code 0 only if every applicable obligation passes.
+    Reservedfor(Box<ReservedforArgs>),
+}
+
+#[derive(clap::Args, Debug)]
+struct ReservedforArgs {
+    /// pg (PodGroups, KEP-5729), raw (the controller writes its own non-pod entry) or w
+    /// (KEP-5194 as proposed).
+    #[arg(long)]
+    profile: kproof::certify::CertProfile,
+    /// CRD manifests of the workload kind (repeatable).
+    #[arg(long = "crd", required = true, value_name = "FILE")]
+    crds: Vec<PathBuf>,
+    /// The workload manifest (one object of the CRD's kind).
+    #[arg(long, value_name = "FILE")]
+    workload: PathBuf,
+    /// Dotted path of the replica count in the workload.
+    #[arg(long, default_value = "spec.replicas")]
+    replicas_path: String,
+    /// Role and ClusterRole manifests the controller runs with (repeatable); each is bound to
+    /// the controller's identity in every scenario's namespace.
+    #[arg(long = "rbac", value_name = "FILE")]
+    rbac: Vec<PathBuf>,
+    /// Only these obligations (comma-separated or repeated), e.g. C4,C6.
+    #[arg(long = "obligation", value_delimiter = ',', value_name = "ID")]
+    obligations: Vec<String>,
+    /// Where certificate.json, junit.xml, report.md and the controller logs go.
+    #[arg(long, default_value = "target/kproof/certify")]
+    report_dir: PathBuf,
+    /// T_release: how long the controller may take to release after the last pod.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    t_release: Duration,
+    /// How long slowly terminating pods take to stop.
+    #[arg(long, default_value = "8s", value_parser = parse_duration)]
+    grace: Duration,
+    /// The longest one scenario may take; a hung controller fails there.
+    #[arg(long, default_value = "90s", value_parser = parse_duration)]
+    scenario_timeout: Duration,
+    /// Default timeout of a scenario's waits.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    timeout: Duration,
+    /// A contract file instead of the built-in one (suites/certify/reservedfor.yaml).
+    #[arg(long, value_name = "FILE")]
+    contract: Option<PathBuf>,
+    /// The controller command, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<String>,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -324,6 +382,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Cluster { command: ClusterCommand::Up(args) } => cluster_up(args),
         Command::Cluster { command: ClusterCommand::Down } => cluster_down(),
         Command::Differential(args) => differential(args),
+        Command::Certify { command: CertifyCommand::Reservedfor(args) } => certify_reservedfor(*args),
     }
 }
 
@@ -379,6 +438,32 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         println!("reports: {}", outputs.join(" "));
     }
     Ok(if kproof::backend::passed(&report.rows) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn certify_reservedfor(a: ReservedforArgs) -> anyhow::Result<ExitCode> {
+    let opts = kproof::certify::CertifyOptions {
+        profile: a.profile,
+        crds: a.crds,
+        workload: a.workload,
+        replicas_path: a.replicas_path,
+        rbac: a.rbac,
+        obligations: a.obligations,
+        report_dir: a.report_dir.clone(),
+        command: a.command,
+        release: a.t_release,
+        grace: a.grace,
+        scenario_timeout: a.scenario_timeout,
+        wait_timeout: a.timeout,
+        contract: a.contract,
+    };
+    let certificate = kproof::certify::certify(opts)?;
+    print!("{}", certificate.table());
+    let written = certificate
+        .write(&a.report_dir)
+        .with_context(|| format!("cannot write the reports into {}", a.report_dir.display()))?;
+    let shown: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    println!("reports: {}", shown.join(" "));
+    Ok(if certificate.certified { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn upstream_command(command: UpstreamCommand) -> anyhow::Result<ExitCode> {

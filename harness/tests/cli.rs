@@ -96,3 +96,48 @@ fn schema_prints_the_suite_json_schema() {
     let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(v["$id"], "https://kproof.dev/schema/suite-v1.json");
 }
+
+/// `kproof certify reservedfor` refuses bad input with exit 2 and a message naming the file,
+/// before any server or controller starts.
+#[test]
+fn certify_refuses_bad_input_with_exit_2_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/reservedfor-controller/deploy");
+    let other_crd = dir.path().join("crd.yaml");
+    std::fs::write(
+        &other_crd,
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: others.x.dev}\nspec: {group: x.dev, scope: Namespaced, names: {plural: others, kind: Other}, versions: []}\n",
+    )
+    .unwrap();
+    let workload = deploy.join("trainjob.yaml");
+    let run = |crd: &Path, rbac: &Path, extra: &[&str]| {
+        let mut args: Vec<String> = ["certify", "reservedfor", "--profile", "raw", "--crd"].map(String::from).to_vec();
+        args.push(crd.display().to_string());
+        args.extend(["--workload".to_string(), workload.display().to_string(), "--rbac".into()]);
+        args.push(rbac.display().to_string());
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.extend([
+            "--report-dir".to_string(),
+            dir.path().join("out").display().to_string(),
+            "--".into(),
+            "true".into(),
+        ]);
+        kproof().args(&args).assert().code(2)
+    };
+    let out = run(&other_crd, &deploy.join("role-raw.yaml"), &[]);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("trainjob.yaml: no --crd defines kind TrainJob in group \"example.kproof.dev\""),
+        "{stderr}"
+    );
+
+    let binding = dir.path().join("binding.yaml");
+    std::fs::write(&binding, "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: b}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: r}\n").unwrap();
+    let out = run(&deploy.join("crd.yaml"), &binding, &[]);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("binding.yaml: RoleBinding given: --rbac takes Roles and ClusterRoles"), "{stderr}");
+
+    let out = run(&deploy.join("crd.yaml"), &deploy.join("role-raw.yaml"), &["--obligation", "C99"]);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("--obligation C99: no such obligation"), "{stderr}");
+}

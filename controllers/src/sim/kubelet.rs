@@ -21,6 +21,9 @@
 //! - `fail`: containers exit with code 1 (reason `Error`). With `restartPolicy: Never` the pod
 //!   ends `Failed`; otherwise it is in `CrashLoopBackOff` (phase `Running`, not ready,
 //!   `restartCount` rising with kubelet's doubling back-off from 10 s to 5 min).
+//! - `complete`: containers exit with code 0 (reason `Completed`): the work is done. With
+//!   `restartPolicy: Never` or `OnFailure` the pod ends `Succeeded`; a pod with `Always` would
+//!   only restart its containers, so the knob leaves it running.
 //! - `never-ready`: containers run but never become ready (a running ready pod turns unready).
 //! - `evict`: the pod is evicted: phase `Failed`, reason `Evicted`, a `DisruptionTarget`
 //!   condition, containers terminated with 137.
@@ -28,7 +31,7 @@
 //!   `null` for the configured default; they apply to pods the kubelet sees from then on.
 //!
 //! Per pod, as annotations (so they work through kubectl against `kproof serve`):
-//! `sim.kproof.dev/fail`, `sim.kproof.dev/never-ready`, `sim.kproof.dev/evict` (`"true"`), and
+//! `sim.kproof.dev/fail`, `sim.kproof.dev/complete`, `sim.kproof.dev/never-ready`, `sim.kproof.dev/evict` (`"true"`), and
 //! `sim.kproof.dev/start-delay`, `sim.kproof.dev/ready-delay`, `sim.kproof.dev/termination-delay`
 //! (a duration).
 //!
@@ -63,7 +66,8 @@ use tokio::time::Instant;
 pub const ANNOTATION_PREFIX: &str = "sim.kproof.dev/";
 
 /// The knobs [`KubeletHandle::turn`] knows.
-pub const KNOBS: &[&str] = &["fail", "never-ready", "evict", "start-delay", "ready-delay", "termination-delay"];
+pub const KNOBS: &[&str] =
+    &["fail", "complete", "never-ready", "evict", "start-delay", "ready-delay", "termination-delay"];
 
 /// How the simulated kubelet behaves.
 #[derive(Debug, Clone)]
@@ -136,6 +140,7 @@ impl KubeletConfig {
 #[derive(Debug, Clone)]
 struct Knobs {
     fail: Option<LabelSelector>,
+    complete: Option<LabelSelector>,
     never_ready: Option<LabelSelector>,
     evict: Option<LabelSelector>,
     start_delay: Duration,
@@ -185,6 +190,7 @@ impl KubeletHandle {
             let mut k = self.0.knobs.lock();
             match knob {
                 "fail" => k.fail = pod_choice(knob, value)?,
+                "complete" => k.complete = pod_choice(knob, value)?,
                 "never-ready" => k.never_ready = pod_choice(knob, value)?,
                 "evict" => k.evict = pod_choice(knob, value)?,
                 "start-delay" => k.start_delay = delay(knob, value, d.start_delay)?,
@@ -247,6 +253,7 @@ impl Kubelet {
     pub fn new(client: Client, clock: Clock, config: KubeletConfig) -> Self {
         let knobs = Knobs {
             fail: None,
+            complete: None,
             never_ready: None,
             evict: None,
             start_delay: config.start_delay,
@@ -465,6 +472,7 @@ impl Kubelet {
             return Ok(None);
         }
         let fail = applies(&knobs.fail, "fail");
+        let complete = !fail && applies(&knobs.complete, "complete");
         let never_ready = applies(&knobs.never_ready, "never-ready");
         let mut wake = None;
         if let Some(until) = track.backoff_until {
@@ -520,6 +528,14 @@ impl Kubelet {
             track.backoff_until = Some(now + backoff);
             self.write(pod, track, Stage::CrashLoop, now_ts).await?;
             return Ok(Some(now + backoff));
+        }
+        if complete {
+            let policy = pod.spec.as_ref().and_then(|s| s.restart_policy.clone()).unwrap_or_else(|| "Always".into());
+            if policy != "Always" {
+                track.terminal = true;
+                self.write(pod, track, Stage::Stopped, now_ts).await?;
+                return Ok(None);
+            }
         }
         let ready_at = track.running_since.as_ref().map(|(t, _)| *t + track.ready_delay).unwrap_or(now);
         let ready = !never_ready && now >= ready_at;

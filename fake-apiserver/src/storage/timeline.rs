@@ -178,6 +178,9 @@ pub struct TimelineEntry {
     /// The field manager of the request (the `fieldManager` parameter, else from the user agent).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field_manager: Option<String>,
+    /// The authenticated user who made the write (`None` for the server's own controllers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     #[serde(skip)]
     object: Bytes,
 }
@@ -234,6 +237,7 @@ impl TimelineRecord {
             uid: o.uid.clone(),
             user_agent: self.ctx.user_agent.clone(),
             field_manager: self.ctx.field_manager.clone(),
+            user: self.ctx.user.as_ref().map(|u| u.name.clone()),
             object: o.bytes.clone(),
         }
     }

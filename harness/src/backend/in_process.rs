@@ -11,18 +11,27 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-struct ServerTimeline {
+/// The fake API server's own write log as a row's timeline.
+pub struct ServerTimeline {
     server: ApiServer,
-    /// The entries read so far and the resourceVersion of the last: each read decodes only the
+    /// Only this namespace's writes (certification scenarios share one server).
+    namespace: Option<String>,
+    /// The entries read so far and the resourceVersion of the last: each read takes only the
     /// writes since (a RayService row's timeline is megabytes of JSON, and a row may read it for
     /// several expectations).
     read: parking_lot::Mutex<(u64, crate::engine::runner::TimelineEntries)>,
 }
 
 impl ServerTimeline {
-    fn new(server: ApiServer) -> Self {
+    /// Every write from now on.
+    pub fn new(server: ApiServer) -> Self {
         let since = server.resource_version();
-        Self { server, read: parking_lot::Mutex::new((since, Arc::default())) }
+        Self { server, namespace: None, read: parking_lot::Mutex::new((since, Arc::default())) }
+    }
+
+    /// Every write in `namespace` since the server started.
+    pub fn of_namespace(server: ApiServer, namespace: &str) -> Self {
+        Self { server, namespace: Some(namespace.to_string()), read: parking_lot::Mutex::new((0, Arc::default())) }
     }
 }
 
@@ -37,7 +46,9 @@ impl Timeline for ServerTimeline {
         let fresh = self.server.timeline_since(*seen);
         if let Some(last) = fresh.last() {
             *seen = last.resource_version;
-            Arc::make_mut(entries).extend(fresh.iter().map(|e| {
+            let wanted =
+                |e: &&fake_apiserver::TimelineEntry| self.namespace.as_ref().is_none_or(|ns| e.namespace == *ns);
+            Arc::make_mut(entries).extend(fresh.iter().filter(wanted).map(|e| {
                 crate::engine::runner::TimelineItem::encoded(
                     serde_json::to_value(e).unwrap_or(Value::Null),
                     e.object_json().clone(),

@@ -167,6 +167,7 @@ pub fn event_matches(write: &crate::engine::runner::TimelineItem, m: &EventMatch
         && m.name_prefix.as_deref().is_none_or(|p| s("name").starts_with(p))
         && m.subresource.as_deref().is_none_or(|sub| s("subresource") == sub)
         && m.actor.as_deref().is_none_or(|a| s("userAgent").contains(a))
+        && m.user.as_deref().is_none_or(|u| s("user") == u)
         && (m.fields.is_empty() || check_fields(write.object(), &m.fields).is_empty())
 }
 

@@ -228,6 +228,7 @@ fn substitute_event(m: &crate::suite::EventMatch, bindings: &BTreeMap<String, St
         name_prefix: s(&m.name_prefix),
         subresource: s(&m.subresource),
         actor: s(&m.actor),
+        user: s(&m.user),
         fields: substitute_fields(&m.fields, bindings),
     }
 }
@@ -421,6 +422,28 @@ impl RowRun<'_> {
             Step::Create(m) => self.apply(&m.manifest, &m.expect, true).await,
             Step::Patch { target, patch_type, patch, status, .. } => {
                 let t = substitute_ref(target, &self.bindings);
+                if t.name.is_none() && (t.selector.is_some() || t.field_selector.is_some()) {
+                    // A set: each selected object gets the same patch (the certification marks
+                    // a controller's pods, whose names it does not know).
+                    let names: Vec<String> = self
+                        .fetch(&t)
+                        .await?
+                        .iter()
+                        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
+                        .collect();
+                    for name in names {
+                        let one = Step::Patch {
+                            target: ObjectRef { name: Some(name), selector: None, field_selector: None, ..t.clone() },
+                            patch_type: *patch_type,
+                            patch: patch.clone(),
+                            status: *status,
+                            expect_error: expect.expect_error.clone(),
+                            expect_warning: expect.expect_warning.clone(),
+                        };
+                        Box::pin(self.step(&one)).await?;
+                    }
+                    return Ok(());
+                }
                 let name = t.name.clone().unwrap_or_default();
                 let url = self.collection(&t.api_version, &t.kind, t.namespace.as_deref()).await?;
                 let sub = if *status { "/status" } else { "" };
@@ -594,7 +617,7 @@ impl RowRun<'_> {
     async fn expect(&mut self, e: &Expectation) -> Result<(), RowFailure> {
         let on_timeline = matches!(
             e,
-            Expectation::Before { .. }
+            Expectation::Before(_)
                 | Expectation::Never(_)
                 | Expectation::AtMost { .. }
                 | Expectation::Count { .. }
@@ -658,15 +681,21 @@ impl RowRun<'_> {
                     tokio::time::sleep(self.ctx.poll.min(until.saturating_duration_since(Instant::now()))).await;
                 }
             }
-            Expectation::Before { first, then, all } => {
+            Expectation::Before(b) => {
+                let (first, then, all, nth) = (&b.first, &b.then, &b.all, &b.nth);
                 let (first, then) = (&substitute_event(first, &self.bindings), &substitute_event(then, &self.bindings));
                 let entries = self.ctx.timeline.entries();
                 let rv = |x: &Value| x.get("resourceVersion").and_then(Value::as_u64).unwrap_or(0);
                 let firsts: Vec<&TimelineItem> = entries.iter().filter(|w| event_matches(w, first)).collect();
                 let thens: Vec<&TimelineItem> = entries.iter().filter(|w| event_matches(w, then)).collect();
-                let describe =
-                    |v: &[&TimelineItem]| v.iter().map(|w| timeline_line(&w.meta)).collect::<Vec<_>>().join("\n");
-                let ok = match (firsts.first(), thens.first()) {
+                let describe = |v: &[&TimelineItem]| {
+                    v.iter().map(|w| timeline_line(&w.meta)).collect::<Vec<_>>().join(
+                        "
+",
+                    )
+                };
+                let nth_then = thens.get(nth.unwrap_or(1).max(1) - 1);
+                let ok = match (firsts.first(), nth_then) {
                     (None, _) => false,
                     (Some(_), None) => true,
                     (Some(f), Some(t)) if *all => {

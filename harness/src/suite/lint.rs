@@ -356,7 +356,8 @@ impl Linter<'_> {
             Expectation::Eventually { object, .. } | Expectation::Consistently { object, .. } => {
                 self.object_match(at, label, object, strings);
             }
-            Expectation::Before { first, then, .. } => {
+            Expectation::Before(b) => {
+                let (first, then) = (&b.first, &b.then);
                 self.event(at, &format!("{label} first"), first, strings);
                 self.event(at, &format!("{label} then"), then, strings);
             }
@@ -406,8 +407,8 @@ impl Linter<'_> {
     }
 
     fn event(&mut self, at: Place<'_>, label: &str, event: &EventMatch, strings: &mut Vec<String>) {
-        let EventMatch { verb, change, kind, name, name_prefix, subresource, actor, fields } = event;
-        for s in [verb, change, kind, name, name_prefix, subresource, actor].into_iter().flatten() {
+        let EventMatch { verb, change, kind, name, name_prefix, subresource, actor, user, fields } = event;
+        for s in [verb, change, kind, name, name_prefix, subresource, actor, user].into_iter().flatten() {
             strings.push(s.clone());
         }
         self.fields(at, label, fields, strings);

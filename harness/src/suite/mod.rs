@@ -236,7 +236,7 @@ pub enum Step {
     /// Create objects (POST), never merging with an existing one: a second create of the same
     /// name is the API's 409 AlreadyExists.
     Create(ManifestStep),
-    /// Patch one object.
+    /// Patch one object, or each object a selector (with no name) picks.
     Patch {
         target: ObjectRef,
         #[serde(rename = "type")]
@@ -415,6 +415,10 @@ pub struct EventMatch {
     /// The writer's user agent contains this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
+    /// The writer is this authenticated user (`system:serviceaccount:ns:name`); a backend
+    /// whose timeline does not know users matches no write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// Conditions on the object as written.
     #[serde(default, rename = "match", skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<FieldMatch>,
@@ -440,12 +444,7 @@ pub enum Expectation {
     },
     /// On the timeline, the first write matching `first` comes before the first matching `then`
     /// (with `all: true`, every `first` write comes before any `then` write).
-    Before {
-        first: EventMatch,
-        then: EventMatch,
-        #[serde(default)]
-        all: bool,
-    },
+    Before(Box<BeforeMatch>),
     /// No write on the timeline matches.
     Never(EventMatch),
     /// At most `n` writes match.
@@ -459,6 +458,21 @@ pub enum Expectation {
     /// `values` in this order — or, with `subsequence: true`, `values` appear among them in
     /// this order. With one path each value is that path's; with several, a list in path order.
     Sequence(Box<SequenceMatch>),
+}
+
+/// What a [`Expectation::Before`] checks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BeforeMatch {
+    pub first: EventMatch,
+    pub then: EventMatch,
+    /// Every `first` write must come before the `then` write.
+    #[serde(default)]
+    pub all: bool,
+    /// Compare with the n-th `then` write (1 = the first, the default) instead of the first:
+    /// "the entry is written before the second pod is created".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nth: Option<usize>,
 }
 
 /// What a [`Expectation::Sequence`] checks.
@@ -487,7 +501,7 @@ impl Expectation {
         match self {
             Expectation::Eventually { .. } => "eventually",
             Expectation::Consistently { .. } => "consistently",
-            Expectation::Before { .. } => "before",
+            Expectation::Before(_) => "before",
             Expectation::Never(_) => "never",
             Expectation::AtMost { .. } => "atMost",
             Expectation::Count { .. } => "count",

@@ -1,0 +1,466 @@
+//! `trainjob-controller`: an example workload controller whose pods share one ResourceClaim,
+//! written to honour the ReservedFor contract (research dra.md §6) and certified by
+//! `kproof certify reservedfor`.
+//!
+//! A TrainJob (`example.kproof.dev/v1`) runs `spec.replicas` pods to completion. Profiles
+//! (`--profile`, else `KPROOF_PROFILE`):
+//! - `raw`: the pods name the ResourceClaim `spec.claim`; the controller adds its own entry
+//!   `{apiGroup: example.kproof.dev, resource: trainjobs, name, uid}` to `status.reservedFor`
+//!   once the claim is allocated (after the first pod, before the others), and removes only
+//!   that entry once no pod of the job is running or will be created. A finalizer on the
+//!   TrainJob keeps it until the entry is gone, whatever the deletion's propagation.
+//! - `pg`: a PodGroup named after the job carries the claim (`spec.claim` is a
+//!   ResourceClaimTemplate); pods name the PodGroup and the same claim. The controller deletes
+//!   the PodGroup only after its pods are done and never touches its finalizer.
+//!
+//! `--defect NAME` builds in one deliberate contract violation, to show that certification
+//! catches it: `release-on-terminating` (raw: a pod with deletionTimestamp counts as done),
+//! `no-finalizer` (raw: no finalizer, so a deleted job leaks its entry), `strip-protection`
+//! (pg: on scale-down the PodGroup's protection finalizer is stripped and the group deleted at
+//! once, as research dra.md H10 describes).
+//!
+//! It reconciles every job of its namespace (the kubeconfig's) on a short timer: simple and
+//! robust for an example; a production controller would use watches (kube::runtime).
+
+use anyhow::{Context, bail};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const GROUP: &str = "example.kproof.dev";
+const FINALIZER: &str = "example.kproof.dev/release-reservation";
+const JOB_LABEL: &str = "example.kproof.dev/job";
+const PODGROUP_PROTECTION: &str = "scheduling.k8s.io/podgroup-protection";
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Profile {
+    Raw,
+    Pg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Defect {
+    ReleaseOnTerminating,
+    NoFinalizer,
+    StripProtection,
+}
+
+struct Ctl {
+    profile: Profile,
+    defect: Option<Defect>,
+    jobs: Api<DynamicObject>,
+    pods: Api<DynamicObject>,
+    claims: Api<DynamicObject>,
+    podgroups: Api<DynamicObject>,
+    events: Api<DynamicObject>,
+}
+
+fn api(client: &kube::Client, ns: &str, group: &str, version: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+    Api::namespaced_with(client.clone(), ns, &ar)
+}
+
+fn s<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    path.iter().try_fold(v, |v, k| v.get(*k)).and_then(Value::as_str)
+}
+
+fn json_of(o: &DynamicObject) -> Value {
+    serde_json::to_value(o).unwrap_or(Value::Null)
+}
+
+fn is_conflict_or_gone(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409 || s.code == 404)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let mut profile = std::env::var("KPROOF_PROFILE").ok();
+    let mut defect = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--profile" => profile = args.next(),
+            "--defect" => defect = args.next(),
+            other => bail!("unknown argument {other:?} (use --profile raw|pg, --defect NAME)"),
+        }
+    }
+    let profile = match profile.as_deref() {
+        Some("raw") => Profile::Raw,
+        Some("pg") => Profile::Pg,
+        other => bail!("--profile must be raw or pg, not {other:?}"),
+    };
+    let defect = match defect.as_deref() {
+        None => None,
+        Some("release-on-terminating") => Some(Defect::ReleaseOnTerminating),
+        Some("no-finalizer") => Some(Defect::NoFinalizer),
+        Some("strip-protection") => Some(Defect::StripProtection),
+        Some(other) => bail!("unknown defect {other:?}"),
+    };
+    let client = kube::Client::try_default().await.context("no kubeconfig")?;
+    let ns = client.default_namespace().to_string();
+    let ctl = Ctl {
+        profile,
+        defect,
+        jobs: api(&client, &ns, GROUP, "v1", "TrainJob", "trainjobs"),
+        pods: api(&client, &ns, "", "v1", "Pod", "pods"),
+        claims: api(&client, &ns, "resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
+        podgroups: api(&client, &ns, "scheduling.k8s.io", "v1beta1", "PodGroup", "podgroups"),
+        events: api(&client, &ns, "", "v1", "Event", "events"),
+    };
+    eprintln!("trainjob-controller: profile {profile:?}, defect {defect:?}, namespace {ns}");
+    loop {
+        if let Err(e) = ctl.pass().await {
+            eprintln!("trainjob-controller: {e:#}");
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// What the controller knows of one pod.
+struct PodState {
+    name: String,
+    phase: String,
+    deleting: bool,
+    scheduled: bool,
+    /// The uid of its controller (none once orphaned).
+    owner: Option<String>,
+}
+
+impl PodState {
+    /// kube-controller-manager's isPodDone: terminal, or deleted before it was scheduled.
+    fn done(&self, defect: Option<Defect>) -> bool {
+        let terminal = self.phase == "Succeeded" || self.phase == "Failed";
+        if defect == Some(Defect::ReleaseOnTerminating) {
+            return terminal || self.deleting;
+        }
+        terminal || (self.deleting && !self.scheduled)
+    }
+}
+
+impl Ctl {
+    async fn pass(&self) -> anyhow::Result<()> {
+        let jobs = self.jobs.list(&ListParams::default()).await.context("listing TrainJobs")?;
+        let pods = self.pods.list(&ListParams::default().labels(JOB_LABEL)).await.context("listing pods")?;
+        for job in &jobs.items {
+            let name = job.metadata.name.clone().unwrap_or_default();
+            let mine: Vec<PodState> = pods
+                .items
+                .iter()
+                .filter(|p| p.metadata.labels.as_ref().and_then(|l| l.get(JOB_LABEL)) == Some(&name))
+                .map(|p| {
+                    let v = json_of(p);
+                    PodState {
+                        name: p.metadata.name.clone().unwrap_or_default(),
+                        phase: s(&v, &["status", "phase"]).unwrap_or("Pending").to_string(),
+                        deleting: p.metadata.deletion_timestamp.is_some(),
+                        scheduled: s(&v, &["spec", "nodeName"]).is_some(),
+                        owner: p
+                            .metadata
+                            .owner_references
+                            .as_ref()
+                            .and_then(|o| o.iter().find(|r| r.controller == Some(true)))
+                            .map(|r| r.uid.clone()),
+                    }
+                })
+                .collect();
+            let r = match self.profile {
+                Profile::Raw => self.reconcile_raw(job, &mine).await,
+                Profile::Pg => self.reconcile_pg(job, &mine).await,
+            };
+            if let Err(e) = r {
+                eprintln!("trainjob-controller: TrainJob {name}: {e:#}");
+            }
+        }
+        Ok(())
+    }
+
+    /// The pods still to create and the ones to delete, for `want` pods not yet succeeded.
+    async fn sync_pods(
+        &self,
+        job: &DynamicObject,
+        pods: &[PodState],
+        want: i64,
+        limit: i64,
+        spec: Value,
+    ) -> anyhow::Result<()> {
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let succeeded = pods.iter().filter(|p| p.phase == "Succeeded").count() as i64;
+        let live: Vec<&PodState> =
+            pods.iter().filter(|p| !p.deleting && p.phase != "Succeeded" && p.phase != "Failed").collect();
+        let target = (want - succeeded).max(0).min(limit);
+        for _ in (live.len() as i64)..target {
+            let pod = json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {
+                    "generateName": format!("{name}-"),
+                    "labels": {JOB_LABEL: name},
+                    "ownerReferences": [{"apiVersion": format!("{GROUP}/v1"), "kind": "TrainJob", "name": name,
+                                         "uid": job.metadata.uid, "controller": true, "blockOwnerDeletion": true}],
+                },
+                "spec": spec,
+            });
+            let pod: DynamicObject = serde_json::from_value(pod)?;
+            self.pods.create(&PostParams::default(), &pod).await.context("creating a pod")?;
+        }
+        let mut extra: Vec<&&PodState> = live.iter().collect();
+        extra.sort_by(|a, b| b.name.cmp(&a.name));
+        for p in extra.iter().take((live.len() as i64 - want.max(0)).max(0) as usize) {
+            match self.pods.delete(&p.name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(e) if is_conflict_or_gone(&e) => {}
+                Err(e) => return Err(e).context("deleting a pod"),
+            }
+        }
+        Ok(())
+    }
+
+    async fn set_status(&self, job: &DynamicObject, phase: &str, reservation: String) -> anyhow::Result<()> {
+        let v = json_of(job);
+        if s(&v, &["status", "phase"]) == Some(phase) && s(&v, &["status", "reservation"]) == Some(reservation.as_str())
+        {
+            return Ok(());
+        }
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let patch = json!({"status": {"phase": phase, "reservation": reservation}});
+        match self.jobs.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_conflict_or_gone(&e) => Ok(()),
+            Err(e) => Err(e).context("updating the TrainJob status"),
+        }
+    }
+
+    async fn set_finalizer(&self, job: &DynamicObject, present: bool) -> anyhow::Result<()> {
+        let mut finalizers = job.metadata.finalizers.clone().unwrap_or_default();
+        if finalizers.iter().any(|f| f == FINALIZER) == present {
+            return Ok(());
+        }
+        if present {
+            finalizers.push(FINALIZER.into());
+        } else {
+            finalizers.retain(|f| f != FINALIZER);
+        }
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": job.metadata.resource_version}});
+        match self.jobs.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_conflict_or_gone(&e) => Ok(()),
+            Err(e) => Err(e).context("updating the TrainJob finalizers"),
+        }
+    }
+
+    /// Adds (`Some(entry)`) the job's entry or removes every entry of this job's name (the
+    /// current uid's and stale ones of an earlier job of that name), leaving every other entry
+    /// as it is; the update carries the resourceVersion read, so a concurrent write is a 409
+    /// and the next pass reads again.
+    async fn write_entries(
+        &self,
+        job: &DynamicObject,
+        claim: &DynamicObject,
+        keep_uid: Option<&str>,
+        add: Option<Value>,
+    ) -> anyhow::Result<()> {
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let mut v = json_of(claim);
+        let entries = v["status"]["reservedFor"].as_array().cloned().unwrap_or_default();
+        let ours = |e: &Value| e["apiGroup"] == GROUP && e["resource"] == "trainjobs" && e["name"] == name;
+        let mut kept: Vec<Value> =
+            entries.iter().filter(|e| !ours(e) || keep_uid.is_some_and(|u| e["uid"] == u)).cloned().collect();
+        if let Some(entry) = add
+            && !kept.iter().any(|e| e["uid"] == entry["uid"])
+        {
+            kept.push(entry);
+        }
+        if kept == entries {
+            return Ok(());
+        }
+        v["status"]["reservedFor"] = Value::Array(kept);
+        let claim_name = claim.metadata.name.clone().unwrap_or_default();
+        let body: DynamicObject = serde_json::from_value(v)?;
+        match self.claims.replace_status(&claim_name, &PostParams::default(), &body).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_conflict_or_gone(&e) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 403 => {
+                // Say it where the user looks, not only in the log (C14): without the
+                // reservation the job cannot run, so it does not go on creating pods either.
+                self.event(
+                    job,
+                    "ReservationForbidden",
+                    &format!("cannot write the claim's status.reservedFor: {}", s.message),
+                )
+                .await;
+                bail!("writing the claim's status.reservedFor: {}", s.message)
+            }
+            Err(e) => Err(e).context("writing the claim's status.reservedFor"),
+        }
+    }
+
+    async fn reconcile_raw(&self, job: &DynamicObject, pods: &[PodState]) -> anyhow::Result<()> {
+        let v = json_of(job);
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let uid = job.metadata.uid.clone().unwrap_or_default();
+        let deleting = job.metadata.deletion_timestamp.is_some();
+        let replicas = v["spec"]["replicas"].as_i64().unwrap_or(0);
+        let claim_name = s(&v, &["spec", "claim"]).unwrap_or_default().to_string();
+        if !deleting && self.defect != Some(Defect::NoFinalizer) {
+            self.set_finalizer(job, true).await?;
+        }
+        let active = pods.iter().filter(|p| !p.done(self.defect)).count();
+        let succeeded = pods.iter().filter(|p| p.phase == "Succeeded").count() as i64;
+        let finished = replicas > 0 && succeeded >= replicas;
+        let release = (deleting || finished || replicas == 0) && active == 0;
+        let claim = self.claims.get_opt(&claim_name).await.context("reading the claim")?;
+        let entry = json!({"apiGroup": GROUP, "resource": "trainjobs", "name": name, "uid": uid});
+        let held = claim.as_ref().is_some_and(|c| {
+            json_of(c)["status"]["reservedFor"].as_array().is_some_and(|l| l.iter().any(|e| e["uid"] == uid.as_str()))
+        });
+        if let Some(c) = &claim {
+            let cv = json_of(c);
+            let allocated = !cv["status"]["allocation"].is_null();
+            let claim_deleting = c.metadata.deletion_timestamp.is_some();
+            if release {
+                self.write_entries(job, c, None, None).await?;
+            } else if allocated && !claim_deleting {
+                // Stale entries of an earlier job of this name go; ours is added if missing.
+                self.write_entries(job, c, Some(&uid), Some(entry)).await?;
+            }
+        }
+        if deleting {
+            // Background deletion waits for our finalizer before the garbage collector deletes
+            // the pods, so the controller stops them itself; orphaned pods (no owner any more,
+            // or the `orphan` finalizer at work) keep running and keep the entry.
+            let orphaning = job.metadata.finalizers.as_ref().is_some_and(|f| f.iter().any(|f| f == "orphan"));
+            if !orphaning {
+                for p in pods.iter().filter(|p| !p.deleting && p.owner.as_deref() == Some(uid.as_str())) {
+                    match self.pods.delete(&p.name, &DeleteParams::default()).await {
+                        Ok(_) => {}
+                        Err(e) if is_conflict_or_gone(&e) => {}
+                        Err(e) => return Err(e).context("deleting a pod"),
+                    }
+                }
+            }
+            if release && (!held || claim.is_none()) {
+                self.set_finalizer(job, false).await?;
+            }
+            return Ok(());
+        }
+        let want = if finished { 0 } else { replicas };
+        // Before the claim is reserved for the job, one pod only: it makes the scheduler
+        // allocate the claim; the rest follow once our entry is in (C2).
+        let limit = if held { want } else { want.min(1) };
+        let spec = json!({
+            "restartPolicy": "Never",
+            "containers": [{"name": "trainer", "image": "busybox", "resources": {"claims": [{"name": "dev"}]}}],
+            "resourceClaims": [{"name": "dev", "resourceClaimName": claim_name}],
+        });
+        self.sync_pods(job, pods, want, limit, spec).await?;
+        let phase = if finished { "Succeeded" } else { "Running" };
+        let reservation = if held { format!("held: {active} active pods") } else { "released".into() };
+        self.set_status(job, phase, reservation).await
+    }
+
+    async fn reconcile_pg(&self, job: &DynamicObject, pods: &[PodState]) -> anyhow::Result<()> {
+        let v = json_of(job);
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let uid = job.metadata.uid.clone().unwrap_or_default();
+        if job.metadata.deletion_timestamp.is_some() {
+            // Garbage collection deletes the PodGroup; podgroupprotection holds it while pods run.
+            return Ok(());
+        }
+        let replicas = v["spec"]["replicas"].as_i64().unwrap_or(0);
+        let template = s(&v, &["spec", "claim"]).unwrap_or_default().to_string();
+        let active = pods.iter().filter(|p| !p.done(self.defect)).count();
+        let succeeded = pods.iter().filter(|p| p.phase == "Succeeded").count() as i64;
+        let finished = replicas > 0 && succeeded >= replicas;
+        let release = (finished || replicas == 0) && active == 0;
+        let group = self.podgroups.get_opt(&name).await.context("reading the PodGroup")?;
+        if let Some(g) = &group {
+            let owner_uid = g.metadata.owner_references.as_ref().and_then(|o| o.first()).map(|o| o.uid.clone());
+            if owner_uid.as_deref() != Some(uid.as_str()) {
+                // A PodGroup of an earlier job of this name: wait until it is gone (C12).
+                return self.set_status(job, "Pending", "waiting for the previous PodGroup to go".into()).await;
+            }
+            if g.metadata.deletion_timestamp.is_some() {
+                return self.set_status(job, if finished { "Succeeded" } else { "Pending" }, "released".into()).await;
+            }
+        }
+        if self.defect == Some(Defect::StripProtection)
+            && replicas == 0
+            && let Some(g) = &group
+        {
+            // The violation of research dra.md H10: strip protection to make deletion immediate.
+            let kept: Vec<String> =
+                g.metadata.finalizers.iter().flatten().filter(|f| *f != PODGROUP_PROTECTION).cloned().collect();
+            let patch = json!({"metadata": {"finalizers": kept}});
+            self.podgroups.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await.context("stripping")?;
+            self.podgroups.delete(&name, &DeleteParams::default()).await.context("deleting the PodGroup")?;
+            return self.sync_pods(job, pods, 0, 0, Value::Null).await;
+        }
+        if release {
+            if group.is_some() {
+                match self.podgroups.delete(&name, &DeleteParams::default()).await {
+                    Ok(_) => {}
+                    Err(e) if is_conflict_or_gone(&e) => {}
+                    Err(e) => return Err(e).context("deleting the PodGroup"),
+                }
+            }
+            return self.set_status(job, if finished { "Succeeded" } else { "Running" }, "released".into()).await;
+        }
+        let group = match group {
+            Some(g) => g,
+            None => {
+                let pg = json!({
+                    "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                    "metadata": {"name": name, "ownerReferences": [{"apiVersion": format!("{GROUP}/v1"), "kind": "TrainJob",
+                        "name": name, "uid": uid, "controller": true, "blockOwnerDeletion": true}]},
+                    "spec": {"schedulingPolicy": {"basic": {}}, "resourceClaims": [{"name": "dev", "resourceClaimTemplateName": template}]},
+                });
+                let pg: DynamicObject = serde_json::from_value(pg)?;
+                match self.podgroups.create(&PostParams::default(), &pg).await {
+                    Ok(created) => created,
+                    Err(e) if is_conflict_or_gone(&e) => return Ok(()),
+                    Err(e) => return Err(e).context("creating the PodGroup"),
+                }
+            }
+        };
+        // The API server drops spec.resourceClaims when DRAWorkloadResourceClaims is off: pods
+        // would get per-pod claims (1.36) or none (1.37). Create none, and say why (C15).
+        if json_of(&group)["spec"]["resourceClaims"].as_array().is_none_or(|c| c.is_empty()) {
+            self.event(job, "ReservationUnsupported", "the API server dropped the PodGroup's resourceClaims (is DRAWorkloadResourceClaims off?); no pods are created").await;
+            return self.set_status(job, "Blocked", "unsupported: PodGroup resourceClaims dropped".into()).await;
+        }
+        let want = if finished { 0 } else { replicas };
+        let spec = json!({
+            "restartPolicy": "Never",
+            "schedulingGroup": {"podGroupName": name},
+            "containers": [{"name": "trainer", "image": "busybox", "resources": {"claims": [{"name": "dev"}]}}],
+            "resourceClaims": [{"name": "dev", "resourceClaimTemplateName": template}],
+        });
+        self.sync_pods(job, pods, want, want, spec).await?;
+        self.set_status(
+            job,
+            if finished { "Succeeded" } else { "Running" },
+            format!("held by PodGroup {name}: {active} active pods"),
+        )
+        .await
+    }
+
+    /// Records a Warning event on the job once (the event's name is fixed per job and reason).
+    async fn event(&self, job: &DynamicObject, reason: &str, message: &str) {
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let event = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": format!("{name}.{}", reason.to_lowercase())},
+            "involvedObject": {"apiVersion": format!("{GROUP}/v1"), "kind": "TrainJob", "name": name, "uid": job.metadata.uid,
+                               "namespace": job.metadata.namespace},
+            "reason": reason, "message": message, "type": "Warning",
+            "source": {"component": "trainjob-controller"},
+        });
+        if let Ok(e) = serde_json::from_value::<DynamicObject>(event)
+            && let Err(err) = self.events.create(&PostParams::default(), &e).await
+            && !matches!(&err, kube::Error::Api(s) if s.code == 409)
+        {
+            eprintln!("trainjob-controller: recording event {reason}: {err}");
+        }
+    }
+}

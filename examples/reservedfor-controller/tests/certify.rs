@@ -1,0 +1,163 @@
+//! The example controller certified by `kproof certify reservedfor`: the compliant builds pass
+//! every applicable obligation of their profile, and each deliberate defect fails exactly the
+//! obligations it breaks. A short Python controller (the official `kubernetes` client) is
+//! certified the same way when Python and the client are installed.
+
+use kproof::certify::{CertProfile, CertifyOptions, Verdict, certify};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn deploy(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy").join(file)
+}
+
+fn options(profile: CertProfile, rbac: &[&str], command: Vec<String>, name: &str) -> CertifyOptions {
+    CertifyOptions {
+        profile,
+        crds: vec![deploy("crd.yaml")],
+        workload: deploy("trainjob.yaml"),
+        replicas_path: "spec.replicas".into(),
+        rbac: rbac.iter().map(|r| deploy(r)).collect(),
+        obligations: Vec::new(),
+        report_dir: std::env::temp_dir().join(format!("kproof-certify-test-{}-{name}", std::process::id())),
+        command,
+        release: Duration::from_secs(15),
+        grace: Duration::from_secs(8),
+        scenario_timeout: Duration::from_secs(90),
+        wait_timeout: Duration::from_secs(30),
+        contract: None,
+    }
+}
+
+fn rust_controller(profile: &str, defect: Option<&str>) -> Vec<String> {
+    let mut c = vec![env!("CARGO_BIN_EXE_trainjob-controller").to_string(), "--profile".into(), profile.into()];
+    if let Some(d) = defect {
+        c.extend(["--defect".to_string(), d.to_string()]);
+    }
+    c
+}
+
+/// Runs a certification and returns each obligation's verdict; the failing scenarios' reports
+/// are printed so a failing assertion shows why.
+fn verdicts(opts: CertifyOptions) -> BTreeMap<String, Verdict> {
+    let cert = certify(opts).expect("the certification runs");
+    println!("{}", cert.table());
+    cert.obligations.iter().map(|o| (o.id.clone(), o.verdict)).collect()
+}
+
+fn with(ids: &[&str], v: Verdict, mut table: BTreeMap<String, Verdict>) -> BTreeMap<String, Verdict> {
+    for id in ids {
+        table.insert(id.to_string(), v);
+    }
+    table
+}
+
+/// raw: C1, C2, C4-C12, C14, C16, C17 judged; C3, C13, C15, C18 not applicable.
+fn raw_compliant() -> BTreeMap<String, Verdict> {
+    let na = ["C3", "C13", "C15", "C18"];
+    (1..=18)
+        .map(|i| format!("C{i}"))
+        .map(|id| {
+            let v = if na.contains(&id.as_str()) { Verdict::NotApplicable } else { Verdict::Pass };
+            (id, v)
+        })
+        .collect()
+}
+
+/// pg: C2-C6, C11, C12, C14-C17 judged; the claim-writing obligations not applicable.
+fn pg_compliant() -> BTreeMap<String, Verdict> {
+    let na = ["C1", "C7", "C8", "C9", "C10", "C13", "C18"];
+    (1..=18)
+        .map(|i| format!("C{i}"))
+        .map(|id| {
+            let v = if na.contains(&id.as_str()) { Verdict::NotApplicable } else { Verdict::Pass };
+            (id, v)
+        })
+        .collect()
+}
+
+#[test]
+fn raw_compliant_controller_passes_every_applicable_obligation() {
+    let got = verdicts(options(CertProfile::Raw, &["role-raw.yaml"], rust_controller("raw", None), "raw"));
+    assert_eq!(got, raw_compliant());
+}
+
+#[test]
+fn pg_compliant_controller_passes_every_applicable_obligation() {
+    let got = verdicts(options(CertProfile::Pg, &["role-pg.yaml"], rust_controller("pg", None), "pg"));
+    assert_eq!(got, pg_compliant());
+}
+
+#[test]
+fn raw_release_on_terminating_fails_c4_and_c5_only() {
+    let cmd = rust_controller("raw", Some("release-on-terminating"));
+    let got = verdicts(options(CertProfile::Raw, &["role-raw.yaml"], cmd, "raw-terminating"));
+    assert_eq!(got, with(&["C4", "C5"], Verdict::Fail, raw_compliant()));
+}
+
+#[test]
+fn raw_no_finalizer_fails_c11_only() {
+    let cmd = rust_controller("raw", Some("no-finalizer"));
+    let got = verdicts(options(CertProfile::Raw, &["role-raw.yaml"], cmd, "raw-no-finalizer"));
+    assert_eq!(got, with(&["C11"], Verdict::Fail, raw_compliant()));
+}
+
+#[test]
+fn pg_strip_protection_fails_c4_only() {
+    let cmd = rust_controller("pg", Some("strip-protection"));
+    let rbac = ["role-pg.yaml", "role-pg-strip-finalizers.yaml"];
+    let got = verdicts(options(CertProfile::Pg, &rbac, cmd, "pg-strip"));
+    assert_eq!(got, with(&["C4"], Verdict::Fail, pg_compliant()));
+}
+
+#[test]
+fn a_controller_that_exits_gets_a_clear_verdict_not_a_hung_run() {
+    let mut opts = options(CertProfile::Raw, &["role-raw.yaml"], vec!["false".into()], "exits");
+    opts.obligations = vec!["C6".into()];
+    let cert = certify(opts).expect("the certification runs");
+    assert!(!cert.certified);
+    let s = cert.scenarios.iter().find(|s| s.id == "raw-release-after-completion").expect("the C6 scenario ran");
+    let failure = s.failure.as_deref().unwrap_or_default();
+    assert!(failure.starts_with("the controller exited (exit status: 1) while the scenario ran"), "{failure}");
+    assert_eq!(cert.obligations.len(), 1, "--obligation C6 judges C6 only");
+}
+
+#[test]
+fn the_python_controller_is_certified_the_same_way() {
+    let python = std::process::Command::new("python3").args(["-c", "import kubernetes"]).status();
+    if !python.is_ok_and(|s| s.success()) {
+        println!("SKIPPED: python3 with the `kubernetes` client is not installed (pip install kubernetes)");
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../reservedfor-python/trainjob_controller.py");
+    let cmd = vec!["python3".to_string(), "-u".into(), script.display().to_string()];
+    let got = verdicts(options(CertProfile::Pg, &["role-pg.yaml"], cmd, "python"));
+    assert_eq!(got, pg_compliant());
+}
+
+#[test]
+fn a_controller_that_never_acts_fails_with_a_hint_and_is_stopped() {
+    let mut opts = options(CertProfile::Raw, &["role-raw.yaml"], vec!["sleep".into(), "600".into()], "idle");
+    opts.obligations = vec!["C6".into()];
+    opts.wait_timeout = Duration::from_secs(3);
+    let cert = certify(opts).expect("the certification runs");
+    assert!(!cert.certified);
+    let s = cert.scenarios.iter().find(|s| s.id == "raw-release-after-completion").expect("the C6 scenario ran");
+    let failure = s.failure.as_deref().unwrap_or_default();
+    assert!(failure.contains("the controller made no write in this scenario"), "{failure}");
+    // The idle controller was stopped with its scenario: no `sleep 600` of this run is left.
+    let left = std::process::Command::new("pgrep").args(["-f", "^sleep 600$"]).output();
+    if let Ok(out) = left {
+        assert!(out.stdout.is_empty(), "left behind: {}", String::from_utf8_lossy(&out.stdout));
+    }
+}
+
+#[test]
+fn the_w_profile_without_scenarios_is_not_certified_vacuously() {
+    let opts = options(CertProfile::W, &["role-raw.yaml"], rust_controller("raw", None), "w");
+    let cert = certify(opts).expect("the certification runs");
+    assert!(cert.scenarios.is_empty());
+    assert!(cert.obligations.iter().all(|o| o.verdict == Verdict::NotApplicable && o.reason.is_some()));
+    assert!(!cert.certified);
+}

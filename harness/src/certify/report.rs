@@ -1,0 +1,395 @@
+//! Verdicts and their reports: the table on the terminal, the certificate (JSON, versioned
+//! schema), JUnit XML for CI, and a Markdown report to attach to a release.
+
+use crate::certify::CertifyOptions;
+use crate::certify::contract::{CertProfile, Contract, Scenario, Workload};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The certificate's schema identifier; bumped on any incompatible change.
+pub const CERTIFICATE_SCHEMA: &str = "kproof.dev/certificate/v1";
+
+/// A verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    NotApplicable,
+}
+
+impl Verdict {
+    /// As printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::NotApplicable => "not-applicable",
+        }
+    }
+}
+
+/// One scenario's run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScenarioResult {
+    pub id: String,
+    pub title: String,
+    pub namespace: String,
+    pub obligations: Vec<String>,
+    /// `pass` or `fail`.
+    pub outcome: Verdict,
+    pub wall_ms: u64,
+    /// One line: what failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Expected against observed, from the scenario's step or expectation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Timeline writes, object states, controller log lines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+    /// The controller's log file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+}
+
+impl ScenarioResult {
+    pub(crate) fn new(s: &Scenario, namespace: &str) -> Self {
+        Self {
+            id: s.id.clone(),
+            title: s.title.clone(),
+            namespace: namespace.to_string(),
+            obligations: s.obligations.clone(),
+            outcome: Verdict::Fail,
+            wall_ms: 0,
+            failure: None,
+            detail: None,
+            evidence: Vec::new(),
+            log: None,
+        }
+    }
+
+    pub(crate) fn failed(mut self, summary: String, detail: Option<String>, evidence: Vec<String>) -> Self {
+        self.outcome = Verdict::Fail;
+        self.failure = Some(summary);
+        self.detail = detail;
+        self.evidence = evidence;
+        self
+    }
+}
+
+/// One obligation's verdict.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObligationVerdict {
+    pub id: String,
+    pub title: String,
+    pub source: String,
+    pub verdict: Verdict,
+    /// Why not applicable, or which scenarios failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The scenarios that judged it.
+    pub scenarios: Vec<String>,
+}
+
+/// The tool that issued a certificate.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+/// What was certified.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CertifiedWorkload {
+    pub api_version: String,
+    pub kind: String,
+    pub resource: String,
+    pub replicas_path: String,
+}
+
+/// The settings a certification ran with.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    pub t_release: String,
+    pub termination_grace: String,
+    pub scenario_timeout: String,
+}
+
+/// The certificate.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Certificate {
+    pub schema: &'static str,
+    pub tool: Tool,
+    pub contract: String,
+    pub profile: CertProfile,
+    /// The Kubernetes semantics the reference components model.
+    pub semantics: &'static str,
+    pub controller_command: Vec<String>,
+    pub workload: CertifiedWorkload,
+    pub settings: Settings,
+    pub started_at: String,
+    pub wall_ms: u64,
+    /// True when at least one obligation was judged and every judged one passed.
+    pub certified: bool,
+    pub obligations: Vec<ObligationVerdict>,
+    pub scenarios: Vec<ScenarioResult>,
+}
+
+pub(crate) fn certificate(
+    contract: &Contract,
+    opts: &CertifyOptions,
+    workload: &Workload,
+    scenarios: Vec<ScenarioResult>,
+    started_at: String,
+    wall_ms: u64,
+) -> Certificate {
+    let profile = opts.profile;
+    let obligations: Vec<ObligationVerdict> = contract
+        .obligations
+        .iter()
+        .filter(|o| opts.obligations.is_empty() || opts.obligations.contains(&o.id))
+        .map(|o| {
+            let judged: Vec<&ScenarioResult> = scenarios.iter().filter(|s| s.obligations.contains(&o.id)).collect();
+            let failed: Vec<&str> =
+                judged.iter().filter(|s| s.outcome == Verdict::Fail).map(|s| s.id.as_str()).collect();
+            let (verdict, reason) = if judged.is_empty() {
+                let why =
+                    o.not_applicable.get(&profile).cloned().unwrap_or_else(|| "no scenario in this profile".into());
+                (Verdict::NotApplicable, Some(why))
+            } else if failed.is_empty() {
+                (Verdict::Pass, None)
+            } else {
+                (Verdict::Fail, Some(format!("failed: {}", failed.join(", "))))
+            };
+            ObligationVerdict {
+                id: o.id.clone(),
+                title: o.title.clone(),
+                source: o.source.clone(),
+                verdict,
+                reason,
+                scenarios: judged.iter().map(|s| s.id.clone()).collect(),
+            }
+        })
+        .collect();
+    // Nothing judged is no certificate: a profile without scenarios must not pass vacuously.
+    let judged = obligations.iter().any(|o| o.verdict != Verdict::NotApplicable);
+    let certified = judged && obligations.iter().all(|o| o.verdict != Verdict::Fail);
+    let duration = crate::suite::format_duration;
+    Certificate {
+        schema: CERTIFICATE_SCHEMA,
+        tool: Tool { name: "kproof", version: env!("CARGO_PKG_VERSION") },
+        contract: contract.contract.clone(),
+        profile,
+        semantics: profile.semantics(),
+        controller_command: opts.command.clone(),
+        workload: CertifiedWorkload {
+            api_version: workload.manifest["apiVersion"].as_str().unwrap_or_default().to_string(),
+            kind: workload.manifest["kind"].as_str().unwrap_or_default().to_string(),
+            resource: workload.resource.clone(),
+            replicas_path: workload.replicas_path.clone(),
+        },
+        settings: Settings {
+            t_release: duration(opts.release),
+            termination_grace: duration(opts.grace),
+            scenario_timeout: duration(opts.scenario_timeout),
+        },
+        started_at,
+        wall_ms,
+        certified,
+        obligations,
+        scenarios,
+    }
+}
+
+impl Certificate {
+    /// The verdict table printed on the terminal.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "kproof certify {} --profile {}: {}",
+            self.contract,
+            self.profile,
+            self.controller_command.join(" ")
+        );
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{:<4} {:<15} obligation", "", "verdict");
+        for o in &self.obligations {
+            let mut title = o.title.clone();
+            if title.chars().count() > 70 {
+                title = title.chars().take(69).collect::<String>() + "…";
+            }
+            let _ = writeln!(out, "{:<4} {:<15} {title}", o.id, o.verdict.as_str());
+            if let Some(r) = &o.reason {
+                let _ = writeln!(out, "{:<20} {r}", "");
+            }
+        }
+        let failed: Vec<&ScenarioResult> = self.scenarios.iter().filter(|s| s.outcome == Verdict::Fail).collect();
+        for s in &failed {
+            let _ = writeln!(
+                out,
+                "\nscenario {} ({}) failed: {}",
+                s.id,
+                s.obligations.join(", "),
+                s.failure.as_deref().unwrap_or_default()
+            );
+            if let Some(d) = &s.detail {
+                for l in d.lines().take(20) {
+                    let _ = writeln!(out, "  {l}");
+                }
+            }
+            if let Some(log) = &s.log {
+                let _ = writeln!(out, "  controller log: {log}");
+            }
+        }
+        let count = |v: Verdict| self.obligations.iter().filter(|o| o.verdict == v).count();
+        let _ = writeln!(
+            out,
+            "\n{} pass, {} fail, {} not applicable; {} scenarios in {:.1} s: {}",
+            count(Verdict::Pass),
+            count(Verdict::Fail),
+            count(Verdict::NotApplicable),
+            self.scenarios.len(),
+            self.wall_ms as f64 / 1000.0,
+            if self.certified {
+                "CERTIFIED"
+            } else if self.obligations.iter().all(|o| o.verdict == Verdict::NotApplicable) {
+                "NOT CERTIFIED (no obligation applies to this profile and selection)"
+            } else {
+                "NOT CERTIFIED"
+            }
+        );
+        out
+    }
+
+    /// The Markdown report.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "# ReservedFor certification: {} (profile {})\n", self.workload.kind, self.profile);
+        let _ = writeln!(out, "- result: **{}**", if self.certified { "certified" } else { "not certified" });
+        let _ = writeln!(
+            out,
+            "- tool: kproof {} (contract `{}`, schema `{}`)",
+            self.tool.version, self.contract, self.schema
+        );
+        let _ = writeln!(out, "- semantics modelled: {}", self.semantics);
+        let _ = writeln!(out, "- controller: `{}`", self.controller_command.join(" "));
+        let _ = writeln!(
+            out,
+            "- workload: {} {} (`{}`, replicas at `{}`)",
+            self.workload.api_version, self.workload.kind, self.workload.resource, self.workload.replicas_path
+        );
+        let _ = writeln!(
+            out,
+            "- T_release {}, termination grace {}, started {}, took {:.1} s\n",
+            self.settings.t_release,
+            self.settings.termination_grace,
+            self.started_at,
+            self.wall_ms as f64 / 1000.0
+        );
+        let _ = writeln!(out, "| | verdict | obligation | scenarios | note |\n|---|---|---|---|---|");
+        for o in &self.obligations {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                o.id,
+                o.verdict.as_str(),
+                o.title.replace('|', "\\|"),
+                o.scenarios.join(", "),
+                o.reason.as_deref().unwrap_or("").replace('|', "\\|")
+            );
+        }
+        for s in self.scenarios.iter().filter(|s| s.outcome == Verdict::Fail) {
+            let _ = writeln!(out, "\n## Scenario `{}` failed ({})\n", s.id, s.obligations.join(", "));
+            let _ = writeln!(out, "{}\n", s.failure.as_deref().unwrap_or_default());
+            let _ = writeln!(out, "```");
+            if let Some(d) = &s.detail {
+                let _ = writeln!(out, "{d}");
+            }
+            for e in &s.evidence {
+                let _ = writeln!(out, "{e}");
+            }
+            let _ = writeln!(out, "```");
+        }
+        out
+    }
+
+    /// JUnit XML: one test case per obligation (skipped when not applicable).
+    pub fn junit(&self) -> String {
+        let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+        let failures = self.obligations.iter().filter(|o| o.verdict == Verdict::Fail).count();
+        let skipped = self.obligations.iter().filter(|o| o.verdict == Verdict::NotApplicable).count();
+        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        let _ = writeln!(
+            out,
+            "<testsuite name=\"kproof certify {} {}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\" time=\"{:.3}\">",
+            self.contract,
+            self.profile,
+            self.obligations.len(),
+            self.wall_ms as f64 / 1000.0
+        );
+        for o in &self.obligations {
+            let _ = write!(
+                out,
+                "  <testcase classname=\"{}.{}\" name=\"{} {}\"",
+                self.contract,
+                self.profile,
+                o.id,
+                esc(&o.title)
+            );
+            match o.verdict {
+                Verdict::Pass => out.push_str("/>\n"),
+                Verdict::NotApplicable => {
+                    let _ = writeln!(
+                        out,
+                        ">\n    <skipped message=\"{}\"/>\n  </testcase>",
+                        esc(o.reason.as_deref().unwrap_or_default())
+                    );
+                }
+                Verdict::Fail => {
+                    let mut body = String::new();
+                    for s in
+                        self.scenarios.iter().filter(|s| s.outcome == Verdict::Fail && s.obligations.contains(&o.id))
+                    {
+                        let _ = writeln!(body, "scenario {}: {}", s.id, s.failure.as_deref().unwrap_or_default());
+                        if let Some(d) = &s.detail {
+                            let _ = writeln!(body, "{d}");
+                        }
+                        for e in &s.evidence {
+                            let _ = writeln!(body, "{e}");
+                        }
+                    }
+                    let _ = writeln!(
+                        out,
+                        ">\n    <failure message=\"{}\">{}</failure>\n  </testcase>",
+                        esc(o.reason.as_deref().unwrap_or_default()),
+                        esc(&body)
+                    );
+                }
+            }
+        }
+        out.push_str("</testsuite>\n");
+        out
+    }
+
+    /// Writes `certificate.json`, `junit.xml` and `report.md` into `dir`; their paths.
+    pub fn write(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        std::fs::create_dir_all(dir)?;
+        let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        let files = [("certificate.json", json), ("junit.xml", self.junit()), ("report.md", self.markdown())];
+        let mut paths = Vec::new();
+        for (name, text) in files {
+            let p = dir.join(name);
+            std::fs::write(&p, text)?;
+            paths.push(p);
+        }
+        Ok(paths)
+    }
+}
