@@ -1,9 +1,10 @@
 //! The API machinery both sides of kproof need — the fake API server and the controllers — so
 //! that they agree with each other and with upstream: label and field selectors, name and label
-//! rules with upstream's messages, quantities, Go durations, the clock, and fields of JSON
+//! rules with upstream's messages, quantities, Go durations, the clock, the CEL environment, and fields of JSON
 //! objects. Pure logic: no I/O.
 #![warn(missing_docs)]
 
+pub mod cel;
 pub mod clock;
 pub mod duration;
 pub mod go;

@@ -4,7 +4,8 @@
 //! A node declares devices with the annotation `dra.kproof.dev/devices`, a comma-separated list
 //! of `<driver>=<count>` (`dev.kproof.dev=2`). The slice is named `<node>-<driver>`, in a pool
 //! named after the node (generation 1, one slice), with `nodeName` set and devices
-//! `<prefix>-0` … `<prefix>-<count-1>`, the prefix being the driver's first DNS label.
+//! `<prefix>-0` … `<prefix>-<count-1>` (the prefix being the driver's first DNS label), each
+//! with its position as the int attribute `index`.
 
 use super::SimError;
 use crate::dra::ResourceSlice;
@@ -41,7 +42,10 @@ pub fn node_devices(node: &Node) -> Vec<(String, u32)> {
 /// The ResourceSlice a driver publishes for `node`'s `count` devices.
 pub fn slice_for(node: &str, driver: &str, count: u32) -> ResourceSlice {
     let prefix = driver.split('.').next().unwrap_or(driver);
-    let devices: Vec<_> = (0..count).map(|i| json!({"name": format!("{prefix}-{i}")})).collect();
+    // Each device carries its position as the attribute `index` (in the driver's domain), so
+    // selectors have something to choose by.
+    let devices: Vec<_> =
+        (0..count).map(|i| json!({"name": format!("{prefix}-{i}"), "attributes": {"index": {"int": i}}})).collect();
     ResourceSlice::new(
         ObjectMeta { name: Some(format!("{node}-{driver}")), ..Default::default() },
         json!({"spec": {

@@ -24,9 +24,10 @@
 //!   that consumer at allocation, with `status.allocation.reservedForAnyPod: true`; once a
 //!   non-pod entry exists no pod entry is added; PostFilter never deallocates such a claim.
 //!
-//! CEL selectors (DeviceClass `spec.selectors`, request `selectors`) are evaluated for the
-//! forms the fixtures use: `true` and `device.driver == "<name>"`, joined by `&&`. Any other
-//! expression selects no device (and is logged), never all of them.
+//! CEL selectors (DeviceClass `spec.selectors`, request `selectors`) are evaluated in the CEL
+//! environment the fake server's rules use (`apimachinery::cel`) over the device's `driver`, `attributes`, `capacity` and
+//! `allowMultipleAllocations`; an expression that fails selects no device (and is logged),
+//! never all of them.
 
 use super::SimError;
 use crate::dra::claims::{self, bind_to, claim_name, is_for_pod, pod_claims, pod_group_name};
@@ -256,11 +257,10 @@ impl DraView {
                     matches!(text(t, "effect"), "NoSchedule" | "NoExecute")
                         && !tolerations.iter().any(|tol| crate::dra::device_taint_eviction::tolerates(tol, t))
                 });
-                if !tainted
-                    && !used.contains(&id)
-                    && matches_all(&class_selectors, driver)
-                    && matches_all(&own_selectors, driver)
-                {
+                if !tainted && !used.contains(&id) && {
+                    let device = cel_device(driver, d);
+                    matches_all(&class_selectors, &device) && matches_all(&own_selectors, &device)
+                } {
                     candidates.push((id, local));
                 }
             }
@@ -276,31 +276,47 @@ impl DraView {
     }
 }
 
-/// Whether every CEL selector of the list selects a device of `driver` (see the module docs
-/// for the expressions understood).
-fn matches_all(selectors: &Value, driver: &str) -> bool {
+/// Whether every CEL selector of the list selects the device (its `device` variable, see
+/// [`cel_device`]). An expression that does not compile, fails at run time or is not a bool
+/// selects nothing (and is logged), never everything.
+fn matches_all(selectors: &Value, device: &Value) -> bool {
     selectors.as_array().into_iter().flatten().all(|s| {
         let expr = s.get("cel").map(|c| text(c, "expression")).unwrap_or_default();
-        expr.split("&&").all(|term| {
-            let term = term.trim();
-            if term == "true" {
-                return true;
+        match apimachinery::cel::evaluate_bool(expr, &[("device", device)]) {
+            Ok(selected) => selected,
+            Err(e) => {
+                tracing::warn!(expression = expr, error = %e, "a device selector failed; it selects nothing");
+                false
             }
-            let parsed = term
-                .strip_prefix("device.driver")
-                .map(str::trim)
-                .and_then(|rest| rest.strip_prefix("=="))
-                .map(|v| v.trim().trim_matches('"').trim_matches('\''));
-            match parsed {
-                Some(want) => want == driver,
-                None => {
-                    tracing::warn!(
-                        "the simulated scheduler does not evaluate the CEL selector {term:?}; it selects nothing"
-                    );
-                    false
-                }
-            }
-        })
+        }
+    })
+}
+
+/// A ResourceSlice device as DRA's CEL environment shows it: `driver`, `attributes` and
+/// `capacity` by domain (an unqualified name is in the driver's domain; a `domain/name` in its
+/// own), and `allowMultipleAllocations`. Attribute values are their `int`, `bool`, `string` or
+/// `version` (as a string); capacities their quantity string.
+fn cel_device(driver: &str, device: &Value) -> Value {
+    let mut attributes = serde_json::Map::new();
+    let mut capacity = serde_json::Map::new();
+    let put = |into: &mut serde_json::Map<String, Value>, qualified: &str, value: Value| {
+        let (domain, name) = qualified.split_once('/').unwrap_or((driver, qualified));
+        if let Value::Object(m) = into.entry(domain.to_string()).or_insert_with(|| json!({})) {
+            m.insert(name.to_string(), value);
+        }
+    };
+    for (name, a) in device.get("attributes").and_then(Value::as_object).into_iter().flatten() {
+        let value = ["int", "bool", "string", "version"].iter().find_map(|k| a.get(*k)).cloned().unwrap_or(Value::Null);
+        put(&mut attributes, name, value);
+    }
+    for (name, c) in device.get("capacity").and_then(Value::as_object).into_iter().flatten() {
+        put(&mut capacity, name, c.get("value").cloned().unwrap_or(Value::Null));
+    }
+    json!({
+        "driver": driver,
+        "attributes": attributes,
+        "capacity": capacity,
+        "allowMultipleAllocations": device.get("allowMultipleAllocations").and_then(Value::as_bool).unwrap_or(false),
     })
 }
 

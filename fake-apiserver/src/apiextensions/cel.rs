@@ -26,26 +26,17 @@
 
 use super::FieldCause;
 use super::schema::{ListType, Node, Type};
+use apimachinery::cel::ENV;
 use cel::objects::{Key, Map as CelMap};
-use cel::{Context, Env, Program, Value as Cel};
+use cel::{Context, Program, Value as Cel};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 /// Per-call cost limit (`celconfig.PerCallLimit`).
 pub const PER_CALL_LIMIT: u64 = 1_000_000;
 /// Per-request cost budget (`celconfig.RuntimeCELCostBudget`).
 pub const RUNTIME_BUDGET: u64 = 10_000_000;
-
-/// The environment every rule compiles and runs in: the standard library and the extensions.
-static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
-    let mut env = Env::stdlib();
-    // The extensions only declare functions; a clash would be a cel-rust defect, not input.
-    let _ = env.add_extension(cel::extensions::strings);
-    let _ = env.add_extension(cel::extensions::lists);
-    let _ = env.add_extension(cel::extensions::math);
-    Arc::new(env)
-});
 
 /// One compiled `x-kubernetes-validations` entry.
 pub(super) struct Rule {
