@@ -13,6 +13,7 @@ pub mod crds;
 pub mod dra;
 pub mod events;
 pub mod kuberay;
+pub mod kueue;
 pub mod sim;
 mod watch;
 
