@@ -277,6 +277,10 @@ impl KueueController {
             return self.reconcile_child(world, job, &owner).await;
         }
         let Some(queue) = label(job, QUEUE_NAME_LABEL).map(String::from) else { return Ok(false) };
+        // What the informer shows when the reconcile starts: the post-step lists Workloads from
+        // the cache, which does not yet hold a slice this reconcile creates (the race the guard
+        // is for).
+        let cached_workloads = Self::owned_workloads(world, job);
         let elastic = self.is_elastic(job);
         let pod_sets = self.job_pod_sets(world, jk, job);
         let mut job = job.clone();
@@ -309,7 +313,7 @@ impl KueueController {
         if self.gate(jk) {
             let key = key_of(&job);
             if let Some(current) = world.get(Kind::RayService, &key).cloned() {
-                self.unsuspend_admitted_children(world, &current).await?;
+                self.unsuspend_admitted_children(world, &current, &cached_workloads).await?;
             }
         }
         Ok(again)
@@ -780,14 +784,24 @@ impl KueueController {
 
     /// PR 11264's `unsuspendAdmittedChildren`: once the latest slice is admitted and covers
     /// every child's pods (the race guard), suspended children are unsuspended.
-    async fn unsuspend_admitted_children(&self, world: &mut World, rs: &Value) -> Result<(), KueueError> {
+    async fn unsuspend_admitted_children(
+        &self,
+        world: &mut World,
+        rs: &Value,
+        cached_workloads: &[Value],
+    ) -> Result<(), KueueError> {
         if rs.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) || deleting(rs) {
             return Ok(());
         }
         if label(rs, QUEUE_NAME_LABEL).is_none() {
             return Ok(());
         }
-        let live: Vec<Value> = Self::owned_workloads(world, rs).into_iter().filter(|w| !finished(w)).collect();
+        // Slices seen at the start of the reconcile, with their state as written since.
+        let live: Vec<Value> = cached_workloads
+            .iter()
+            .map(|w| world.get(Kind::Workload, &key_of(w)).cloned().unwrap_or_else(|| w.clone()))
+            .filter(|w| !finished(w))
+            .collect();
         let Some(latest) = live.last() else { return Ok(()) };
         let early = self.config.defective(KueueDefect::UnsuspendBeforeSliceAdmitted);
         if !admitted(latest) && !early {
