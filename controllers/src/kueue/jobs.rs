@@ -513,9 +513,14 @@ impl KueueController {
             .cloned();
         let stale: Vec<&Value> =
             not_finished.iter().filter(|w| Some(key_of(w)) != matching.as_ref().map(key_of)).collect();
-        if matching.is_none() && !stale.is_empty() && !self.is_suspended(jk, job) {
-            self.stop_job(world, jk, job, None, "No matching Workload").await?;
+        if matching.is_none() && !self.is_suspended(jk, job) {
+            let (restore_from, message) = match stale.as_slice() {
+                [only] => (Some(*only), "No matching Workload; restoring pod templates according to existent Workload"),
+                _ => (None, "Missing Workload; unable to restore pod templates"),
+            };
+            self.stop_job(world, jk, job, restore_from, message).await?;
         }
+        let deleted_some = !stale.is_empty();
         for w in stale {
             let (ns, name) = key_of(w);
             let api = Kind::Workload.api(&self.client, Some(&ns));
@@ -527,7 +532,9 @@ impl KueueController {
             self.event(jk.kind(), job, EventType::Normal, "DeletedWorkload", "DeletedWorkload", format!("Deleted not matching Workload: {ns}/{name}"))
                 .await;
         }
-        if matching.is_none() {
+        // As upstream: after deleting stale Workloads the reconcile ends; the next one creates
+        // the new Workload (its name may be the one being deleted).
+        if matching.is_none() && !deleted_some {
             self.create_workload(world, jk, job, queue, pod_sets, elastic, None).await?;
         }
         Ok(matching)
@@ -702,6 +709,7 @@ impl KueueController {
             }
         };
         let job = self.patch(world, jk.kind(), job, patch, false, true).await?;
+        tracing::debug!("kueue stopped {}: {message}", str_at(&job, "/metadata/name"));
         self.event(jk.kind(), &job, EventType::Normal, "Stopped", "Stopped", message.to_string()).await;
         Ok(job)
     }
