@@ -64,7 +64,11 @@ fn unsuspending_before_the_covering_slice_is_admitted_is_caught() {
 fn pod_sets_from_one_child_instead_of_the_union_are_caught() {
     assert_caught(
         KueueDefect::PodSetsFromOneChild,
-        &["kq-6-1-gate-holds-during-upgrade", "kq-6-2a-raising-quota-opens-the-gate", "kq-e2e-gate-zero-downtime-upgrade-on-queue-quota"],
+        &[
+            "kq-6-1-gate-holds-during-upgrade",
+            "kq-6-2a-raising-quota-opens-the-gate",
+            "kq-e2e-gate-zero-downtime-upgrade-on-queue-quota",
+        ],
         &["kq-6-1-admission-starts-the-service-with-the-nested-gate-kept", "kq-raycluster-runs-when-admitted"],
     );
 }

@@ -139,12 +139,8 @@ impl KueueController {
     fn is_suspended(&self, jk: JobKind, job: &Value) -> bool {
         match jk {
             JobKind::RayCluster => job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true),
-            JobKind::RayService if self.gate(jk) => {
-                job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
-            }
-            JobKind::RayService => {
-                job.pointer("/spec/rayClusterConfig/suspend").and_then(Value::as_bool) == Some(true)
-            }
+            JobKind::RayService if self.gate(jk) => job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true),
+            JobKind::RayService => job.pointer("/spec/rayClusterConfig/suspend").and_then(Value::as_bool) == Some(true),
         }
     }
 
@@ -258,7 +254,8 @@ impl KueueController {
                 .filter(|x| x.as_str() != Some(RESOURCE_IN_USE_FINALIZER))
                 .cloned()
                 .collect();
-            let patch = json!({"metadata": {"finalizers": if rest.is_empty() { Value::Null } else { Value::Array(rest) }}});
+            let patch =
+                json!({"metadata": {"finalizers": if rest.is_empty() { Value::Null } else { Value::Array(rest) }}});
             if let Err(e) = self.patch(world, Kind::Workload, &wl, patch, false, true).await {
                 tracing::debug!(error = %e, "removing the finalizer");
                 again = true;
@@ -290,7 +287,11 @@ impl KueueController {
         let owned = Self::owned_workloads(world, &job);
         let not_finished: Vec<Value> = owned.iter().filter(|w| !finished(w)).cloned().collect();
         let mut again = false;
-        let decided = if elastic { self.ensure_slices(world, &job, &not_finished, &pod_sets).await? } else { Ensure::Incompatible };
+        let decided = if elastic {
+            self.ensure_slices(world, &job, &not_finished, &pod_sets).await?
+        } else {
+            Ensure::Incompatible
+        };
         let wl = match decided {
             Ensure::Use(wl) => Some(wl),
             Ensure::Wait => {
@@ -299,8 +300,16 @@ impl KueueController {
             }
             Ensure::Create(replaced) => {
                 let others = not_finished.len();
-                self.create_workload(world, jk, &job, &queue, &pod_sets, elastic, replaced.as_ref().filter(|_| others == 1))
-                    .await?;
+                self.create_workload(
+                    world,
+                    jk,
+                    &job,
+                    &queue,
+                    &pod_sets,
+                    elastic,
+                    replaced.as_ref().filter(|_| others == 1),
+                )
+                .await?;
                 None
             }
             Ensure::Incompatible => {
@@ -348,8 +357,15 @@ impl KueueController {
         };
         if suspend {
             let rc2 = self.patch(world, Kind::RayCluster, rc, json!({"spec": {"suspend": true}}), false, true).await?;
-            self.event(Kind::RayCluster, &rc2, EventType::Normal, "Suspended", "Suspended", "Kueue managed child job suspended".into())
-                .await;
+            self.event(
+                Kind::RayCluster,
+                &rc2,
+                EventType::Normal,
+                "Suspended",
+                "Suspended",
+                "Kueue managed child job suspended".into(),
+            )
+            .await;
         }
         Ok(false)
     }
@@ -486,7 +502,8 @@ impl KueueController {
         reason: &str,
         message: &str,
     ) -> Result<Value, KueueError> {
-        let mut conds: Vec<Value> = wl.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut conds: Vec<Value> =
+            wl.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
         set_condition(&mut conds, new_condition("Finished", true, reason, message, generation(wl), &self.now()));
         self.patch(world, Kind::Workload, wl, json!({"status": {"conditions": conds}}), true, true).await
     }
@@ -529,8 +546,15 @@ impl KueueController {
                 Err(kube::Error::Api(s)) if s.code == 404 => {}
                 Err(source) => return Err(KueueError::Api { what: format!("delete Workload {ns}/{name}"), source }),
             }
-            self.event(jk.kind(), job, EventType::Normal, "DeletedWorkload", "DeletedWorkload", format!("Deleted not matching Workload: {ns}/{name}"))
-                .await;
+            self.event(
+                jk.kind(),
+                job,
+                EventType::Normal,
+                "DeletedWorkload",
+                "DeletedWorkload",
+                format!("Deleted not matching Workload: {ns}/{name}"),
+            )
+            .await;
         }
         // As upstream: after deleting stale Workloads the reconcile ends; the next one creates
         // the new Workload (its name may be the one being deleted).
@@ -572,10 +596,8 @@ impl KueueController {
                     let old_name = str_at(old, "/metadata/name");
                     let chain = annotation(old, WORKLOAD_SLICE_NAME_ANNOTATION).unwrap_or(old_name);
                     annotations.insert(WORKLOAD_SLICE_NAME_ANNOTATION.into(), chain.into());
-                    annotations.insert(
-                        WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION.into(),
-                        format!("{ns}/{old_name}").into(),
-                    );
+                    annotations
+                        .insert(WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION.into(), format!("{ns}/{old_name}").into());
                 }
                 None => {
                     annotations.insert(WORKLOAD_SLICE_NAME_ANNOTATION.into(), name.clone().into());
@@ -589,7 +611,8 @@ impl KueueController {
         if let Some(class) = label(job, PRIORITY_CLASS_LABEL)
             && let Some(wpc) = world.get(Kind::WorkloadPriorityClass, &(String::new(), class.to_string()))
         {
-            spec["priorityClassRef"] = json!({"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": class});
+            spec["priorityClassRef"] =
+                json!({"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": class});
             spec["priority"] = wpc.get("value").cloned().unwrap_or(json!(0));
         }
         let wl = json!({
@@ -609,8 +632,15 @@ impl KueueController {
             "spec": spec,
         });
         self.create(world, Kind::Workload, &wl).await?;
-        self.event(jk.kind(), job, EventType::Normal, "CreatedWorkload", "CreatedWorkload", format!("Created Workload: {ns}/{name}"))
-            .await;
+        self.event(
+            jk.kind(),
+            job,
+            EventType::Normal,
+            "CreatedWorkload",
+            "CreatedWorkload",
+            format!("Created Workload: {ns}/{name}"),
+        )
+        .await;
         Ok(())
     }
 
@@ -643,7 +673,10 @@ impl KueueController {
                 set_condition(&mut conds, new_condition("Requeued", requeued, &reason, &message, g, &now));
                 set_condition(&mut conds, new_condition("QuotaReserved", false, "Pending", &message, g, &now));
                 if condition(wl, "Admitted").is_some() {
-                    set_condition(&mut conds, new_condition("Admitted", false, "NoReservation", "The workload has no reservation", g, &now));
+                    set_condition(
+                        &mut conds,
+                        new_condition("Admitted", false, "NoReservation", "The workload has no reservation", g, &now),
+                    );
                 }
                 let patch = json!({"status": {"conditions": conds, "admission": null}});
                 self.patch(world, Kind::Workload, wl, patch, true, true).await?;
@@ -786,7 +819,8 @@ impl KueueController {
         };
         let job = self.patch(world, jk.kind(), job, patch, false, true).await?;
         let cq = str_at(wl, "/status/admission/clusterQueue");
-        self.event(jk.kind(), &job, EventType::Normal, "Started", "Started", format!("Admitted by clusterQueue {cq}")).await;
+        self.event(jk.kind(), &job, EventType::Normal, "Started", "Started", format!("Admitted by clusterQueue {cq}"))
+            .await;
         Ok(())
     }
 

@@ -155,8 +155,11 @@ impl KueueController {
     /// Installs the Kueue CRDs and the Ray CRDs it watches.
     pub async fn install_crds(client: &kube::Client) -> Result<(), crate::crds::CrdInstallError> {
         objects::install_crds(client).await?;
-        crate::crds::install(client, &[crate::crds::raycluster::raycluster_crd(), crate::crds::rayservice::rayservice_crd()])
-            .await
+        crate::crds::install(
+            client,
+            &[crate::crds::raycluster::raycluster_crd(), crate::crds::rayservice::rayservice_crd()],
+        )
+        .await
     }
 
     /// Runs until a watch ends; drop the future to stop it.
@@ -224,13 +227,18 @@ impl KueueController {
     ) -> Result<Value, KueueError> {
         let (ns, name) = objects::key_of(obj);
         if rv {
-            patch["metadata"]["resourceVersion"] = obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null);
+            patch["metadata"]["resourceVersion"] =
+                obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null);
         }
         let api = kind.api(&self.client, Some(&ns));
         let pp = PatchParams::default();
+        let answer = if status {
+            api.patch_status(&name, &pp, &Patch::Merge(&patch)).await
+        } else {
+            api.patch(&name, &pp, &Patch::Merge(&patch)).await
+        };
         let answer =
-            if status { api.patch_status(&name, &pp, &Patch::Merge(&patch)).await } else { api.patch(&name, &pp, &Patch::Merge(&patch)).await };
-        let answer = answer.map_err(|source| KueueError::Api { what: format!("patch {kind:?} {ns}/{name}"), source })?;
+            answer.map_err(|source| KueueError::Api { what: format!("patch {kind:?} {ns}/{name}"), source })?;
         let v = serde_json::to_value(&answer).unwrap_or(Value::Null);
         world.put(kind, v.clone());
         Ok(v)

@@ -41,7 +41,11 @@ pub fn workload_usage(wl: &Value) -> Usage {
             let q = if spec_count < admitted_count {
                 // resourceUsage × spec/admitted, computed per pod so it stays exact.
                 match spec.get(name) {
-                    Some(p) => podsets::pod_requests(&p.template).get(&res).copied().unwrap_or(Quantity::ZERO).times(spec_count),
+                    Some(p) => podsets::pod_requests(&p.template)
+                        .get(&res)
+                        .copied()
+                        .unwrap_or(Quantity::ZERO)
+                        .times(spec_count),
                     None => q,
                 }
             } else {
@@ -70,9 +74,12 @@ fn charges(wl: &Value) -> bool {
     has_quota_reservation(wl) && !finished(wl) && !deleting(wl) && wl.pointer("/spec/active") != Some(&json!(false))
 }
 
-/// One ClusterQueue's quota: per flavor in order, the nominal quota of each covered resource.
+/// A flavor of a resource group: its name and the nominal quota of each resource.
+type FlavorQuota = (String, BTreeMap<String, Quantity>);
+
+/// One ClusterQueue's quota: per resource group, the covered resources and the flavors in order.
 struct Quota {
-    groups: Vec<(Vec<String>, Vec<(String, BTreeMap<String, Quantity>)>)>,
+    groups: Vec<(Vec<String>, Vec<FlavorQuota>)>,
 }
 
 impl Quota {
@@ -115,13 +122,7 @@ enum Fit {
 
 /// Assigns flavors to every PodSet of `wl` against `usage` (which already excludes `replaced`'s
 /// charge), pinned to `pinned` flavors (the replaced slice's, by PodSet and resource).
-fn assign(
-    world: &World,
-    quota: &Quota,
-    usage: &Usage,
-    wl: &Value,
-    pinned: &BTreeMap<(String, String), String>,
-) -> Fit {
+fn assign(world: &World, quota: &Quota, usage: &Usage, wl: &Value, pinned: &BTreeMap<(String, String), String>) -> Fit {
     let mut extra = Usage::new();
     let mut out = Vec::new();
     for ps in workload_pod_sets(wl) {
@@ -169,7 +170,11 @@ fn assign(
                     flavors.insert(res.clone(), Value::String(f));
                 }
                 None => {
-                    return Fit::NoFit(format!("couldn't assign flavors to pod set {}: {}", ps.name, reasons.join(", ")));
+                    return Fit::NoFit(format!(
+                        "couldn't assign flavors to pod set {}: {}",
+                        ps.name,
+                        reasons.join(", ")
+                    ));
                 }
             }
         }
@@ -236,7 +241,11 @@ impl KueueController {
                 }
             }
             let replaced = annotation(&wl, WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION)
-                .and_then(|k| admitted_here.iter().find(|w| format!("{}/{}", str_at(w, "/metadata/namespace"), str_at(w, "/metadata/name")) == k))
+                .and_then(|k| {
+                    admitted_here
+                        .iter()
+                        .find(|w| format!("{}/{}", str_at(w, "/metadata/namespace"), str_at(w, "/metadata/name")) == k)
+                })
                 .cloned();
             let mut pinned = BTreeMap::new();
             if let Some(old) = &replaced {
@@ -244,9 +253,14 @@ impl KueueController {
                     let e = usage.entry((f, r)).or_insert(Quantity::ZERO);
                     *e = sub(*e, q);
                 }
-                for a in old.pointer("/status/admission/podSetAssignments").and_then(Value::as_array).into_iter().flatten() {
+                for a in
+                    old.pointer("/status/admission/podSetAssignments").and_then(Value::as_array).into_iter().flatten()
+                {
                     for (res, f) in a.get("flavors").and_then(Value::as_object).into_iter().flatten() {
-                        pinned.insert((str_at(a, "/name").to_string(), res.clone()), f.as_str().unwrap_or("").to_string());
+                        pinned.insert(
+                            (str_at(a, "/name").to_string(), res.clone()),
+                            f.as_str().unwrap_or("").to_string(),
+                        );
                     }
                 }
             }
@@ -255,7 +269,9 @@ impl KueueController {
                     self.admit(world, &wl, &cq_name, assignments, replaced.as_ref()).await?;
                 }
                 Fit::NoFit(message) => {
-                    let preempting = self.preempt(world, &quota, &usage, &wl, &admitted_here, replaced.as_ref(), &pinned, &policy).await?;
+                    let preempting = self
+                        .preempt(world, &quota, &usage, &wl, &admitted_here, replaced.as_ref(), &pinned, &policy)
+                        .await?;
                     let message = if preempting > 0 {
                         format!("Pending the preemption of {preempting} workload(s)")
                     } else {
@@ -282,19 +298,45 @@ impl KueueController {
     ) -> Result<(), KueueError> {
         let now = self.now();
         let g = generation(wl);
-        let mut conds: Vec<Value> = wl.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-        set_condition(&mut conds, new_condition("QuotaReserved", true, "QuotaReserved", &format!("Quota reserved in ClusterQueue {cq}"), g, &now));
+        let mut conds: Vec<Value> =
+            wl.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+        set_condition(
+            &mut conds,
+            new_condition(
+                "QuotaReserved",
+                true,
+                "QuotaReserved",
+                &format!("Quota reserved in ClusterQueue {cq}"),
+                g,
+                &now,
+            ),
+        );
         for t in ["Evicted", "Preempted"] {
             objects::reset_active_condition(&mut conds, t, "QuotaReserved", g, &now);
         }
         set_condition(&mut conds, new_condition("Admitted", true, "Admitted", "The workload is admitted", g, &now));
         let patch = json!({"status": {"conditions": conds, "admission": {"clusterQueue": cq, "podSetAssignments": assignments}}});
         let wl2 = self.patch(world, Kind::Workload, wl, patch, true, true).await?;
-        let waited = self.clock.now().as_second() - jiff::Timestamp::from_str_or_epoch(str_at(wl, "/metadata/creationTimestamp"));
-        self.event(Kind::Workload, &wl2, EventType::Normal, "QuotaReserved", "QuotaReserved",
-            format!("Quota reserved in ClusterQueue {cq}, wait time since queued was {waited}s")).await;
-        self.event(Kind::Workload, &wl2, EventType::Normal, "Admitted", "Admitted",
-            format!("Admitted by ClusterQueue {cq}, wait time since reservation was 0s")).await;
+        let waited = self.clock.now().as_second()
+            - jiff::Timestamp::from_str_or_epoch(str_at(wl, "/metadata/creationTimestamp"));
+        self.event(
+            Kind::Workload,
+            &wl2,
+            EventType::Normal,
+            "QuotaReserved",
+            "QuotaReserved",
+            format!("Quota reserved in ClusterQueue {cq}, wait time since queued was {waited}s"),
+        )
+        .await;
+        self.event(
+            Kind::Workload,
+            &wl2,
+            EventType::Normal,
+            "Admitted",
+            "Admitted",
+            format!("Admitted by ClusterQueue {cq}, wait time since reservation was 0s"),
+        )
+        .await;
         if let Some(old) = replaced
             && let Some(old) = world.get(Kind::Workload, &key_of(old)).cloned()
         {
@@ -312,8 +354,12 @@ impl KueueController {
     /// QuotaReserved=False/`Pending` with the message, and a Warning event `Pending` when it
     /// changed.
     async fn mark_pending(&self, world: &mut World, wl: &Value, message: &str) -> Result<(), KueueError> {
-        let mut conds: Vec<Value> = wl.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-        if !set_condition(&mut conds, new_condition("QuotaReserved", false, "Pending", message, generation(wl), &self.now())) {
+        let mut conds: Vec<Value> =
+            wl.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+        if !set_condition(
+            &mut conds,
+            new_condition("QuotaReserved", false, "Pending", message, generation(wl), &self.now()),
+        ) {
             return Ok(());
         }
         let wl2 = self.patch(world, Kind::Workload, wl, json!({"status": {"conditions": conds}}), true, true).await?;
@@ -352,9 +398,9 @@ impl KueueController {
             })
             .collect();
         candidates.sort_by(|a, b| {
-            priority(a).cmp(&priority(b)).then_with(|| {
-                str_at(b, "/metadata/creationTimestamp").cmp(str_at(a, "/metadata/creationTimestamp"))
-            })
+            priority(a)
+                .cmp(&priority(b))
+                .then_with(|| str_at(b, "/metadata/creationTimestamp").cmp(str_at(a, "/metadata/creationTimestamp")))
         });
         let mut freed = usage.clone();
         let mut targets = Vec::new();
@@ -380,7 +426,9 @@ impl KueueController {
                         t.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
                     set_condition(&mut conds, new_condition("Evicted", true, "Preempted", &message, g, &now));
                     set_condition(&mut conds, new_condition("Preempted", true, "InClusterQueue", &message, g, &now));
-                    let t2 = self.patch(world, Kind::Workload, t, json!({"status": {"conditions": conds}}), true, true).await?;
+                    let t2 = self
+                        .patch(world, Kind::Workload, t, json!({"status": {"conditions": conds}}), true, true)
+                        .await?;
                     self.event(Kind::Workload, &t2, EventType::Normal, "Preempted", "Preempted", message).await;
                 }
                 return Ok(targets.len());
@@ -397,7 +445,13 @@ impl KueueController {
         for cq in cqs {
             let name = str_at(&cq, "/metadata/name").to_string();
             let quota = Quota::of(&cq);
-            let mine: Vec<&Value> = wls.iter().filter(|w| cluster_queue_of(world, w).as_deref() == Some(name.as_str()) || str_at(w, "/status/admission/clusterQueue") == name).collect();
+            let mine: Vec<&Value> = wls
+                .iter()
+                .filter(|w| {
+                    cluster_queue_of(world, w).as_deref() == Some(name.as_str())
+                        || str_at(w, "/status/admission/clusterQueue") == name
+                })
+                .collect();
             let status = self.queue_status(world, &quota, &mine, &cq, &now, true);
             self.write_status(world, Kind::ClusterQueue, &cq, status).await?;
         }
@@ -417,7 +471,15 @@ impl KueueController {
         Ok(())
     }
 
-    fn queue_status(&self, world: &World, quota: &Quota, wls: &[&Value], obj: &Value, now: &str, cluster: bool) -> Value {
+    fn queue_status(
+        &self,
+        world: &World,
+        quota: &Quota,
+        wls: &[&Value],
+        obj: &Value,
+        now: &str,
+        cluster: bool,
+    ) -> Value {
         let live: Vec<&&Value> = wls.iter().filter(|w| !finished(w) && !deleting(w)).collect();
         let pending = live.iter().filter(|w| !has_quota_reservation(w)).count();
         let reserving = live.iter().filter(|w| has_quota_reservation(w)).count();
@@ -459,12 +521,20 @@ impl KueueController {
             .filter(|f| world.get(Kind::ResourceFlavor, &(String::new(), f.clone())).is_none())
             .collect();
         let g = generation(obj);
-        let mut conds: Vec<Value> = obj.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut conds: Vec<Value> =
+            obj.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
         let active = if cluster {
             if missing.is_empty() {
                 new_condition("Active", true, "Ready", "Can admit new workloads", g, now)
             } else {
-                new_condition("Active", false, "FlavorNotFound", &format!("Can't admit new workloads: references missing ResourceFlavor(s): {}.", missing.join(",")), g, now)
+                new_condition(
+                    "Active",
+                    false,
+                    "FlavorNotFound",
+                    &format!("Can't admit new workloads: references missing ResourceFlavor(s): {}.", missing.join(",")),
+                    g,
+                    now,
+                )
             }
         } else {
             new_condition("Active", true, "Ready", "Can submit new workloads to localQueue", g, now)
