@@ -128,13 +128,21 @@ fn assign(world: &World, quota: &Quota, usage: &Usage, wl: &Value, pinned: &BTre
     for ps in workload_pod_sets(wl) {
         let total: Resources = podsets::times(&podsets::pod_requests(&ps.template), ps.count);
         let mut flavors = serde_json::Map::new();
-        for (res, q) in &total {
-            let Some((_, candidates)) = quota.groups.iter().find(|(covered, _)| covered.contains(res)) else {
+        for (res, _) in &total {
+            if !quota.groups.iter().any(|(covered, _)| covered.contains(res)) {
                 return Fit::NoFit(format!(
                     "couldn't assign flavors to pod set {}: resource {res} unavailable in ClusterQueue",
                     ps.name
                 ));
-            };
+            }
+        }
+        // Per resource group, the first flavor where every requested resource of the group fits;
+        // a flavor that does not fit reports each resource that is short (`flavorassigner`).
+        for (covered, candidates) in &quota.groups {
+            let wanted: Vec<(&String, &Quantity)> = total.iter().filter(|(r, _)| covered.contains(r)).collect();
+            if wanted.is_empty() {
+                continue;
+            }
             let mut reasons = Vec::new();
             let mut chosen = None;
             for (flavor, nominal) in candidates {
@@ -142,32 +150,41 @@ fn assign(world: &World, quota: &Quota, usage: &Usage, wl: &Value, pinned: &BTre
                     reasons.push(format!("flavor {flavor} not found"));
                     continue;
                 }
-                if let Some(pin) = pinned.get(&(ps.name.clone(), res.clone()))
-                    && pin != flavor
-                {
-                    reasons.push(format!(
-                        "could not assign {flavor} flavor since the original workload is assigned: {pin}"
-                    ));
-                    continue;
+                let mut fits = true;
+                for (res, q) in &wanted {
+                    if let Some(pin) = pinned.get(&(ps.name.clone(), (*res).clone()))
+                        && pin != flavor
+                    {
+                        reasons.push(format!(
+                            "could not assign {flavor} flavor since the original workload is assigned: {pin}"
+                        ));
+                        fits = false;
+                        break;
+                    }
+                    let nominal = nominal.get(*res).copied().unwrap_or(Quantity::ZERO);
+                    let used = usage.get(&(flavor.clone(), (*res).clone())).copied().unwrap_or(Quantity::ZERO);
+                    let more = extra.get(&(flavor.clone(), (*res).clone())).copied().unwrap_or(Quantity::ZERO);
+                    let available = sub(nominal, used.plus(more));
+                    let available = if available.as_nanos() < 0 { Quantity::ZERO } else { available };
+                    if **q > available {
+                        reasons.push(format!(
+                            "insufficient unused quota for {res} in flavor {flavor}, {} more needed",
+                            sub(**q, available)
+                        ));
+                        fits = false;
+                    }
                 }
-                let nominal = nominal.get(res).copied().unwrap_or(Quantity::ZERO);
-                let used = usage.get(&(flavor.clone(), res.clone())).copied().unwrap_or(Quantity::ZERO);
-                let more = extra.get(&(flavor.clone(), res.clone())).copied().unwrap_or(Quantity::ZERO);
-                let available = sub(nominal, used.plus(more));
-                let available = if available.as_nanos() < 0 { Quantity::ZERO } else { available };
-                if *q <= available {
+                if fits {
                     chosen = Some(flavor.clone());
                     break;
                 }
-                reasons.push(format!(
-                    "insufficient unused quota for {res} in flavor {flavor}, {} more needed",
-                    sub(*q, available)
-                ));
             }
             match chosen {
                 Some(f) => {
-                    add(&mut extra, &f, res, *q);
-                    flavors.insert(res.clone(), Value::String(f));
+                    for (res, q) in wanted {
+                        add(&mut extra, &f, res, *q);
+                        flavors.insert(res.clone(), Value::String(f.clone()));
+                    }
                 }
                 None => {
                     return Fit::NoFit(format!(
