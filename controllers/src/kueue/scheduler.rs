@@ -128,7 +128,7 @@ fn assign(world: &World, quota: &Quota, usage: &Usage, wl: &Value, pinned: &BTre
     for ps in workload_pod_sets(wl) {
         let total: Resources = podsets::times(&podsets::pod_requests(&ps.template), ps.count);
         let mut flavors = serde_json::Map::new();
-        for (res, _) in &total {
+        for res in total.keys() {
             if !quota.groups.iter().any(|(covered, _)| covered.contains(res)) {
                 return Fit::NoFit(format!(
                     "couldn't assign flavors to pod set {}: resource {res} unavailable in ClusterQueue",
