@@ -23,7 +23,8 @@
 //!
 //! One difference is deliberate: two events about the same object made at the same virtual
 //! instant would get the same name (their nanoseconds are equal, which never happens on a
-//! wall clock), so a later name takes the next free nanosecond.
+//! wall clock), so a later name takes the next free nanosecond, across every recorder of the
+//! process (KubeRay and Kueue both record about a RayService).
 
 use crate::Clock;
 use apimachinery::clock::format_micro_time;
@@ -96,12 +97,16 @@ pub struct EventRecorder {
     reporting_controller: String,
     reporting_instance: String,
     cache: Mutex<HashMap<IsomorphicKey, Cached>>,
-    /// The last nanosecond used in a name, per regarding name (see the module docs).
-    last_nanos: Mutex<HashMap<String, i128>>,
     /// Notified on the first event: the broadcaster (and its series upkeep) starts lazily, as
     /// controller-runtime's does.
     started: Notify,
 }
+
+/// The last nanosecond used in an event name, per regarding object, shared by every recorder of
+/// the process (see the module docs): two components (KubeRay and Kueue, say) recording about the
+/// same object at the same virtual instant must not pick the same name, or one's series patch
+/// lands on the other's event.
+static LAST_NANOS: std::sync::LazyLock<Mutex<HashMap<String, i128>>> = std::sync::LazyLock::new(Mutex::default);
 
 /// The host name, as Go's `os.Hostname` reports it on Linux.
 fn hostname() -> String {
@@ -123,7 +128,6 @@ impl EventRecorder {
             reporting_controller: controller.into(),
             reporting_instance: format!("{controller}-{}", hostname()),
             cache: Mutex::default(),
-            last_nanos: Mutex::default(),
             started: Notify::new(),
         }
     }
@@ -198,8 +202,9 @@ impl EventRecorder {
     ) -> Value {
         let name = regarding.name.clone().unwrap_or_default();
         let nanos = {
-            let mut last = self.last_nanos.lock();
-            let entry = last.entry(name.clone()).or_insert(i128::MIN);
+            let mut last = LAST_NANOS.lock();
+            let key = format!("{}/{name}", regarding.namespace.as_deref().unwrap_or(""));
+            let entry = last.entry(key).or_insert(i128::MIN);
             *entry = now.as_nanosecond().max(entry.saturating_add(1));
             *entry
         };

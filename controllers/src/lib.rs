@@ -6,6 +6,8 @@
 //! - [`sim`]: what a real cluster has and the fake one lacks (scheduler, kubelet).
 //! - [`crds`]: Rust types for the custom resources the controllers use.
 //! - [`kuberay`]: the RayCluster reconciler, modelled on KubeRay v1.7.0.
+//! - [`kueue`]: queues, quota, admission, workload slicing and the Ray job framework, modelled
+//!   on Kueue v0.19.2 with PR 11264's RayService upgrade gate.
 //! - [`dra`]: kube-controller-manager's resourceclaim and podgroupprotection controllers,
 //!   modelled on Kubernetes 1.37.2, with the DRA profiles (baseline, podgroup, workloads, raw).
 
@@ -13,6 +15,7 @@ pub mod crds;
 pub mod dra;
 pub mod events;
 pub mod kuberay;
+pub mod kueue;
 pub mod sim;
 mod watch;
 

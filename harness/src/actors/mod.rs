@@ -9,6 +9,7 @@ pub mod endpoints;
 pub mod gateway;
 pub mod kubelet;
 pub mod kuberay;
+pub mod kueue;
 pub mod rayhead;
 pub mod scheduler;
 pub mod traffic;
@@ -22,6 +23,7 @@ pub use endpoints::EndpointsFactory;
 pub use gateway::GatewayFactory;
 pub use kubelet::KubeletFactory;
 pub use kuberay::KubeRayFactory;
+pub use kueue::KueueFactory;
 pub use rayhead::RayHeadFactory;
 pub use scheduler::SchedulerFactory;
 pub use traffic::TrafficFactory;
@@ -144,6 +146,7 @@ pub fn reference_actors() -> Vec<Arc<dyn ActorFactory>> {
         Arc::new(PodGroupProtectionFactory::default()),
         Arc::new(DraDriverFactory),
         Arc::new(DeviceTaintEvictionFactory::default()),
+        Arc::new(KueueFactory::default()),
     ]
 }
 

@@ -45,11 +45,13 @@ pub enum ActorName {
     DraDriver,
     /// kube-controller-manager's device-taint-eviction controller (reference, or the real one).
     DeviceTaintEviction,
+    /// Kueue (reference controller, or the real one on the upstream backend).
+    Kueue,
 }
 
 impl ActorName {
     /// Every actor, in start order.
-    pub const ALL: [ActorName; 13] = [
+    pub const ALL: [ActorName; 14] = [
         ActorName::Kuberay,
         ActorName::Scheduler,
         ActorName::Kubelet,
@@ -63,6 +65,7 @@ impl ActorName {
         ActorName::PodGroupProtection,
         ActorName::DraDriver,
         ActorName::DeviceTaintEviction,
+        ActorName::Kueue,
     ];
 
     /// The name rows and knob steps use.
@@ -81,6 +84,7 @@ impl ActorName {
             ActorName::PodGroupProtection => "podgroup-protection",
             ActorName::DraDriver => "dra-driver",
             ActorName::DeviceTaintEviction => "device-taint-eviction",
+            ActorName::Kueue => "kueue",
         }
     }
 }
@@ -138,6 +142,10 @@ pub enum Capability {
     Knobs,
     /// A row can turn its DRA profile's gate off in some components (`needs.dra.gatesOff`).
     DraGateSkew,
+    /// Kueue runs PR 11264's RayService upgrade gate (`kueue@PR` in kueue.md): top-level
+    /// `spec.suspend` as the stop switch, the nested suspend as a persistent template gate,
+    /// PodSets as the union over children, unsuspend of admitted children. In no Kueue release.
+    KueueRayServiceUpgradeGate,
     /// The named actor runs (a reference or real controller, or a simulated component).
     Actor(ActorName),
     /// The DRA components (API server included) can run in the named profile.
@@ -146,13 +154,14 @@ pub enum Capability {
 
 impl Capability {
     /// Every capability that is not an actor.
-    pub const PLAIN: [Capability; 6] = [
+    pub const PLAIN: [Capability; 7] = [
         Capability::VirtualTime,
         Capability::Timeline,
         Capability::WriteActors,
         Capability::ControllerSettings,
         Capability::Knobs,
         Capability::DraGateSkew,
+        Capability::KueueRayServiceUpgradeGate,
     ];
 
     /// Every spelling a row can write, for messages and the JSON Schema.
@@ -175,6 +184,7 @@ impl fmt::Display for Capability {
             Capability::ControllerSettings => f.write_str("controller-settings"),
             Capability::Knobs => f.write_str("knobs"),
             Capability::DraGateSkew => f.write_str("dra-gate-skew"),
+            Capability::KueueRayServiceUpgradeGate => f.write_str("kueue-rayservice-upgrade-gate"),
             Capability::Actor(a) => write!(f, "actor:{a}"),
             Capability::DraProfile(p) => write!(f, "dra-profile:{p}"),
         }
@@ -479,7 +489,7 @@ mod tests {
         }
         assert_eq!(
             "actor:kuberya".parse::<Capability>().unwrap_err(),
-            "unknown actor \"kuberya\" (known: kuberay, scheduler, kubelet, endpoints, ray-head, autoscaler, gateway, traffic, echo, resourceclaim-controller, podgroup-protection, dra-driver, device-taint-eviction)"
+            "unknown actor \"kuberya\" (known: kuberay, scheduler, kubelet, endpoints, ray-head, autoscaler, gateway, traffic, echo, resourceclaim-controller, podgroup-protection, dra-driver, device-taint-eviction, kueue)"
         );
         assert!("virtual_time".parse::<Capability>().unwrap_err().starts_with("unknown capability \"virtual_time\""));
     }

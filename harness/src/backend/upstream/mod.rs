@@ -161,6 +161,9 @@ impl UpstreamBackend {
         if plane.kuberay {
             actors.insert(ActorName::Kuberay);
         }
+        if plane.kueue {
+            actors.insert(ActorName::Kueue);
+        }
         let mut components = plane.components.clone();
         for sim in sims.names() {
             components.insert(sim.to_string(), "kproof simulated".into());

@@ -1,0 +1,911 @@
+//! The job framework (`pkg/controller/jobframework/reconciler.go` `ReconcileGenericJob`) for
+//! RayCluster and RayService, workload slicing (`pkg/workloadslicing`), the child-job rule, and
+//! PR 11264's RayService upgrade gate (`unsuspendAdmittedChildren` with its race guard).
+
+use super::objects::{
+    self, Kind, World, annotation, condition, controller_owner, deleting, generation, is_true, key_of, label,
+    new_condition, set_condition, str_at,
+};
+use super::podsets::{self, PodSet, PodSetInfo};
+use super::*;
+use crate::events::EventType;
+use serde_json::{Value, json};
+use sha1::{Digest, Sha1};
+use std::collections::BTreeMap;
+
+/// The Ray kinds Kueue manages here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobKind {
+    /// `ray.io/v1` RayCluster (`spec.suspend`).
+    RayCluster,
+    /// `ray.io/v1` RayService.
+    RayService,
+}
+
+impl JobKind {
+    fn kind(self) -> Kind {
+        match self {
+            JobKind::RayCluster => Kind::RayCluster,
+            JobKind::RayService => Kind::RayService,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            JobKind::RayCluster => "RayCluster",
+            JobKind::RayService => "RayService",
+        }
+    }
+
+    /// Where the RayClusterSpec is in the job.
+    fn cluster_spec_pointer(self) -> &'static str {
+        match self {
+            JobKind::RayCluster => "/spec",
+            JobKind::RayService => "/spec/rayClusterConfig",
+        }
+    }
+}
+
+/// A Workload's state, read from its conditions.
+pub fn finished(wl: &Value) -> bool {
+    is_true(wl, "Finished")
+}
+/// QuotaReserved is True.
+pub fn has_quota_reservation(wl: &Value) -> bool {
+    is_true(wl, "QuotaReserved")
+}
+/// Admitted is True.
+pub fn admitted(wl: &Value) -> bool {
+    is_true(wl, "Admitted")
+}
+/// Evicted is True.
+pub fn evicted(wl: &Value) -> bool {
+    is_true(wl, "Evicted")
+}
+
+/// The PodSets of a Workload's spec.
+pub fn workload_pod_sets(wl: &Value) -> Vec<PodSet> {
+    wl.pointer("/spec/podSets").and_then(Value::as_array).into_iter().flatten().map(PodSet::from_json).collect()
+}
+
+fn counts(sets: &[PodSet]) -> BTreeMap<String, i64> {
+    let mut m = BTreeMap::new();
+    for s in sets {
+        *m.entry(s.name.clone()).or_insert(0) += s.count;
+    }
+    m
+}
+
+fn names(sets: &[PodSet]) -> Vec<&str> {
+    let mut n: Vec<&str> = sets.iter().map(|s| s.name.as_str()).collect();
+    n.sort_unstable();
+    n
+}
+
+/// `ScaledDown`: at least one PodSet lower and none higher.
+fn scaled_down(old: &[PodSet], new: &[PodSet]) -> bool {
+    let (o, n) = (counts(old), counts(new));
+    let mut lower = false;
+    for (name, c) in &n {
+        let before = o.get(name).copied().unwrap_or(0);
+        if *c > before {
+            return false;
+        }
+        lower |= *c < before;
+    }
+    lower
+}
+
+/// The Workload name Kueue generates for a job (`GenerateWorkloadNameWithExtra`):
+/// `<kind>-<name>` truncated to 253 − 6, `-`, and 5 hex digits of a SHA-1 over kind, group,
+/// name, UID and the extra part.
+pub fn workload_name(kind: &str, group: &str, name: &str, uid: &str, extra: &str) -> String {
+    let mut prefix = format!("{}-{}", kind.to_lowercase(), name);
+    prefix.truncate(253 - 6);
+    let mut h = Sha1::new();
+    h.update(kind.as_bytes());
+    h.update(b"\n");
+    h.update(group.as_bytes());
+    h.update(b"\n");
+    h.update(name.as_bytes());
+    h.update(b"\n");
+    h.update(uid.as_bytes());
+    if !extra.is_empty() {
+        h.update(b"\n");
+        h.update(extra.as_bytes());
+    }
+    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}-{}", &hex[..5])
+}
+
+/// What `EnsureWorkloadSlices` decided.
+enum Ensure {
+    /// Go on with this slice.
+    Use(Value),
+    /// Create a slice (replacing the given one, for a scale-up).
+    Create(Option<Value>),
+    /// The PodSet names changed: the non-slice path decides.
+    Incompatible,
+    /// Nothing to do this pass (a slice could not be created yet).
+    Wait,
+}
+
+impl KueueController {
+    fn gate(&self, jk: JobKind) -> bool {
+        jk == JobKind::RayService && self.config.rayservice_upgrade_gate
+    }
+
+    /// Whether the job's `IsSuspended()` holds.
+    fn is_suspended(&self, jk: JobKind, job: &Value) -> bool {
+        match jk {
+            JobKind::RayCluster => job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true),
+            JobKind::RayService if self.gate(jk) => job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true),
+            JobKind::RayService => job.pointer("/spec/rayClusterConfig/suspend").and_then(Value::as_bool) == Some(true),
+        }
+    }
+
+    /// `IsActive()`: a RayCluster whose state is `ready`, a RayService whose `Ready` is True.
+    fn is_active(jk: JobKind, job: &Value) -> bool {
+        match jk {
+            JobKind::RayCluster => str_at(job, "/status/state") == "ready",
+            JobKind::RayService => is_true(job, "Ready"),
+        }
+    }
+
+    fn is_elastic(&self, job: &Value) -> bool {
+        self.config.elastic_jobs && annotation(job, ELASTIC_JOB_ANNOTATION) == Some("true")
+    }
+
+    /// The RayService's children: RayClusters labelled as originated from it, in list order.
+    pub(crate) fn children<'w>(world: &'w World, rs: &Value) -> Vec<&'w Value> {
+        let (ns, name) = key_of(rs);
+        world
+            .all(Kind::RayCluster)
+            .into_iter()
+            .filter(|rc| {
+                str_at(rc, "/metadata/namespace") == ns
+                    && label(rc, crate::kuberay::RAY_ORIGINATED_FROM_CR_NAME_LABEL) == Some(name.as_str())
+                    && label(rc, crate::kuberay::RAY_ORIGINATED_FROM_CRD_LABEL) == Some("RayService")
+            })
+            .collect()
+    }
+
+    /// `PodSets()` of the job.
+    fn job_pod_sets(&self, world: &World, jk: JobKind, job: &Value) -> Vec<PodSet> {
+        let template = job.pointer(jk.cluster_spec_pointer()).cloned().unwrap_or_else(|| json!({}));
+        if !self.gate(jk) {
+            return podsets::ray_cluster_pod_sets(&template);
+        }
+        let children = Self::children(world, job);
+        if children.is_empty() {
+            return podsets::ray_cluster_pod_sets(&template);
+        }
+        let mut per_child: Vec<Vec<PodSet>> =
+            children.iter().map(|c| podsets::ray_cluster_pod_sets(c.get("spec").unwrap_or(&Value::Null))).collect();
+        if self.config.defective(KueueDefect::PodSetsFromOneChild) {
+            per_child.truncate(1);
+        }
+        podsets::union(&per_child)
+    }
+
+    /// The job's Workloads (controller owner = the job), oldest first.
+    fn owned_workloads(world: &World, job: &Value) -> Vec<Value> {
+        let uid = str_at(job, "/metadata/uid");
+        let ns = str_at(job, "/metadata/namespace");
+        let mut wls: Vec<Value> = world
+            .all(Kind::Workload)
+            .into_iter()
+            .filter(|w| str_at(w, "/metadata/namespace") == ns)
+            .filter(|w| controller_owner(w).is_some_and(|o| o.get("uid").and_then(Value::as_str) == Some(uid)))
+            .cloned()
+            .collect();
+        let replaces = |a: &Value, b: &Value| {
+            annotation(a, WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION)
+                == Some(format!("{}/{}", str_at(b, "/metadata/namespace"), str_at(b, "/metadata/name")).as_str())
+        };
+        wls.sort_by(|a, b| {
+            str_at(a, "/metadata/creationTimestamp").cmp(str_at(b, "/metadata/creationTimestamp")).then_with(|| {
+                if replaces(a, b) {
+                    std::cmp::Ordering::Greater
+                } else if replaces(b, a) {
+                    std::cmp::Ordering::Less
+                } else {
+                    str_at(a, "/metadata/name").cmp(str_at(b, "/metadata/name"))
+                }
+            })
+        });
+        wls
+    }
+
+    /// Runs the job framework over every Ray job, then drops the finalizer of Workloads being
+    /// deleted.
+    pub(super) async fn reconcile_jobs(&self, world: &mut World) -> Result<bool, KueueError> {
+        let mut again = false;
+        for jk in [JobKind::RayService, JobKind::RayCluster] {
+            let keys: Vec<objects::Key> = world.all(jk.kind()).into_iter().map(key_of).collect();
+            for key in keys {
+                let Some(job) = world.get(jk.kind(), &key).cloned() else { continue };
+                match self.reconcile_job(world, jk, &job).await {
+                    Ok(a) => again |= a,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "kueue job {}/{}", key.0, key.1);
+                        again = true;
+                    }
+                }
+            }
+        }
+        let doomed: Vec<Value> = world
+            .all(Kind::Workload)
+            .into_iter()
+            .filter(|w| deleting(w))
+            .filter(|w| {
+                w.pointer("/metadata/finalizers")
+                    .and_then(Value::as_array)
+                    .is_some_and(|f| f.iter().any(|x| x.as_str() == Some(RESOURCE_IN_USE_FINALIZER)))
+            })
+            .cloned()
+            .collect();
+        for wl in doomed {
+            let rest: Vec<Value> = wl
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|x| x.as_str() != Some(RESOURCE_IN_USE_FINALIZER))
+                .cloned()
+                .collect();
+            let patch =
+                json!({"metadata": {"finalizers": if rest.is_empty() { Value::Null } else { Value::Array(rest) }}});
+            if let Err(e) = self.patch(world, Kind::Workload, &wl, patch, false, true).await {
+                tracing::debug!(error = %e, "removing the finalizer");
+                again = true;
+            }
+        }
+        Ok(again)
+    }
+
+    async fn reconcile_job(&self, world: &mut World, jk: JobKind, job: &Value) -> Result<bool, KueueError> {
+        if deleting(job) {
+            return Ok(false);
+        }
+        if jk == JobKind::RayCluster
+            && let Some(owner) = self.managed_owner(world, job)
+        {
+            return self.reconcile_child(world, job, &owner).await;
+        }
+        let Some(queue) = label(job, QUEUE_NAME_LABEL).map(String::from) else { return Ok(false) };
+        // What the informer shows when the reconcile starts: the post-step lists Workloads from
+        // the cache, which does not yet hold a slice this reconcile creates (the race the guard
+        // is for).
+        let cached_workloads = Self::owned_workloads(world, job);
+        let elastic = self.is_elastic(job);
+        let pod_sets = self.job_pod_sets(world, jk, job);
+        let mut job = job.clone();
+        if elastic && jk == JobKind::RayService {
+            job = self.ensure_custom_annotations(world, &job, &pod_sets).await?;
+        }
+        let owned = Self::owned_workloads(world, &job);
+        let not_finished: Vec<Value> = owned.iter().filter(|w| !finished(w)).cloned().collect();
+        let mut again = false;
+        let decided = if elastic {
+            self.ensure_slices(world, &job, &not_finished, &pod_sets).await?
+        } else {
+            Ensure::Incompatible
+        };
+        let wl = match decided {
+            Ensure::Use(wl) => Some(wl),
+            Ensure::Wait => {
+                again = true;
+                None
+            }
+            Ensure::Create(replaced) => {
+                let others = not_finished.len();
+                self.create_workload(
+                    world,
+                    jk,
+                    &job,
+                    &queue,
+                    &pod_sets,
+                    elastic,
+                    replaced.as_ref().filter(|_| others == 1),
+                )
+                .await?;
+                None
+            }
+            Ensure::Incompatible => {
+                self.match_or_recreate(world, jk, &job, &queue, &not_finished, &pod_sets, elastic).await?
+            }
+        };
+        if let Some(wl) = wl {
+            self.handle_workload(world, jk, &job, &wl, elastic).await?;
+        }
+        if self.gate(jk) {
+            let key = key_of(&job);
+            if let Some(current) = world.get(Kind::RayService, &key).cloned() {
+                self.unsuspend_admitted_children(world, &current, &cached_workloads).await?;
+            }
+        }
+        Ok(again)
+    }
+
+    /// The RayService owning `rc` as its controller, when it is managed by Kueue (it has a
+    /// queue name): `rc` is then a child job.
+    fn managed_owner(&self, world: &World, rc: &Value) -> Option<Value> {
+        let owner = controller_owner(rc)?;
+        if owner.get("kind").and_then(Value::as_str) != Some("RayService") {
+            return None;
+        }
+        let key = (str_at(rc, "/metadata/namespace").to_string(), owner.get("name")?.as_str()?.to_string());
+        let rs = world.get(Kind::RayService, &key)?;
+        (str_at(rs, "/metadata/uid") == owner.get("uid").and_then(Value::as_str).unwrap_or("")
+            && label(rs, QUEUE_NAME_LABEL).is_some())
+        .then(|| rs.clone())
+    }
+
+    /// `shouldSuspendChildJob`: a running child of a Kueue-managed job is suspended when its
+    /// ancestor has no live Workload; for elastic jobs only when the latest slice is evicted;
+    /// otherwise when the latest Workload is not admitted. A suspended child is left alone.
+    async fn reconcile_child(&self, world: &mut World, rc: &Value, owner: &Value) -> Result<bool, KueueError> {
+        if rc.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
+            return Ok(false);
+        }
+        let live: Vec<Value> = Self::owned_workloads(world, owner).into_iter().filter(|w| !finished(w)).collect();
+        let suspend = match live.last() {
+            None => true,
+            Some(latest) if self.is_elastic(rc) || self.is_elastic(owner) => evicted(latest),
+            Some(latest) => !admitted(latest),
+        };
+        if suspend {
+            let rc2 = self.patch(world, Kind::RayCluster, rc, json!({"spec": {"suspend": true}}), false, true).await?;
+            self.event(
+                Kind::RayCluster,
+                &rc2,
+                EventType::Normal,
+                "Suspended",
+                "Suspended",
+                "Kueue managed child job suspended".into(),
+            )
+            .await;
+        }
+        Ok(false)
+    }
+
+    /// `GetCustomAnnotations` of an elastic RayService: the PodSets' counts and the generation
+    /// of the active RayCluster (`""` when there is none).
+    async fn ensure_custom_annotations(
+        &self,
+        world: &mut World,
+        job: &Value,
+        pod_sets: &[PodSet],
+    ) -> Result<Value, KueueError> {
+        let sizes: Vec<Value> = pod_sets.iter().map(|p| json!({"name": p.name, "count": p.count})).collect();
+        let sizes = serde_json::to_string(&sizes).unwrap_or_default();
+        let active = str_at(job, "/status/activeServiceStatus/rayClusterName");
+        let rc_gen = world
+            .get(Kind::RayCluster, &(str_at(job, "/metadata/namespace").to_string(), active.to_string()))
+            .filter(|_| !active.is_empty())
+            .map(|rc| generation(rc).to_string())
+            .unwrap_or_default();
+        if annotation(job, REPLICA_SIZES_ANNOTATION) == Some(sizes.as_str())
+            && annotation(job, RAYCLUSTER_GENERATION_ANNOTATION) == Some(rc_gen.as_str())
+        {
+            return Ok(job.clone());
+        }
+        let patch = json!({"metadata": {"annotations": {REPLICA_SIZES_ANNOTATION: sizes, RAYCLUSTER_GENERATION_ANNOTATION: rc_gen}}});
+        self.patch(world, Kind::RayService, job, patch, false, false).await
+    }
+
+    /// `EnsureWorkloadSlices` with `normalizeActiveSlices` (and the kueue#15661 fix).
+    async fn ensure_slices(
+        &self,
+        world: &mut World,
+        job: &Value,
+        slices: &[Value],
+        pod_sets: &[PodSet],
+    ) -> Result<Ensure, KueueError> {
+        let selected = match slices.len() {
+            0 => return Ok(Ensure::Create(None)),
+            1 => slices[0].clone(),
+            _ => {
+                let non_evicted: Vec<&Value> = slices.iter().filter(|w| !evicted(w)).collect();
+                if self.config.evicted_slice_fix
+                    && let Some(ev) = slices.iter().find(|w| evicted(w) && has_quota_reservation(w))
+                    && !non_evicted.iter().any(|w| admitted(w))
+                {
+                    return Ok(Ensure::Use(ev.clone()));
+                }
+                let latest_qr = non_evicted.iter().rev().find(|w| has_quota_reservation(w)).copied();
+                let pending_repl = latest_qr.and_then(|q| {
+                    let k = format!("{}/{}", str_at(q, "/metadata/namespace"), str_at(q, "/metadata/name"));
+                    non_evicted
+                        .iter()
+                        .rev()
+                        .find(|w| {
+                            !has_quota_reservation(w)
+                                && annotation(w, WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION) == Some(k.as_str())
+                        })
+                        .copied()
+                });
+                let selected = pending_repl.or(latest_qr).or(non_evicted.last().copied()).cloned();
+                let selected_key = selected.as_ref().map(key_of);
+                let latest_qr_key = latest_qr.map(key_of);
+                let keep = |w: &Value| Some(key_of(w)) == selected_key || Some(key_of(w)) == latest_qr_key;
+                for w in slices.iter().filter(|w| !keep(w)) {
+                    self.finish_workload(
+                        world,
+                        w,
+                        "OutOfSync",
+                        "The workload slice is out of sync with its parent job",
+                    )
+                    .await?;
+                }
+                match selected {
+                    None => return Ok(Ensure::Create(None)),
+                    Some(s) => {
+                        let live = slices.iter().filter(|w| keep(w)).count();
+                        if live >= 2 {
+                            // `prepareWorkloadSlice` refuses a third slice: only counts of the
+                            // selected (unreserved) one may change.
+                            let current = workload_pod_sets(&s);
+                            if names(&current) == names(pod_sets)
+                                && counts(&current) != counts(pod_sets)
+                                && !has_quota_reservation(&s)
+                            {
+                                let updated = self.apply_counts(world, &s, pod_sets).await?;
+                                return Ok(Ensure::Use(updated));
+                            }
+                            if counts(&current) == counts(pod_sets) {
+                                return Ok(Ensure::Use(s));
+                            }
+                            return Ok(Ensure::Wait);
+                        }
+                        s
+                    }
+                }
+            }
+        };
+        let _ = job;
+        let current = workload_pod_sets(&selected);
+        if names(&current) != names(pod_sets) {
+            return Ok(Ensure::Incompatible);
+        }
+        if counts(&current) == counts(pod_sets) {
+            return Ok(Ensure::Use(selected));
+        }
+        if !has_quota_reservation(&selected) || scaled_down(&current, pod_sets) {
+            let updated = self.apply_counts(world, &selected, pod_sets).await?;
+            return Ok(Ensure::Use(updated));
+        }
+        Ok(Ensure::Create(Some(selected)))
+    }
+
+    /// `ApplyPodSetCounts`: only the counts change; templates stay.
+    async fn apply_counts(&self, world: &mut World, wl: &Value, pod_sets: &[PodSet]) -> Result<Value, KueueError> {
+        let want = counts(pod_sets);
+        let sets: Vec<Value> = workload_pod_sets(wl)
+            .into_iter()
+            .map(|mut p| {
+                if let Some(c) = want.get(&p.name) {
+                    p.count = *c;
+                }
+                p.to_json()
+            })
+            .collect();
+        self.patch(world, Kind::Workload, wl, json!({"spec": {"podSets": sets}}), false, true).await
+    }
+
+    /// Marks a Workload Finished=True with `reason`.
+    pub(super) async fn finish_workload(
+        &self,
+        world: &mut World,
+        wl: &Value,
+        reason: &str,
+        message: &str,
+    ) -> Result<Value, KueueError> {
+        let mut conds: Vec<Value> =
+            wl.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+        set_condition(&mut conds, new_condition("Finished", true, reason, message, generation(wl), &self.now()));
+        self.patch(world, Kind::Workload, wl, json!({"status": {"conditions": conds}}), true, true).await
+    }
+
+    /// The non-slice path: a Workload matches when its PodSet names and counts equal the
+    /// job's. Stale ones are deleted (the running job stopped first), then one is created.
+    #[allow(clippy::too_many_arguments)]
+    async fn match_or_recreate(
+        &self,
+        world: &mut World,
+        jk: JobKind,
+        job: &Value,
+        queue: &str,
+        not_finished: &[Value],
+        pod_sets: &[PodSet],
+        elastic: bool,
+    ) -> Result<Option<Value>, KueueError> {
+        let matching = not_finished
+            .iter()
+            .find(|w| {
+                let ps = workload_pod_sets(w);
+                names(&ps) == names(pod_sets) && counts(&ps) == counts(pod_sets)
+            })
+            .cloned();
+        let stale: Vec<&Value> =
+            not_finished.iter().filter(|w| Some(key_of(w)) != matching.as_ref().map(key_of)).collect();
+        if matching.is_none() && !self.is_suspended(jk, job) {
+            let (restore_from, message) = match stale.as_slice() {
+                [only] => (Some(*only), "No matching Workload; restoring pod templates according to existent Workload"),
+                _ => (None, "Missing Workload; unable to restore pod templates"),
+            };
+            self.stop_job(world, jk, job, restore_from, message).await?;
+        }
+        let deleted_some = !stale.is_empty();
+        for w in stale {
+            let (ns, name) = key_of(w);
+            let api = Kind::Workload.api(&self.client, Some(&ns));
+            match api.delete(&name, &Default::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(source) => return Err(KueueError::Api { what: format!("delete Workload {ns}/{name}"), source }),
+            }
+            self.event(
+                jk.kind(),
+                job,
+                EventType::Normal,
+                "DeletedWorkload",
+                "DeletedWorkload",
+                format!("Deleted not matching Workload: {ns}/{name}"),
+            )
+            .await;
+        }
+        // As upstream: after deleting stale Workloads the reconcile ends; the next one creates
+        // the new Workload (its name may be the one being deleted).
+        if matching.is_none() && !deleted_some {
+            self.create_workload(world, jk, job, queue, pod_sets, elastic, None).await?;
+        }
+        Ok(matching)
+    }
+
+    /// `constructWorkload` + `prepareWorkload(Slice)` + Create; event `CreatedWorkload`.
+    #[allow(clippy::too_many_arguments)]
+    async fn create_workload(
+        &self,
+        world: &mut World,
+        jk: JobKind,
+        job: &Value,
+        queue: &str,
+        pod_sets: &[PodSet],
+        elastic: bool,
+        replaced: Option<&Value>,
+    ) -> Result<(), KueueError> {
+        let (ns, job_name) = key_of(job);
+        let uid = str_at(job, "/metadata/uid");
+        let extra = if elastic {
+            let job_generation = generation(job).to_string();
+            match annotation(job, RAYCLUSTER_GENERATION_ANNOTATION).filter(|g| !g.is_empty()) {
+                Some(rc) => format!("{job_generation}_{rc}"),
+                None => job_generation,
+            }
+        } else {
+            String::new()
+        };
+        let name = workload_name(jk.name(), "ray.io", &job_name, uid, &extra);
+        let mut annotations = serde_json::Map::new();
+        if elastic {
+            annotations.insert(ELASTIC_JOB_ANNOTATION.into(), "true".into());
+            match replaced {
+                Some(old) => {
+                    let old_name = str_at(old, "/metadata/name");
+                    let chain = annotation(old, WORKLOAD_SLICE_NAME_ANNOTATION).unwrap_or(old_name);
+                    annotations.insert(WORKLOAD_SLICE_NAME_ANNOTATION.into(), chain.into());
+                    annotations
+                        .insert(WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION.into(), format!("{ns}/{old_name}").into());
+                }
+                None => {
+                    annotations.insert(WORKLOAD_SLICE_NAME_ANNOTATION.into(), name.clone().into());
+                }
+            }
+        }
+        let mut spec = json!({
+            "podSets": pod_sets.iter().map(PodSet::to_json).collect::<Vec<_>>(),
+            "queueName": queue,
+        });
+        if let Some(class) = label(job, PRIORITY_CLASS_LABEL)
+            && let Some(wpc) = world.get(Kind::WorkloadPriorityClass, &(String::new(), class.to_string()))
+        {
+            spec["priorityClassRef"] =
+                json!({"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": class});
+            spec["priority"] = wpc.get("value").cloned().unwrap_or(json!(0));
+        }
+        let wl = json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "labels": {JOB_UID_LABEL: uid},
+                "annotations": annotations,
+                "finalizers": [RESOURCE_IN_USE_FINALIZER],
+                "ownerReferences": [{
+                    "apiVersion": "ray.io/v1", "kind": jk.name(), "name": job_name, "uid": uid,
+                    "controller": true, "blockOwnerDeletion": true,
+                }],
+            },
+            "spec": spec,
+        });
+        self.create(world, Kind::Workload, &wl).await?;
+        self.event(
+            jk.kind(),
+            job,
+            EventType::Normal,
+            "CreatedWorkload",
+            "CreatedWorkload",
+            format!("Created Workload: {ns}/{name}"),
+        )
+        .await;
+        Ok(())
+    }
+
+    /// Steps 6 to 8 of `ReconcileGenericJob` for the job's current Workload.
+    async fn handle_workload(
+        &self,
+        world: &mut World,
+        jk: JobKind,
+        job: &Value,
+        wl: &Value,
+        elastic: bool,
+    ) -> Result<(), KueueError> {
+        if finished(wl) {
+            return Ok(());
+        }
+        if deleting(wl) {
+            self.stop_job(world, jk, job, Some(wl), "Workload is deleted").await?;
+            return Ok(());
+        }
+        if evicted(wl) {
+            let message = condition(wl, "Evicted").map(|c| str_at(c, "/message").to_string()).unwrap_or_default();
+            let job = self.stop_job(world, jk, job, Some(wl), &message).await?;
+            if has_quota_reservation(wl) && !Self::is_active(jk, &job) {
+                let reason = condition(wl, "Evicted").map(|c| str_at(c, "/reason").to_string()).unwrap_or_default();
+                let now = self.now();
+                let g = generation(wl);
+                let mut conds: Vec<Value> =
+                    wl.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+                let requeued = matches!(reason.as_str(), "Preempted" | "NodeFailures");
+                set_condition(&mut conds, new_condition("Requeued", requeued, &reason, &message, g, &now));
+                set_condition(&mut conds, new_condition("QuotaReserved", false, "Pending", &message, g, &now));
+                if condition(wl, "Admitted").is_some() {
+                    set_condition(
+                        &mut conds,
+                        new_condition("Admitted", false, "NoReservation", "The workload has no reservation", g, &now),
+                    );
+                }
+                let patch = json!({"status": {"conditions": conds, "admission": null}});
+                self.patch(world, Kind::Workload, wl, patch, true, true).await?;
+            }
+            return Ok(());
+        }
+        if self.is_suspended(jk, job) {
+            if admitted(wl) {
+                self.start_job(world, jk, job, wl, elastic).await?;
+            }
+            return Ok(());
+        }
+        if !admitted(wl) && !elastic {
+            self.stop_job(world, jk, job, Some(wl), "Not admitted by cluster queue").await?;
+        }
+        Ok(())
+    }
+
+    /// `stopJob`: `Suspend()` plus `RestorePodSetsInfo` from the Workload's PodSets; event
+    /// `Stopped`. Nothing when the job is already suspended. Returns the job as it is now.
+    async fn stop_job(
+        &self,
+        world: &mut World,
+        jk: JobKind,
+        job: &Value,
+        wl: Option<&Value>,
+        message: &str,
+    ) -> Result<Value, KueueError> {
+        if self.is_suspended(jk, job) {
+            return Ok(job.clone());
+        }
+        let mut spec = job.pointer(jk.cluster_spec_pointer()).cloned().unwrap_or_else(|| json!({}));
+        if let Some(wl) = wl {
+            let originals = workload_pod_sets(wl);
+            let workers = spec.get("workerGroupSpecs").and_then(Value::as_array).map_or(0, Vec::len);
+            if originals.len() == workers + 1 {
+                if let Some(t) = spec.pointer_mut("/headGroupSpec/template") {
+                    podsets::restore_template(t, &originals[0].template);
+                }
+                for (i, o) in originals.iter().enumerate().skip(1) {
+                    if let Some(t) = spec.pointer_mut(&format!("/workerGroupSpecs/{}/template", i - 1)) {
+                        podsets::restore_template(t, &o.template);
+                    }
+                }
+            }
+        }
+        let templates = template_patch(&spec);
+        let patch = match jk {
+            JobKind::RayCluster => {
+                let mut p = templates;
+                p["suspend"] = json!(true);
+                json!({"spec": p})
+            }
+            JobKind::RayService if self.gate(jk) => {
+                let mut p = templates;
+                p["suspend"] = json!(true);
+                json!({"spec": {"suspend": true, "rayClusterConfig": p}})
+            }
+            JobKind::RayService => {
+                let mut p = templates;
+                p["suspend"] = json!(true);
+                json!({"spec": {"rayClusterConfig": p}})
+            }
+        };
+        let job = self.patch(world, jk.kind(), job, patch, false, true).await?;
+        tracing::debug!("kueue stopped {}: {message}", str_at(&job, "/metadata/name"));
+        self.event(jk.kind(), &job, EventType::Normal, "Stopped", "Stopped", message.to_string()).await;
+        Ok(job)
+    }
+
+    /// `startJob`: `RunWithPodSetsInfo` from the admission; event `Started`. A PodSet count
+    /// that does not match the job's groups finishes the Workload with `FailedToStart`.
+    async fn start_job(
+        &self,
+        world: &mut World,
+        jk: JobKind,
+        job: &Value,
+        wl: &Value,
+        elastic: bool,
+    ) -> Result<(), KueueError> {
+        let assignments: Vec<Value> =
+            wl.pointer("/status/admission/podSetAssignments").and_then(Value::as_array).cloned().unwrap_or_default();
+        let wl_name = str_at(wl, "/metadata/name");
+        let infos: Vec<PodSetInfo> = assignments
+            .iter()
+            .map(|a| {
+                let name = str_at(a, "/name").to_string();
+                let mut node_selector = BTreeMap::new();
+                for flavor in a.get("flavors").and_then(Value::as_object).into_iter().flat_map(|m| m.values()) {
+                    let key = (String::new(), flavor.as_str().unwrap_or("").to_string());
+                    if let Some(rf) = world.get(Kind::ResourceFlavor, &key) {
+                        for (k, v) in rf.pointer("/spec/nodeLabels").and_then(Value::as_object).into_iter().flatten() {
+                            node_selector.insert(k.clone(), v.as_str().unwrap_or("").to_string());
+                        }
+                    }
+                }
+                let mut annotations = BTreeMap::from([(WORKLOAD_ANNOTATION.to_string(), wl_name.to_string())]);
+                if elastic {
+                    let chain = annotation(wl, WORKLOAD_SLICE_NAME_ANNOTATION).unwrap_or(wl_name);
+                    annotations.insert(WORKLOAD_SLICE_NAME_ANNOTATION.to_string(), chain.to_string());
+                }
+                PodSetInfo {
+                    count: a.get("count").and_then(Value::as_i64).unwrap_or(1),
+                    labels: BTreeMap::from([(PODSET_LABEL.to_string(), name.clone())]),
+                    annotations,
+                    node_selector,
+                    name,
+                }
+            })
+            .collect();
+        let mut spec = job.pointer(jk.cluster_spec_pointer()).cloned().unwrap_or_else(|| json!({}));
+        let workers = spec.get("workerGroupSpecs").and_then(Value::as_array).map_or(0, Vec::len);
+        if infos.len() != workers + 1 {
+            let message = format!("invalid podset infos: expecting {} got {}", workers + 1, infos.len());
+            self.finish_workload(world, wl, "FailedToStart", &message).await?;
+            return Ok(());
+        }
+        if let Some(t) = spec.pointer_mut("/headGroupSpec/template") {
+            podsets::merge_info(t, &infos[0]);
+        }
+        for (i, info) in infos.iter().enumerate().skip(1) {
+            if let Some(t) = spec.pointer_mut(&format!("/workerGroupSpecs/{}/template", i - 1)) {
+                podsets::merge_info(t, info);
+            }
+        }
+        let templates = template_patch(&spec);
+        let patch = match jk {
+            JobKind::RayCluster => {
+                let mut p = templates;
+                p["suspend"] = json!(false);
+                json!({"spec": p})
+            }
+            // The nested suspend stays true: it is the template gate of later children.
+            JobKind::RayService if self.gate(jk) => json!({"spec": {"suspend": false, "rayClusterConfig": templates}}),
+            JobKind::RayService => {
+                let mut p = templates;
+                p["suspend"] = json!(false);
+                json!({"spec": {"rayClusterConfig": p}})
+            }
+        };
+        let job = self.patch(world, jk.kind(), job, patch, false, true).await?;
+        let cq = str_at(wl, "/status/admission/clusterQueue");
+        self.event(jk.kind(), &job, EventType::Normal, "Started", "Started", format!("Admitted by clusterQueue {cq}"))
+            .await;
+        Ok(())
+    }
+
+    /// PR 11264's `unsuspendAdmittedChildren`: once the latest slice is admitted and covers
+    /// every child's pods (the race guard), suspended children are unsuspended.
+    async fn unsuspend_admitted_children(
+        &self,
+        world: &mut World,
+        rs: &Value,
+        cached_workloads: &[Value],
+    ) -> Result<(), KueueError> {
+        if rs.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) || deleting(rs) {
+            return Ok(());
+        }
+        if label(rs, QUEUE_NAME_LABEL).is_none() {
+            return Ok(());
+        }
+        // Slices seen at the start of the reconcile, with their state as written since.
+        let live: Vec<Value> = cached_workloads
+            .iter()
+            .map(|w| world.get(Kind::Workload, &key_of(w)).cloned().unwrap_or_else(|| w.clone()))
+            .filter(|w| !finished(w))
+            .collect();
+        let Some(latest) = live.last() else { return Ok(()) };
+        let early = self.config.defective(KueueDefect::UnsuspendBeforeSliceAdmitted);
+        if !admitted(latest) && !early {
+            return Ok(());
+        }
+        let children: Vec<Value> = Self::children(world, rs).into_iter().cloned().collect();
+        if !early && !self.config.defective(KueueDefect::NoRaceGuard) {
+            let mut required: BTreeMap<String, i64> = BTreeMap::new();
+            for c in &children {
+                for p in podsets::ray_cluster_pod_sets(c.get("spec").unwrap_or(&Value::Null)) {
+                    *required.entry(p.name).or_insert(0) += p.count;
+                }
+            }
+            let covered = counts(&workload_pod_sets(latest));
+            if required.iter().any(|(name, need)| covered.get(name).copied().unwrap_or(0) < *need) {
+                return Ok(());
+            }
+        }
+        for c in children {
+            if c.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
+                self.patch(world, Kind::RayCluster, &c, json!({"spec": {"suspend": false}}), false, false).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The templates part of a RayClusterSpec patch: the head group and the whole worker list (a
+/// merge patch replaces lists).
+fn template_patch(spec: &Value) -> Value {
+    let mut p = json!({});
+    if let Some(h) = spec.get("headGroupSpec") {
+        p["headGroupSpec"] = h.clone();
+    }
+    if let Some(w) = spec.get("workerGroupSpecs") {
+        p["workerGroupSpecs"] = w.clone();
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workload_names_follow_kueue() {
+        let n = workload_name("RayService", "ray.io", "test-rayservice", "uid-1", "");
+        assert!(n.starts_with("rayservice-test-rayservice-"), "{n}");
+        assert_eq!(n.len(), "rayservice-test-rayservice-".len() + 5);
+        assert_ne!(n, workload_name("RayService", "ray.io", "test-rayservice", "uid-1", "2"));
+    }
+
+    #[test]
+    fn scale_down_needs_one_lower_and_none_higher() {
+        let ps = |h: i64, w: i64| {
+            vec![
+                PodSet { name: "head".into(), count: h, template: json!({}) },
+                PodSet { name: "w".into(), count: w, template: json!({}) },
+            ]
+        };
+        assert!(scaled_down(&ps(2, 2), &ps(1, 2)));
+        assert!(!scaled_down(&ps(2, 2), &ps(1, 3)));
+        assert!(!scaled_down(&ps(2, 2), &ps(2, 2)));
+    }
+}

@@ -1,0 +1,241 @@
+//! PodSets and their resource requests: what a Ray job asks Kueue for
+//! (`pkg/controller/jobs/raycluster/common.go` `BuildPodSets`, `pkg/workload/workload.go`
+//! `totalRequestsFromPodSets`), and the PodSet information merged into a job's templates when it
+//! starts (`pkg/podset/podset.go`).
+
+use apimachinery::quantity::Quantity;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// One PodSet of a job or Workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodSet {
+    /// `head`, a worker group's name, or `submitter`.
+    pub name: String,
+    /// How many pods.
+    pub count: i64,
+    /// The pod template (JSON).
+    pub template: Value,
+}
+
+impl PodSet {
+    /// The PodSet as `Workload.spec.podSets[]` holds it.
+    pub fn to_json(&self) -> Value {
+        json!({"name": self.name, "count": self.count, "template": self.template})
+    }
+
+    /// A PodSet read from `Workload.spec.podSets[]`.
+    pub fn from_json(v: &Value) -> PodSet {
+        PodSet {
+            name: v.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+            count: v.get("count").and_then(Value::as_i64).unwrap_or(1),
+            template: v.get("template").cloned().unwrap_or_else(|| json!({})),
+        }
+    }
+}
+
+/// `BuildPodSets` of a RayClusterSpec (JSON): `head` (count 1), then one per worker group,
+/// count = `replicas` (unset: 1) × `numOfHosts` when above 1.
+pub fn ray_cluster_pod_sets(spec: &Value) -> Vec<PodSet> {
+    let mut sets = vec![PodSet {
+        name: "head".into(),
+        count: 1,
+        template: spec.pointer("/headGroupSpec/template").cloned().unwrap_or_else(|| json!({})),
+    }];
+    for g in spec.get("workerGroupSpecs").and_then(Value::as_array).into_iter().flatten() {
+        let mut count = g.get("replicas").and_then(Value::as_i64).unwrap_or(1);
+        let hosts = g.get("numOfHosts").and_then(Value::as_i64).unwrap_or(1);
+        if hosts > 1 {
+            count *= hosts;
+        }
+        sets.push(PodSet {
+            name: g.get("groupName").and_then(Value::as_str).unwrap_or("").to_string(),
+            count,
+            template: g.get("template").cloned().unwrap_or_else(|| json!({})),
+        });
+    }
+    sets
+}
+
+/// PR 11264's union over live children: by PodSet name, the first occurrence keeps its template
+/// and position, counts are summed.
+pub fn union(children: &[Vec<PodSet>]) -> Vec<PodSet> {
+    let mut out: Vec<PodSet> = Vec::new();
+    for sets in children {
+        for s in sets {
+            match out.iter_mut().find(|o| o.name == s.name) {
+                Some(o) => o.count += s.count,
+                None => out.push(s.clone()),
+            }
+        }
+    }
+    out
+}
+
+/// Resource amounts by resource name.
+pub type Resources = BTreeMap<String, Quantity>;
+
+fn quantities(v: Option<&Value>) -> Resources {
+    v.and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, q)| {
+                    let text = match q {
+                        Value::String(s) => s.clone(),
+                        Value::Number(n) => n.to_string(),
+                        _ => return None,
+                    };
+                    Quantity::parse(&text).map(|q| (k.clone(), q))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A container's requests, limits standing in for missing requests.
+fn container_requests(c: &Value) -> Resources {
+    let mut r = quantities(c.pointer("/resources/limits"));
+    r.extend(quantities(c.pointer("/resources/requests")));
+    r
+}
+
+/// The effective requests of one pod of `template`: the sum over containers, at least the
+/// largest init container's, plus the pod overhead; zero amounts dropped.
+pub fn pod_requests(template: &Value) -> Resources {
+    let mut total = Resources::new();
+    for c in template.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten() {
+        for (k, q) in container_requests(c) {
+            let cur = total.remove(&k).unwrap_or(Quantity::ZERO);
+            total.insert(k, cur.plus(q));
+        }
+    }
+    for c in template.pointer("/spec/initContainers").and_then(Value::as_array).into_iter().flatten() {
+        for (k, q) in container_requests(c) {
+            if total.get(&k).is_none_or(|cur| q > *cur) {
+                total.insert(k, q);
+            }
+        }
+    }
+    for (k, q) in quantities(template.pointer("/spec/overhead")) {
+        let cur = total.remove(&k).unwrap_or(Quantity::ZERO);
+        total.insert(k, cur.plus(q));
+    }
+    total.retain(|_, q| !q.is_zero());
+    total
+}
+
+/// `count` pods' worth of `per_pod`.
+pub fn times(per_pod: &Resources, count: i64) -> Resources {
+    per_pod.iter().map(|(k, q)| (k.clone(), q.times(count))).collect()
+}
+
+/// The resource list as JSON (`{"cpu": "2", "memory": "4Gi"}`).
+pub fn to_json(r: &Resources) -> Value {
+    Value::Object(r.iter().map(|(k, q)| (k.clone(), Value::String(q.to_string()))).collect())
+}
+
+/// A resource list read from JSON.
+pub fn from_json(v: Option<&Value>) -> Resources {
+    quantities(v)
+}
+
+/// What Kueue merges into a job's pod template when it starts it (`podset.PodSetInfo`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PodSetInfo {
+    /// The PodSet's name.
+    pub name: String,
+    /// The admitted count.
+    pub count: i64,
+    /// Labels added to the template.
+    pub labels: BTreeMap<String, String>,
+    /// Annotations added to the template.
+    pub annotations: BTreeMap<String, String>,
+    /// The node selector added (the assigned flavors' node labels).
+    pub node_selector: BTreeMap<String, String>,
+}
+
+fn merge_map(target: &mut Value, pointer_parent: &str, key: &str, add: &BTreeMap<String, String>) {
+    if add.is_empty() {
+        return;
+    }
+    let Some(parent) = target.pointer_mut(pointer_parent) else { return };
+    if !parent.is_object() {
+        *parent = json!({});
+    }
+    let entry = &mut parent[key];
+    if !entry.is_object() {
+        *entry = json!({});
+    }
+    for (k, v) in add {
+        entry[k.as_str()] = Value::String(v.clone());
+    }
+}
+
+/// `podset.Merge`: adds the info's labels, annotations and node selector to `template`.
+pub fn merge_info(template: &mut Value, info: &PodSetInfo) {
+    if !template.is_object() {
+        *template = json!({});
+    }
+    if template.get("metadata").is_none_or(|m| !m.is_object()) {
+        template["metadata"] = json!({});
+    }
+    if template.get("spec").is_none_or(|m| !m.is_object()) {
+        template["spec"] = json!({});
+    }
+    merge_map(template, "/metadata", "labels", &info.labels);
+    merge_map(template, "/metadata", "annotations", &info.annotations);
+    merge_map(template, "/spec", "nodeSelector", &info.node_selector);
+}
+
+/// `podset.RestorePodSpec`: the template's labels, annotations and node selector become those of
+/// `original` again (keys Kueue added are removed).
+pub fn restore_template(template: &mut Value, original: &Value) {
+    for (parent, key) in [("metadata", "labels"), ("metadata", "annotations"), ("spec", "nodeSelector")] {
+        let want = original.get(parent).and_then(|p| p.get(key)).cloned();
+        if let Some(p) = template.get_mut(parent).and_then(Value::as_object_mut) {
+            match want {
+                Some(w) => {
+                    p.insert(key.to_string(), w);
+                }
+                None => {
+                    p.remove(key);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(cpu: &str, mem: &str) -> Value {
+        json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu, "memory": mem}}}]}})
+    }
+
+    #[test]
+    fn requests_default_from_limits_and_sum_over_containers() {
+        let r = pod_requests(&pod("1", "2Gi"));
+        assert_eq!(to_json(&r), json!({"cpu": "1", "memory": "2Gi"}));
+        assert_eq!(to_json(&times(&r, 2)), json!({"cpu": "2", "memory": "4Gi"}));
+    }
+
+    #[test]
+    fn the_union_sums_counts_and_keeps_the_first_template() {
+        let a = vec![PodSet { name: "head".into(), count: 1, template: pod("1", "2Gi") }];
+        let b = vec![PodSet { name: "head".into(), count: 1, template: pod("2", "4Gi") }];
+        let u = union(&[a, b]);
+        assert_eq!(u.len(), 1);
+        assert_eq!(u[0].count, 2);
+        assert_eq!(u[0].template, pod("1", "2Gi"));
+    }
+
+    #[test]
+    fn worker_counts_scale_by_hosts_and_default_to_one() {
+        let spec = json!({"headGroupSpec": {"template": {}}, "workerGroupSpecs": [
+            {"groupName": "a", "replicas": 2, "numOfHosts": 2, "template": {}},
+            {"groupName": "b", "template": {}}]});
+        let sets: Vec<(String, i64)> = ray_cluster_pod_sets(&spec).into_iter().map(|s| (s.name, s.count)).collect();
+        assert_eq!(sets, vec![("head".into(), 1), ("a".into(), 4), ("b".into(), 1)]);
+    }
+}

@@ -1,0 +1,52 @@
+//! Kueue as an actor: the reference controller (`controllers::kueue`), Kueue v0.19.2 with PR
+//! 11264's RayService upgrade gate and the kueue#15661 fix. No knobs.
+
+use crate::actors::{Actor, ActorFactory, Task};
+use crate::suite::{ActorName, Component, Needs, Version};
+use controllers::kueue::{KueueConfig, KueueController};
+use serde_json::Value;
+
+/// Starts the reference Kueue from `base` (the wrong-reconciler tests set a defect there).
+#[derive(Debug, Clone, Default)]
+pub struct KueueFactory {
+    /// The configuration every started controller runs with.
+    pub base: KueueConfig,
+}
+
+struct KueueActor(#[allow(dead_code)] Task);
+
+impl Actor for KueueActor {
+    fn knob(&mut self, knob: &str, _: &Value) -> Result<(), String> {
+        Err(format!("kueue has no knob {knob:?}"))
+    }
+}
+
+impl ActorFactory for KueueFactory {
+    fn name(&self) -> ActorName {
+        ActorName::Kueue
+    }
+
+    fn setup(&self, client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        Box::pin(async move { KueueController::install_crds(&client).await.map_err(|e| e.to_string()) })
+    }
+
+    fn models(&self) -> Option<(Component, Version)> {
+        Version::parse(controllers::kueue::MODELLED_VERSION).map(|v| (Component::Kueue, v))
+    }
+
+    fn start(
+        &self,
+        client: kube::Client,
+        clock: controllers::Clock,
+        _: &Needs,
+        _: &controllers::sim::SimNetwork,
+    ) -> Result<Box<dyn Actor>, String> {
+        let controller = KueueController::new(client, clock, self.base.clone());
+        let task = tokio::spawn(async move {
+            if let Err(e) = controller.run().await {
+                tracing::warn!(error = %e, "the reference Kueue stopped");
+            }
+        });
+        Ok(Box::new(KueueActor(Task(task))))
+    }
+}

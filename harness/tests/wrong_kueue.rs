@@ -1,0 +1,87 @@
+//! Proof that the Kueue table catches regressions of PR 11264's RayService upgrade gate in the
+//! reference Kueue: the suite runs against Kueue built with one deliberate defect at a time
+//! (cargo feature `defects` of `controllers`, enabled through this target's dev-dependency),
+//! and the rows that guard against that defect must fail while rows that do not depend on it
+//! still pass. (The correct controller passing every row is the `suites` test.)
+
+use controllers::kueue::{KueueConfig, KueueDefect};
+use kproof::actors::KueueFactory;
+use kproof::backend::RunOptions;
+use kproof::report::result::Outcome;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+fn outcomes(defect: KueueDefect, rows: &[&str]) -> BTreeMap<String, Outcome> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let suite = kproof::suite::load_suite_file(&root.join("suites").join("kueue.yaml")).expect("the suite loads");
+    let base = KueueConfig { defect: Some(defect), ..KueueConfig::default() };
+    let backend = kproof::backend::InProcessBackend::reference().with_actor(Arc::new(KueueFactory { base }));
+    let opts = RunOptions { fixtures_dir: root.join("fixtures"), flight_dir: None, ..Default::default() };
+    let selected: Vec<_> =
+        suite.suite.rows.iter().filter(|r| rows.contains(&r.id.as_str())).map(|r| (&suite, r)).collect();
+    assert_eq!(selected.len(), rows.len(), "every named row exists in suites/kueue.yaml");
+    kproof::backend::run_rows(&backend, &selected, &opts, 2, &|_| {})
+        .into_iter()
+        .map(|r| {
+            println!(
+                "{defect:?}: {} {:?} {}",
+                r.id,
+                r.outcome,
+                r.failure.clone().unwrap_or_default().lines().next().unwrap_or_default()
+            );
+            (r.id, r.outcome)
+        })
+        .collect()
+}
+
+fn assert_caught(defect: KueueDefect, guards: &[&str], unaffected: &[&str]) {
+    let all: Vec<&str> = guards.iter().chain(unaffected).copied().collect();
+    let got = outcomes(defect, &all);
+    for row in guards {
+        assert_eq!(got[*row], Outcome::Failed, "row {row} must catch {defect:?}");
+    }
+    for row in unaffected {
+        assert_eq!(got[*row], Outcome::Passed, "row {row} does not depend on {defect:?} and must still pass");
+    }
+}
+
+#[test]
+fn unsuspending_before_the_covering_slice_is_admitted_is_caught() {
+    assert_caught(
+        KueueDefect::UnsuspendBeforeSliceAdmitted,
+        &[
+            "kq-6-1-gate-holds-during-upgrade",
+            "kq-6-2b-quota-freed-by-another-workload",
+            "kq-6-8-race-guard-keeps-the-pending-child-suspended",
+            "kq-e2e-gate-zero-downtime-upgrade-on-queue-quota",
+        ],
+        &["kq-raycluster-runs-when-admitted", "kq-raycluster-waits-for-quota-best-effort-fifo"],
+    );
+}
+
+#[test]
+fn pod_sets_from_one_child_instead_of_the_union_are_caught() {
+    assert_caught(
+        KueueDefect::PodSetsFromOneChild,
+        &[
+            "kq-6-1-gate-holds-during-upgrade",
+            "kq-6-2a-raising-quota-opens-the-gate",
+            "kq-e2e-gate-zero-downtime-upgrade-on-queue-quota",
+        ],
+        &["kq-6-1-admission-starts-the-service-with-the-nested-gate-kept", "kq-raycluster-runs-when-admitted"],
+    );
+}
+
+#[test]
+fn a_missing_race_guard_is_caught() {
+    assert_caught(
+        KueueDefect::NoRaceGuard,
+        &[
+            "kq-6-8-race-guard-keeps-the-pending-child-suspended",
+            "kq-6-1-gate-holds-during-upgrade",
+            "kq-6-2a-raising-quota-opens-the-gate",
+        ],
+        &["kq-6-1-admission-starts-the-service-with-the-nested-gate-kept", "kq-raycluster-runs-when-admitted"],
+    );
+}
