@@ -420,6 +420,20 @@ mod tests {
     }
 
     #[test]
+    fn the_w_profile_judges_every_obligation_research_assigns_to_w() {
+        // research dra.md §6, Profiles column: W is named in C1, C2, C4-C12 and C14-C17 ("all"
+        // included); C3 is PG only, C13 and C18 are not judged in any profile.
+        let c = Contract::reservedfor().unwrap();
+        for o in &c.obligations {
+            let judged =
+                c.scenarios.iter().any(|s| s.profiles.contains(&CertProfile::W) && s.obligations.contains(&o.id));
+            let expected = !["C3", "C13", "C18"].contains(&o.id.as_str());
+            assert_eq!(judged, expected, "{} in profile w", o.id);
+            assert_eq!(o.not_applicable.contains_key(&CertProfile::W), !expected, "{} reason for w", o.id);
+        }
+    }
+
+    #[test]
     fn workload_steps_expand_to_suite_steps() {
         let w = Workload::sample();
         let e = expand_step(&json!({"scaleWorkload": 0}), &w).unwrap();
