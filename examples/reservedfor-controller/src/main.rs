@@ -293,7 +293,16 @@ impl Ctl {
         let body: DynamicObject = serde_json::from_value(v)?;
         match self.claims.replace_status(&claim_name, &PostParams::default(), &body).await {
             Ok(_) => Ok(()),
-            Err(e) if is_conflict_or_gone(&e) => Ok(()),
+            Err(e) if is_conflict_or_gone(&e) => {
+                // Someone wrote the claim since we read it (or it is gone): the next pass
+                // reads it again and decides afresh, never overwriting what it did not see.
+                let why = match &e {
+                    kube::Error::Api(s) => s.message.clone(),
+                    other => other.to_string(),
+                };
+                eprintln!("trainjob-controller: TrainJob {name}: claim {claim_name} status: {why}; re-reading");
+                Ok(())
+            }
             Err(kube::Error::Api(s)) if s.code == 403 => {
                 // Say it where the user looks, not only in the log (C14): without the
                 // reservation the job cannot run, so it does not go on creating pods either.

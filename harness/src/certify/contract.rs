@@ -115,12 +115,49 @@ pub struct Scenario {
     /// how a controller behaves when a permission it needs is missing (C14).
     #[serde(default)]
     pub drop_resources: Vec<String>,
+    /// Writes of the controller the API server answers with 409 Conflict, as if another
+    /// writer had just changed the object (C16: re-read and retry).
+    #[serde(default)]
+    pub inject_conflicts: Vec<InjectedConflict>,
     /// Suite steps, plus the workload steps.
     #[serde(default)]
     pub steps: Vec<Value>,
     /// Suite expectations.
     #[serde(default)]
     pub expect: Vec<Value>,
+}
+
+/// The controller's next `count` updates and patches of one resource in the scenario's
+/// namespace are answered 409 Conflict by the API server (a [`fake_apiserver::ConflictFault`]).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct InjectedConflict {
+    /// API group, `""` for the core group; `${workload.group}` is the workload's.
+    #[serde(default)]
+    pub api_group: String,
+    /// Lowercase plural (`resourceclaims`); `${workload.resource}` is the workload's.
+    pub resource: String,
+    /// `status`, or `""` (the default) for the object itself.
+    #[serde(default)]
+    pub subresource: String,
+    /// How many writes are refused.
+    pub count: usize,
+}
+
+impl InjectedConflict {
+    /// The fault for `user` in `namespace`, with the workload's group and resource filled in.
+    pub fn fault(&self, workload: &Workload, user: &str, namespace: &str) -> fake_apiserver::ConflictFault {
+        let group = workload.api_version().split_once('/').map(|(g, _)| g).unwrap_or_default();
+        let fill = |s: &str| s.replace("${workload.group}", group).replace("${workload.resource}", &workload.resource);
+        fake_apiserver::ConflictFault {
+            user: user.to_string(),
+            namespace: namespace.to_string(),
+            group: fill(&self.api_group),
+            resource: fill(&self.resource),
+            subresource: self.subresource.clone(),
+            count: self.count,
+        }
+    }
 }
 
 /// The contract file.
@@ -171,6 +208,12 @@ impl Contract {
             }
             if s.obligations.is_empty() || s.profiles.is_empty() {
                 return Err(invalid("names no obligation or no profile".into()));
+            }
+            if let Some(c) = s.inject_conflicts.iter().find(|c| c.count == 0 || c.resource.is_empty()) {
+                return Err(invalid(format!(
+                    "injectConflicts {}/{}: give a resource and a count above 0",
+                    c.resource, c.subresource
+                )));
             }
             // Every scenario must expand for a sample workload: typos in workload steps and
             // suite steps surface when the contract loads, not in the middle of a run.

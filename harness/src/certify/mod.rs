@@ -376,6 +376,9 @@ async fn run_scenario(cluster: &Cluster, scenario: &Scenario, i: usize, p: &Prep
     if let Err(e) = std::fs::create_dir_all(&dir) {
         return result.failed(format!("cannot create {}: {e}", dir.display()), None, Vec::new());
     }
+    for c in &scenario.inject_conflicts {
+        cluster.server.inject_conflicts(c.fault(&p.workload, &user.name, &ns));
+    }
     let token = cluster.server.issue_token(user.clone());
     let kubeconfig =
         cluster.tcp.kubeconfig_with_token(&token).replace("namespace: default", &format!("namespace: {ns}"));
