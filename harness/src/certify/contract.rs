@@ -490,6 +490,23 @@ mod tests {
     }
 
     #[test]
+    fn injected_conflicts_name_the_workload_resource_and_need_a_count() {
+        let w = Workload::sample();
+        let c = InjectedConflict {
+            api_group: "${workload.group}".into(),
+            resource: "${workload.resource}".into(),
+            subresource: "status".into(),
+            count: 2,
+        };
+        let f = c.fault(&w, "system:serviceaccount:ns:c", "ns");
+        assert_eq!((f.group.as_str(), f.resource.as_str(), f.subresource.as_str()), ("example.com", "jobs", "status"));
+        assert_eq!((f.user.as_str(), f.namespace.as_str(), f.count), ("system:serviceaccount:ns:c", "ns", 2));
+        let text = "contract: x\ntitle: t\nobligations: [{id: C1, title: t, source: s, notApplicable: {raw: b, w: c}}]\nscenarios:\n  - {id: s1, title: t, obligations: [C1], profiles: [pg], source: s, injectConflicts: [{resource: pods, count: 0}]}\n";
+        let e = Contract::parse(text, "f.yaml").unwrap_err().to_string();
+        assert_eq!(e, "f.yaml: scenario s1: injectConflicts pods/: give a resource and a count above 0");
+    }
+
+    #[test]
     fn a_scenario_naming_an_unknown_obligation_is_refused() {
         let text = "contract: x\ntitle: t\nobligations: [{id: C1, title: t, source: s, notApplicable: {pg: a, raw: b, w: c}}]\nscenarios:\n  - {id: s1, title: t, obligations: [C9], profiles: [pg], source: s}\n";
         let e = Contract::parse(text, "f.yaml").unwrap_err().to_string();
