@@ -26,7 +26,8 @@
 //! `no-finalizer` (raw: no finalizer, so a deleted job leaks its entry), `strip-protection`
 //! (pg: on scale-down the PodGroup's protection finalizer is stripped and the group deleted at
 //! once, as research dra.md H10 describes). `release-on-terminating` and `no-finalizer` apply to
-//! `w` as well.
+//! `w` as well. `give-up-on-conflict` (raw, w): a claim status write answered 409 Conflict is
+//! never tried again for that claim.
 //!
 //! It reconciles every job of its namespace (the kubeconfig's) on a short timer: simple and
 //! robust for an example; a production controller would use watches (kube::runtime).
@@ -54,6 +55,7 @@ enum Defect {
     ReleaseOnTerminating,
     NoFinalizer,
     StripProtection,
+    GiveUpOnConflict,
 }
 
 struct Ctl {
@@ -65,6 +67,8 @@ struct Ctl {
     podgroups: Api<DynamicObject>,
     templates: Api<DynamicObject>,
     events: Api<DynamicObject>,
+    /// Claims (by uid) whose status write got a 409 (`--defect give-up-on-conflict` only).
+    given_up: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 fn api(client: &kube::Client, ns: &str, group: &str, version: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
@@ -107,6 +111,7 @@ async fn main() -> anyhow::Result<()> {
         Some("release-on-terminating") => Some(Defect::ReleaseOnTerminating),
         Some("no-finalizer") => Some(Defect::NoFinalizer),
         Some("strip-protection") => Some(Defect::StripProtection),
+        Some("give-up-on-conflict") => Some(Defect::GiveUpOnConflict),
         Some(other) => bail!("unknown defect {other:?}"),
     };
     let client = kube::Client::try_default().await.context("no kubeconfig")?;
@@ -120,6 +125,7 @@ async fn main() -> anyhow::Result<()> {
         podgroups: api(&client, &ns, "scheduling.k8s.io", "v1beta1", "PodGroup", "podgroups"),
         templates: api(&client, &ns, "resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates"),
         events: api(&client, &ns, "", "v1", "Event", "events"),
+        given_up: Default::default(),
     };
     eprintln!("trainjob-controller: profile {profile:?}, defect {defect:?}, namespace {ns}");
     loop {
@@ -288,6 +294,10 @@ impl Ctl {
         if kept == entries {
             return Ok(());
         }
+        let claim_uid = claim.metadata.uid.clone().unwrap_or_default();
+        if self.given_up.lock().is_ok_and(|g| g.contains(&claim_uid)) {
+            return Ok(());
+        }
         v["status"]["reservedFor"] = Value::Array(kept);
         let claim_name = claim.metadata.name.clone().unwrap_or_default();
         let body: DynamicObject = serde_json::from_value(v)?;
@@ -301,6 +311,12 @@ impl Ctl {
                     other => other.to_string(),
                 };
                 eprintln!("trainjob-controller: TrainJob {name}: claim {claim_name} status: {why}; re-reading");
+                if self.defect == Some(Defect::GiveUpOnConflict)
+                    && matches!(&e, kube::Error::Api(s) if s.code == 409)
+                    && let Ok(mut g) = self.given_up.lock()
+                {
+                    g.insert(claim_uid);
+                }
                 Ok(())
             }
             Err(kube::Error::Api(s)) if s.code == 403 => {

@@ -185,3 +185,12 @@ fn w_no_finalizer_fails_c11_only() {
     let got = verdicts(options(CertProfile::W, &["role-w.yaml"], cmd, "w-no-finalizer"));
     assert_eq!(got, with(&["C11"], Verdict::Fail, w_compliant()));
 }
+
+#[test]
+fn w_give_up_on_conflict_fails_c16_only() {
+    // Only the injected 409s conflict with this controller's claim status writes in w (the
+    // scheduler adds no pod entries there), so giving up on a conflict breaks C16 alone.
+    let cmd = rust_controller("w", Some("give-up-on-conflict"));
+    let got = verdicts(options(CertProfile::W, &["role-w.yaml"], cmd, "w-give-up"));
+    assert_eq!(got, with(&["C16"], Verdict::Fail, w_compliant()));
+}
