@@ -12,12 +12,22 @@
 //! - `pg`: a PodGroup named after the job carries the claim (`spec.claim` is a
 //!   ResourceClaimTemplate); pods name the PodGroup and the same claim. The controller deletes
 //!   the PodGroup only after its pods are done and never touches its finalizer.
+//! - `w` (KEP-5194 as proposed, research dra.md §3): the controller creates the claim
+//!   `<job>-<spec.claim>` from the ResourceClaimTemplate `spec.claim`, with `spec.reservedFor`
+//!   naming the job (spec is immutable, so at create) and the job as its owner, before any pod.
+//!   The scheduler copies that reference into `status.reservedFor` at allocation; once no pod
+//!   of the job is running or will be created, the controller removes only its own entry (by
+//!   uid) and kube-controller-manager deallocates the claim. The same finalizer as in `raw`
+//!   keeps a deleted job until then. A claim left by an earlier job of the same name is
+//!   released (once that job's pods are done) and deleted before the new job's claim is made.
 //!
 //! `--defect NAME` builds in one deliberate contract violation, to show that certification
 //! catches it: `release-on-terminating` (raw: a pod with deletionTimestamp counts as done),
 //! `no-finalizer` (raw: no finalizer, so a deleted job leaks its entry), `strip-protection`
 //! (pg: on scale-down the PodGroup's protection finalizer is stripped and the group deleted at
-//! once, as research dra.md H10 describes).
+//! once, as research dra.md H10 describes). `release-on-terminating` and `no-finalizer` apply to
+//! `w` as well. `give-up-on-conflict` (raw, w): a claim status write answered 409 Conflict is
+//! never tried again for that claim.
 //!
 //! It reconciles every job of its namespace (the kubeconfig's) on a short timer: simple and
 //! robust for an example; a production controller would use watches (kube::runtime).
@@ -37,6 +47,7 @@ const PODGROUP_PROTECTION: &str = "scheduling.k8s.io/podgroup-protection";
 enum Profile {
     Raw,
     Pg,
+    W,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,6 +55,7 @@ enum Defect {
     ReleaseOnTerminating,
     NoFinalizer,
     StripProtection,
+    GiveUpOnConflict,
 }
 
 struct Ctl {
@@ -53,7 +65,10 @@ struct Ctl {
     pods: Api<DynamicObject>,
     claims: Api<DynamicObject>,
     podgroups: Api<DynamicObject>,
+    templates: Api<DynamicObject>,
     events: Api<DynamicObject>,
+    /// Claims (by uid) whose status write got a 409 (`--defect give-up-on-conflict` only).
+    given_up: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 fn api(client: &kube::Client, ns: &str, group: &str, version: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
@@ -82,19 +97,21 @@ async fn main() -> anyhow::Result<()> {
         match a.as_str() {
             "--profile" => profile = args.next(),
             "--defect" => defect = args.next(),
-            other => bail!("unknown argument {other:?} (use --profile raw|pg, --defect NAME)"),
+            other => bail!("unknown argument {other:?} (use --profile raw|pg|w, --defect NAME)"),
         }
     }
     let profile = match profile.as_deref() {
         Some("raw") => Profile::Raw,
         Some("pg") => Profile::Pg,
-        other => bail!("--profile must be raw or pg, not {other:?}"),
+        Some("w") => Profile::W,
+        other => bail!("--profile must be raw, pg or w, not {other:?}"),
     };
     let defect = match defect.as_deref() {
         None => None,
         Some("release-on-terminating") => Some(Defect::ReleaseOnTerminating),
         Some("no-finalizer") => Some(Defect::NoFinalizer),
         Some("strip-protection") => Some(Defect::StripProtection),
+        Some("give-up-on-conflict") => Some(Defect::GiveUpOnConflict),
         Some(other) => bail!("unknown defect {other:?}"),
     };
     let client = kube::Client::try_default().await.context("no kubeconfig")?;
@@ -106,7 +123,9 @@ async fn main() -> anyhow::Result<()> {
         pods: api(&client, &ns, "", "v1", "Pod", "pods"),
         claims: api(&client, &ns, "resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
         podgroups: api(&client, &ns, "scheduling.k8s.io", "v1beta1", "PodGroup", "podgroups"),
+        templates: api(&client, &ns, "resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates"),
         events: api(&client, &ns, "", "v1", "Event", "events"),
+        given_up: Default::default(),
     };
     eprintln!("trainjob-controller: profile {profile:?}, defect {defect:?}, namespace {ns}");
     loop {
@@ -167,6 +186,7 @@ impl Ctl {
             let r = match self.profile {
                 Profile::Raw => self.reconcile_raw(job, &mine).await,
                 Profile::Pg => self.reconcile_pg(job, &mine).await,
+                Profile::W => self.reconcile_w(job, &mine).await,
             };
             if let Err(e) = r {
                 eprintln!("trainjob-controller: TrainJob {name}: {e:#}");
@@ -274,12 +294,31 @@ impl Ctl {
         if kept == entries {
             return Ok(());
         }
+        let claim_uid = claim.metadata.uid.clone().unwrap_or_default();
+        if self.given_up.lock().is_ok_and(|g| g.contains(&claim_uid)) {
+            return Ok(());
+        }
         v["status"]["reservedFor"] = Value::Array(kept);
         let claim_name = claim.metadata.name.clone().unwrap_or_default();
         let body: DynamicObject = serde_json::from_value(v)?;
         match self.claims.replace_status(&claim_name, &PostParams::default(), &body).await {
             Ok(_) => Ok(()),
-            Err(e) if is_conflict_or_gone(&e) => Ok(()),
+            Err(e) if is_conflict_or_gone(&e) => {
+                // Someone wrote the claim since we read it (or it is gone): the next pass
+                // reads it again and decides afresh, never overwriting what it did not see.
+                let why = match &e {
+                    kube::Error::Api(s) => s.message.clone(),
+                    other => other.to_string(),
+                };
+                eprintln!("trainjob-controller: TrainJob {name}: claim {claim_name} status: {why}; re-reading");
+                if self.defect == Some(Defect::GiveUpOnConflict)
+                    && matches!(&e, kube::Error::Api(s) if s.code == 409)
+                    && let Ok(mut g) = self.given_up.lock()
+                {
+                    g.insert(claim_uid);
+                }
+                Ok(())
+            }
             Err(kube::Error::Api(s)) if s.code == 403 => {
                 // Say it where the user looks, not only in the log (C14): without the
                 // reservation the job cannot run, so it does not go on creating pods either.
@@ -326,19 +365,7 @@ impl Ctl {
             }
         }
         if deleting {
-            // Background deletion waits for our finalizer before the garbage collector deletes
-            // the pods, so the controller stops them itself; orphaned pods (no owner any more,
-            // or the `orphan` finalizer at work) keep running and keep the entry.
-            let orphaning = job.metadata.finalizers.as_ref().is_some_and(|f| f.iter().any(|f| f == "orphan"));
-            if !orphaning {
-                for p in pods.iter().filter(|p| !p.deleting && p.owner.as_deref() == Some(uid.as_str())) {
-                    match self.pods.delete(&p.name, &DeleteParams::default()).await {
-                        Ok(_) => {}
-                        Err(e) if is_conflict_or_gone(&e) => {}
-                        Err(e) => return Err(e).context("deleting a pod"),
-                    }
-                }
-            }
+            self.stop_owned_pods(job, pods).await?;
             if release && (!held || claim.is_none()) {
                 self.set_finalizer(job, false).await?;
             }
@@ -443,6 +470,154 @@ impl Ctl {
             format!("held by PodGroup {name}: {active} active pods"),
         )
         .await
+    }
+
+    /// A deleted job's pods: background deletion waits for our finalizer before the garbage
+    /// collector deletes the pods, so the controller stops them itself; orphaned pods (no owner
+    /// any more, or the `orphan` finalizer at work) keep running and keep the reservation.
+    async fn stop_owned_pods(&self, job: &DynamicObject, pods: &[PodState]) -> anyhow::Result<()> {
+        let uid = job.metadata.uid.clone().unwrap_or_default();
+        let orphaning = job.metadata.finalizers.as_ref().is_some_and(|f| f.iter().any(|f| f == "orphan"));
+        if orphaning {
+            return Ok(());
+        }
+        for p in pods.iter().filter(|p| !p.deleting && p.owner.as_deref() == Some(uid.as_str())) {
+            match self.pods.delete(&p.name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(e) if is_conflict_or_gone(&e) => {}
+                Err(e) => return Err(e).context("deleting a pod"),
+            }
+        }
+        Ok(())
+    }
+
+    /// KEP-5194 as proposed: the job declares itself in the claim's `spec.reservedFor` when it
+    /// creates the claim, and takes its entry out of `status.reservedFor` when done.
+    async fn reconcile_w(&self, job: &DynamicObject, pods: &[PodState]) -> anyhow::Result<()> {
+        let v = json_of(job);
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let uid = job.metadata.uid.clone().unwrap_or_default();
+        let deleting = job.metadata.deletion_timestamp.is_some();
+        let replicas = v["spec"]["replicas"].as_i64().unwrap_or(0);
+        let template = s(&v, &["spec", "claim"]).unwrap_or_default().to_string();
+        let claim_name = format!("{name}-{template}");
+        if !deleting && self.defect != Some(Defect::NoFinalizer) {
+            self.set_finalizer(job, true).await?;
+        }
+        let active = pods.iter().filter(|p| !p.done(self.defect)).count();
+        let succeeded = pods.iter().filter(|p| p.phase == "Succeeded").count() as i64;
+        let finished = replicas > 0 && succeeded >= replicas;
+        let release = (deleting || finished || replicas == 0) && active == 0;
+        let mut claim = self.claims.get_opt(&claim_name).await.context("reading the claim")?;
+        if let Some(c) = &claim {
+            let cv = json_of(c);
+            let declared = s(&cv, &["spec", "reservedFor", "uid"]);
+            let owner = c.metadata.owner_references.iter().flatten().find(|r| r.controller == Some(true));
+            if declared.is_none() && owner.is_some_and(|o| o.uid == uid) {
+                // Our own create came back without spec.reservedFor: the API server does not
+                // know DRAReservedForWorkloads. Pods would get per-pod entries; create none (C15).
+                return self.unsupported(job).await;
+            }
+            if declared != Some(uid.as_str()) {
+                // The claim of an earlier job of this name (C12): its entry goes once that job's
+                // pods are done, then the claim, and only then is ours created.
+                let old_active = pods.iter().any(|p| p.owner.as_deref() != Some(uid.as_str()) && !p.done(self.defect));
+                if !old_active {
+                    self.write_entries(job, c, Some(&uid), None).await?;
+                    let reserved = cv["status"]["reservedFor"].as_array().is_some_and(|l| !l.is_empty());
+                    if !reserved && c.metadata.deletion_timestamp.is_none() {
+                        match self.claims.delete(&claim_name, &DeleteParams::default()).await {
+                            Ok(_) => {}
+                            Err(e) if is_conflict_or_gone(&e) => {}
+                            Err(e) => return Err(e).context("deleting the previous job's claim"),
+                        }
+                    }
+                }
+                if deleting {
+                    self.stop_owned_pods(job, pods).await?;
+                    if active == 0 {
+                        self.set_finalizer(job, false).await?;
+                    }
+                    return Ok(());
+                }
+                return self.set_status(job, "Pending", "waiting for the previous job's claim to go".into()).await;
+            }
+        }
+        if claim.is_none() && !release && !finished && !deleting {
+            claim = match self.create_w_claim(job, &claim_name, &template).await? {
+                Some(c) if json_of(&c)["spec"]["reservedFor"].is_null() => return self.unsupported(job).await,
+                other => other,
+            };
+        }
+        let held = claim.as_ref().is_some_and(|c| {
+            json_of(c)["status"]["reservedFor"].as_array().is_some_and(|l| l.iter().any(|e| e["uid"] == uid.as_str()))
+        });
+        if release && let Some(c) = &claim {
+            // Only our own entry goes; pod and foreign entries stay as they are (C7, C8).
+            self.write_entries(job, c, None, None).await?;
+        }
+        if deleting {
+            self.stop_owned_pods(job, pods).await?;
+            if release && (!held || claim.is_none()) {
+                self.set_finalizer(job, false).await?;
+            }
+            return Ok(());
+        }
+        let Some(claim) = claim else {
+            return self.set_status(job, if finished { "Succeeded" } else { "Running" }, "released".into()).await;
+        };
+        // A claim being deleted takes no new consumers: running pods go on, none are added (C10).
+        let want = if finished { 0 } else { replicas };
+        let limit = if claim.metadata.deletion_timestamp.is_some() { 0 } else { want };
+        let spec = json!({
+            "restartPolicy": "Never",
+            "containers": [{"name": "trainer", "image": "busybox", "resources": {"claims": [{"name": "dev"}]}}],
+            "resourceClaims": [{"name": "dev", "resourceClaimName": claim_name}],
+        });
+        self.sync_pods(job, pods, want, limit, spec).await?;
+        let phase = if finished { "Succeeded" } else { "Running" };
+        let reservation = if held { format!("held: {active} active pods") } else { "released".into() };
+        self.set_status(job, phase, reservation).await
+    }
+
+    /// Creates the job's claim from the template, declaring the job as its consumer; `None`
+    /// when someone else created it meanwhile (the next pass reads it).
+    async fn create_w_claim(
+        &self,
+        job: &DynamicObject,
+        claim_name: &str,
+        template: &str,
+    ) -> anyhow::Result<Option<DynamicObject>> {
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let t =
+            self.templates.get(template).await.with_context(|| format!("reading ResourceClaimTemplate {template}"))?;
+        let tv = json_of(&t);
+        let mut spec = tv["spec"]["spec"].clone();
+        spec["reservedFor"] =
+            json!({"apiGroup": GROUP, "resource": "trainjobs", "name": name, "uid": job.metadata.uid});
+        let claim = json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": claim_name, "labels": tv["spec"]["metadata"]["labels"],
+                         "ownerReferences": [{"apiVersion": format!("{GROUP}/v1"), "kind": "TrainJob", "name": name,
+                                              "uid": job.metadata.uid, "controller": true, "blockOwnerDeletion": true}]},
+            "spec": spec,
+        });
+        let claim: DynamicObject = serde_json::from_value(claim)?;
+        match self.claims.create(&PostParams::default(), &claim).await {
+            Ok(c) => Ok(Some(c)),
+            Err(e) if is_conflict_or_gone(&e) => Ok(None),
+            Err(e) => Err(e).context("creating the claim"),
+        }
+    }
+
+    async fn unsupported(&self, job: &DynamicObject) -> anyhow::Result<()> {
+        self.event(
+            job,
+            "ReservationUnsupported",
+            "the API server dropped the claim's spec.reservedFor (is DRAReservedForWorkloads off?); no pods are created",
+        )
+        .await;
+        self.set_status(job, "Blocked", "unsupported: claim spec.reservedFor dropped".into()).await
     }
 
     /// Records a Warning event on the job once (the event's name is fixed per job and reason).

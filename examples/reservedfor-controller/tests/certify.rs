@@ -1,4 +1,5 @@
-//! The example controller certified by `kproof certify reservedfor`: the compliant builds pass
+//! The example controller certified by `kproof certify reservedfor` in profiles pg, raw and w:
+//! the compliant builds pass
 //! every applicable obligation of their profile, and each deliberate defect fails exactly the
 //! obligations it breaks. A short Python controller (the official `kubernetes` client) is
 //! certified the same way when Python and the client are installed.
@@ -153,11 +154,43 @@ fn a_controller_that_never_acts_fails_with_a_hint_and_is_stopped() {
     }
 }
 
+/// w: C1, C2, C4-C12, C14-C17 judged; C3 (PodGroups only), C13 and C18 not applicable.
+fn w_compliant() -> BTreeMap<String, Verdict> {
+    let na = ["C3", "C13", "C18"];
+    (1..=18)
+        .map(|i| format!("C{i}"))
+        .map(|id| {
+            let v = if na.contains(&id.as_str()) { Verdict::NotApplicable } else { Verdict::Pass };
+            (id, v)
+        })
+        .collect()
+}
+
 #[test]
-fn the_w_profile_without_scenarios_is_not_certified_vacuously() {
-    let opts = options(CertProfile::W, &["role-raw.yaml"], rust_controller("raw", None), "w");
-    let cert = certify(opts).expect("the certification runs");
-    assert!(cert.scenarios.is_empty());
-    assert!(cert.obligations.iter().all(|o| o.verdict == Verdict::NotApplicable && o.reason.is_some()));
-    assert!(!cert.certified);
+fn w_compliant_controller_passes_every_applicable_obligation() {
+    let got = verdicts(options(CertProfile::W, &["role-w.yaml"], rust_controller("w", None), "w"));
+    assert_eq!(got, w_compliant());
+}
+
+#[test]
+fn w_release_on_terminating_fails_c4_and_c5_only() {
+    let cmd = rust_controller("w", Some("release-on-terminating"));
+    let got = verdicts(options(CertProfile::W, &["role-w.yaml"], cmd, "w-terminating"));
+    assert_eq!(got, with(&["C4", "C5"], Verdict::Fail, w_compliant()));
+}
+
+#[test]
+fn w_no_finalizer_fails_c11_only() {
+    let cmd = rust_controller("w", Some("no-finalizer"));
+    let got = verdicts(options(CertProfile::W, &["role-w.yaml"], cmd, "w-no-finalizer"));
+    assert_eq!(got, with(&["C11"], Verdict::Fail, w_compliant()));
+}
+
+#[test]
+fn w_give_up_on_conflict_fails_c16_only() {
+    // Only the injected 409s conflict with this controller's claim status writes in w (the
+    // scheduler adds no pod entries there), so giving up on a conflict breaks C16 alone.
+    let cmd = rust_controller("w", Some("give-up-on-conflict"));
+    let got = verdicts(options(CertProfile::W, &["role-w.yaml"], cmd, "w-give-up"));
+    assert_eq!(got, with(&["C16"], Verdict::Fail, w_compliant()));
 }

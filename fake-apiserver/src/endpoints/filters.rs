@@ -173,6 +173,30 @@ pub(crate) fn request_attributes(method: &Method, path: &str, query: Option<&str
     }
 }
 
+/// A 409 Conflict for this update or patch if a [`super::ConflictFault`] still holds for it
+/// (one of its writes is used up).
+fn injected_conflict(ctx: &Context, user: &UserInfo, req: &Request) -> Option<ApiError> {
+    if !matches!(*req.method(), Method::PUT | Method::PATCH) {
+        return None;
+    }
+    let mut faults = ctx.conflicts.lock();
+    if faults.is_empty() {
+        return None;
+    }
+    let attrs = request_attributes(req.method(), req.uri().path(), req.uri().query());
+    let r = attrs.resource?;
+    let fault = faults.iter_mut().find(|f| {
+        f.count > 0
+            && f.user == user.name
+            && f.namespace == r.namespace
+            && f.group == r.group
+            && f.resource == r.resource
+            && f.subresource == r.subresource
+    })?;
+    fault.count -= 1;
+    Some(ApiError::conflict(&r.group, &r.resource, &r.name))
+}
+
 /// Authenticates, impersonates and authorizes a request, then hands it on with its
 /// [`Requester`].
 pub(super) async fn authenticate_and_authorize(
@@ -193,6 +217,9 @@ pub(super) async fn authenticate_and_authorize(
                 return authorizer::forbidden(&user, &attrs, &d.reason).into_response();
             }
         }
+    }
+    if let Some(e) = injected_conflict(&ctx, &user, &req) {
+        return e.into_response();
     }
     req.extensions_mut().insert(Requester(user));
     next.run(req).await

@@ -66,6 +66,28 @@ pub(crate) struct Context {
     pub tokens: RwLock<HashMap<String, Arc<UserInfo>>>,
     /// The administrator's token (`system:masters`).
     pub admin_token: String,
+    /// Conflicts a test asked for (see [`ConflictFault`]).
+    pub conflicts: parking_lot::Mutex<Vec<ConflictFault>>,
+}
+
+/// A fault a test injects: the next `count` updates and patches by `user` of `resource` (and
+/// `subresource`, `""` for the object itself) in `namespace` are answered 409 Conflict, as if
+/// another writer had changed the object since the client read it. For certifying that a
+/// controller re-reads and retries (research dra.md §6 C16) without racing a real writer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictFault {
+    /// The writer's user name (`system:serviceaccount:ns:name`).
+    pub user: String,
+    /// The object's namespace, `""` for cluster-scoped objects.
+    pub namespace: String,
+    /// API group, `""` for the core group.
+    pub group: String,
+    /// Lowercase plural (`resourceclaims`).
+    pub resource: String,
+    /// `""` for the object itself, `status` for its status.
+    pub subresource: String,
+    /// How many writes are still to be refused.
+    pub count: usize,
 }
 
 /// A random bearer token (32 hex digits).
@@ -128,6 +150,7 @@ impl Context {
             in_flight: AtomicUsize::new(0),
             openapi: Default::default(),
             requests: Default::default(),
+            conflicts: Default::default(),
         }
     }
 

@@ -150,6 +150,17 @@ impl ApiServer {
         kube::Client::new(svc, "default")
     }
 
+    /// Answers the next writes a [`ConflictFault`](crate::endpoints::ConflictFault) describes
+    /// with 409 Conflict (after authentication and authorization, before the handler).
+    pub fn inject_conflicts(&self, fault: crate::endpoints::ConflictFault) {
+        self.ctx.conflicts.lock().push(fault);
+    }
+
+    /// How many writes of the injected conflicts are still to be refused, in injection order.
+    pub fn conflicts_left(&self) -> Vec<usize> {
+        self.ctx.conflicts.lock().iter().map(|f| f.count).collect()
+    }
+
     /// The requests served so far, by client (`User-Agent` up to its first `/`) and verb.
     pub fn request_counts(&self) -> crate::endpoints::RequestCounts {
         self.ctx.requests.lock().clone()

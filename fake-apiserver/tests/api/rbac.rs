@@ -319,3 +319,37 @@ async fn resource_claim_allocation_needs_the_synthetic_binding_permission() {
     let patched = claims.patch_status("gpu", &PatchParams::default(), &Patch::Merge(&allocate)).await.unwrap();
     assert_eq!(patched.data["status"]["reservedFor"][0]["name"], "w");
 }
+
+#[tokio::test]
+async fn injected_conflicts_refuse_the_next_updates_and_patches_of_one_user_and_resource_only() {
+    let server = ApiServer::default();
+    admin_apply(&server, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})).await;
+    let ctl = server.client_with_token(&server.issue_token(UserInfo::service_account("team", "ctl")));
+    let other = server.client_with_token(&server.issue_token(UserInfo::user("someone", &[])));
+    let cms: Api<ConfigMap> = Api::namespaced(ctl, "team");
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "c"}})).unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    server.inject_conflicts(fake_apiserver::ConflictFault {
+        user: "system:serviceaccount:team:ctl".into(),
+        namespace: "team".into(),
+        group: "".into(),
+        resource: "configmaps".into(),
+        subresource: "".into(),
+        count: 2,
+    });
+    let patch = Patch::Merge(json!({"data": {"k": "v"}}));
+    // Another user's write and a create of the same kind are not counted.
+    Api::<ConfigMap>::namespaced(other, "team").patch("c", &PatchParams::default(), &patch).await.unwrap();
+    let cm2: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "d"}})).unwrap();
+    cms.create(&PostParams::default(), &cm2).await.unwrap();
+    let (code, reason, message) = api_error(cms.patch("c", &PatchParams::default(), &patch).await.unwrap_err());
+    assert_eq!((code, reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        message,
+        "Operation cannot be fulfilled on configmaps \"c\": the object has been modified; please apply your changes to the latest version and try again"
+    );
+    let current = cms.get("c").await.unwrap();
+    assert_eq!(api_error(cms.replace("c", &PostParams::default(), &current).await.unwrap_err()).0, 409);
+    assert_eq!(server.conflicts_left(), vec![0]);
+    cms.replace("c", &PostParams::default(), &current).await.unwrap();
+}

@@ -115,12 +115,49 @@ pub struct Scenario {
     /// how a controller behaves when a permission it needs is missing (C14).
     #[serde(default)]
     pub drop_resources: Vec<String>,
+    /// Writes of the controller the API server answers with 409 Conflict, as if another
+    /// writer had just changed the object (C16: re-read and retry).
+    #[serde(default)]
+    pub inject_conflicts: Vec<InjectedConflict>,
     /// Suite steps, plus the workload steps.
     #[serde(default)]
     pub steps: Vec<Value>,
     /// Suite expectations.
     #[serde(default)]
     pub expect: Vec<Value>,
+}
+
+/// The controller's next `count` updates and patches of one resource in the scenario's
+/// namespace are answered 409 Conflict by the API server (a [`fake_apiserver::ConflictFault`]).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct InjectedConflict {
+    /// API group, `""` for the core group; `${workload.group}` is the workload's.
+    #[serde(default)]
+    pub api_group: String,
+    /// Lowercase plural (`resourceclaims`); `${workload.resource}` is the workload's.
+    pub resource: String,
+    /// `status`, or `""` (the default) for the object itself.
+    #[serde(default)]
+    pub subresource: String,
+    /// How many writes are refused.
+    pub count: usize,
+}
+
+impl InjectedConflict {
+    /// The fault for `user` in `namespace`, with the workload's group and resource filled in.
+    pub fn fault(&self, workload: &Workload, user: &str, namespace: &str) -> fake_apiserver::ConflictFault {
+        let group = workload.api_version().split_once('/').map(|(g, _)| g).unwrap_or_default();
+        let fill = |s: &str| s.replace("${workload.group}", group).replace("${workload.resource}", &workload.resource);
+        fake_apiserver::ConflictFault {
+            user: user.to_string(),
+            namespace: namespace.to_string(),
+            group: fill(&self.api_group),
+            resource: fill(&self.resource),
+            subresource: self.subresource.clone(),
+            count: self.count,
+        }
+    }
 }
 
 /// The contract file.
@@ -171,6 +208,12 @@ impl Contract {
             }
             if s.obligations.is_empty() || s.profiles.is_empty() {
                 return Err(invalid("names no obligation or no profile".into()));
+            }
+            if let Some(c) = s.inject_conflicts.iter().find(|c| c.count == 0 || c.resource.is_empty()) {
+                return Err(invalid(format!(
+                    "injectConflicts {}/{}: give a resource and a count above 0",
+                    c.resource, c.subresource
+                )));
             }
             // Every scenario must expand for a sample workload: typos in workload steps and
             // suite steps surface when the contract loads, not in the middle of a run.
@@ -420,6 +463,20 @@ mod tests {
     }
 
     #[test]
+    fn the_w_profile_judges_every_obligation_research_assigns_to_w() {
+        // research dra.md §6, Profiles column: W is named in C1, C2, C4-C12 and C14-C17 ("all"
+        // included); C3 is PG only, C13 and C18 are not judged in any profile.
+        let c = Contract::reservedfor().unwrap();
+        for o in &c.obligations {
+            let judged =
+                c.scenarios.iter().any(|s| s.profiles.contains(&CertProfile::W) && s.obligations.contains(&o.id));
+            let expected = !["C3", "C13", "C18"].contains(&o.id.as_str());
+            assert_eq!(judged, expected, "{} in profile w", o.id);
+            assert_eq!(o.not_applicable.contains_key(&CertProfile::W), !expected, "{} reason for w", o.id);
+        }
+    }
+
+    #[test]
     fn workload_steps_expand_to_suite_steps() {
         let w = Workload::sample();
         let e = expand_step(&json!({"scaleWorkload": 0}), &w).unwrap();
@@ -430,6 +487,23 @@ mod tests {
         assert!(expand_step(&json!({"scaleWorkload": "x"}), &w).unwrap_err().contains("replica count"));
         let d = expand_step(&json!({"deleteWorkload": {"propagation": "Orphan"}}), &w).unwrap();
         assert_eq!(d["delete"]["propagation"], "Orphan");
+    }
+
+    #[test]
+    fn injected_conflicts_name_the_workload_resource_and_need_a_count() {
+        let w = Workload::sample();
+        let c = InjectedConflict {
+            api_group: "${workload.group}".into(),
+            resource: "${workload.resource}".into(),
+            subresource: "status".into(),
+            count: 2,
+        };
+        let f = c.fault(&w, "system:serviceaccount:ns:c", "ns");
+        assert_eq!((f.group.as_str(), f.resource.as_str(), f.subresource.as_str()), ("example.com", "jobs", "status"));
+        assert_eq!((f.user.as_str(), f.namespace.as_str(), f.count), ("system:serviceaccount:ns:c", "ns", 2));
+        let text = "contract: x\ntitle: t\nobligations: [{id: C1, title: t, source: s, notApplicable: {raw: b, w: c}}]\nscenarios:\n  - {id: s1, title: t, obligations: [C1], profiles: [pg], source: s, injectConflicts: [{resource: pods, count: 0}]}\n";
+        let e = Contract::parse(text, "f.yaml").unwrap_err().to_string();
+        assert_eq!(e, "f.yaml: scenario s1: injectConflicts pods/: give a resource and a count above 0");
     }
 
     #[test]

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 /// The service account name the controller runs as, in each scenario's namespace.
 pub const CONTROLLER_ACCOUNT: &str = "kproof-controller";
-/// The claim (raw) and claim template (pg) each scenario namespace starts with.
+/// The claim (raw) and claim template (pg, w) each scenario namespace starts with.
 pub const SHARED_CLAIM: &str = "kproof-shared";
 
 /// What to certify and how.
@@ -343,14 +343,14 @@ async fn prepare_namespace(cluster: &Cluster, ns: &str, p: &Prepared, drop: &[St
                                "metadata": {"name": SHARED_CLAIM, "labels": labels}, "spec": request});
             create(&admin, &claim, Some(ns)).await?;
         }
-        CertProfile::Pg => {
+        // pg: the template of the PodGroup's claim; w: the template the controller makes its
+        // claim from (it sets spec.reservedFor at create, so it creates the claim itself).
+        CertProfile::Pg | CertProfile::W => {
             let template = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
                                   "metadata": {"name": SHARED_CLAIM},
                                   "spec": {"metadata": {"labels": labels}, "spec": request}});
             create(&admin, &template, Some(ns)).await?;
         }
-        // The KEP-5194 controller creates its claim itself (spec.reservedFor is set at create).
-        CertProfile::W => {}
     }
     Ok(())
 }
@@ -375,6 +375,9 @@ async fn run_scenario(cluster: &Cluster, scenario: &Scenario, i: usize, p: &Prep
     let dir = p.opts.report_dir.join("scenarios").join(&scenario.id);
     if let Err(e) = std::fs::create_dir_all(&dir) {
         return result.failed(format!("cannot create {}: {e}", dir.display()), None, Vec::new());
+    }
+    for c in &scenario.inject_conflicts {
+        cluster.server.inject_conflicts(c.fault(&p.workload, &user.name, &ns));
     }
     let token = cluster.server.issue_token(user.clone());
     let kubeconfig =
