@@ -8,15 +8,11 @@ use controllers::dra::DraDefect;
 use kproof::actors::{
     DraBase, KubeletFactory, PodGroupProtectionFactory, ResourceClaimControllerFactory, SchedulerFactory,
 };
-use kproof::backend::RunOptions;
-use kproof::report::result::Outcome;
-use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
-fn outcomes(defect: DraDefect, rows: &[&str]) -> BTreeMap<String, Outcome> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let suite = kproof::suite::load_suite_file(&root.join("suites").join("dra.yaml")).expect("the suite loads");
+mod common;
+
+fn assert_caught(defect: DraDefect, guards: &[&str], unaffected: &[&str]) {
     // Every DRA-aware component carries the defect; each defect lives in exactly one of them.
     let base = DraBase::with_tweak(move |c| c.defect = Some(defect));
     let backend = kproof::backend::InProcessBackend::reference()
@@ -24,33 +20,7 @@ fn outcomes(defect: DraDefect, rows: &[&str]) -> BTreeMap<String, Outcome> {
         .with_actor(Arc::new(PodGroupProtectionFactory(base.clone())))
         .with_actor(Arc::new(SchedulerFactory(base.clone())))
         .with_actor(Arc::new(KubeletFactory::default().with_dra(base)));
-    let opts = RunOptions { fixtures_dir: root.join("fixtures"), flight_dir: None, ..Default::default() };
-    let selected: Vec<_> =
-        suite.suite.rows.iter().filter(|r| rows.contains(&r.id.as_str())).map(|r| (&suite, r)).collect();
-    assert_eq!(selected.len(), rows.len(), "every named row exists in suites/dra.yaml");
-    kproof::backend::run_rows(&backend, &selected, &opts, 2, &|_| {})
-        .into_iter()
-        .map(|r| {
-            println!(
-                "{defect:?}: {} {:?} {}",
-                r.id,
-                r.outcome,
-                r.failure.clone().unwrap_or_default().lines().next().unwrap_or_default()
-            );
-            (r.id, r.outcome)
-        })
-        .collect()
-}
-
-fn assert_caught(defect: DraDefect, guards: &[&str], unaffected: &[&str]) {
-    let all: Vec<&str> = guards.iter().chain(unaffected).copied().collect();
-    let got = outcomes(defect, &all);
-    for row in guards {
-        assert_eq!(got[*row], Outcome::Failed, "row {row} must catch {defect:?}");
-    }
-    for row in unaffected {
-        assert_eq!(got[*row], Outcome::Passed, "row {row} does not depend on {defect:?} and must still pass");
-    }
+    common::assert_caught(&backend, "dra.yaml", &defect, guards, unaffected);
 }
 
 #[test]

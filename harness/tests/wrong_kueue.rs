@@ -6,44 +6,14 @@
 
 use controllers::kueue::{KueueConfig, KueueDefect};
 use kproof::actors::KueueFactory;
-use kproof::backend::RunOptions;
-use kproof::report::result::Outcome;
-use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
-fn outcomes(defect: KueueDefect, rows: &[&str]) -> BTreeMap<String, Outcome> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let suite = kproof::suite::load_suite_file(&root.join("suites").join("kueue.yaml")).expect("the suite loads");
-    let base = KueueConfig { defect: Some(defect), ..KueueConfig::default() };
-    let backend = kproof::backend::InProcessBackend::reference().with_actor(Arc::new(KueueFactory { base }));
-    let opts = RunOptions { fixtures_dir: root.join("fixtures"), flight_dir: None, ..Default::default() };
-    let selected: Vec<_> =
-        suite.suite.rows.iter().filter(|r| rows.contains(&r.id.as_str())).map(|r| (&suite, r)).collect();
-    assert_eq!(selected.len(), rows.len(), "every named row exists in suites/kueue.yaml");
-    kproof::backend::run_rows(&backend, &selected, &opts, 2, &|_| {})
-        .into_iter()
-        .map(|r| {
-            println!(
-                "{defect:?}: {} {:?} {}",
-                r.id,
-                r.outcome,
-                r.failure.clone().unwrap_or_default().lines().next().unwrap_or_default()
-            );
-            (r.id, r.outcome)
-        })
-        .collect()
-}
+mod common;
 
 fn assert_caught(defect: KueueDefect, guards: &[&str], unaffected: &[&str]) {
-    let all: Vec<&str> = guards.iter().chain(unaffected).copied().collect();
-    let got = outcomes(defect, &all);
-    for row in guards {
-        assert_eq!(got[*row], Outcome::Failed, "row {row} must catch {defect:?}");
-    }
-    for row in unaffected {
-        assert_eq!(got[*row], Outcome::Passed, "row {row} does not depend on {defect:?} and must still pass");
-    }
+    let base = KueueConfig { defect: Some(defect), ..KueueConfig::default() };
+    let backend = kproof::backend::InProcessBackend::reference().with_actor(Arc::new(KueueFactory { base }));
+    common::assert_caught(&backend, "kueue.yaml", &defect, guards, unaffected);
 }
 
 #[test]

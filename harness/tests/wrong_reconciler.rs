@@ -5,50 +5,20 @@
 
 use controllers::kuberay::{Defect, KubeRayConfig};
 use kproof::actors::KubeRayFactory;
-use kproof::backend::RunOptions;
-use kproof::report::result::Outcome;
-use std::collections::BTreeMap;
-use std::path::Path;
 
-fn outcomes(suite_file: &str, defect: Defect, rows: &[&str]) -> BTreeMap<String, Outcome> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let suite = kproof::suite::load_suite_file(&root.join("suites").join(suite_file)).expect("the suite loads");
-    // The reference backend with KubeRay built with the defect (cargo feature `defects`, which
-    // this test target enables through its dev-dependency).
-    let base = KubeRayConfig { defect: Some(defect), ..KubeRayConfig::default() };
-    let backend =
-        kproof::backend::InProcessBackend::reference().with_actor(std::sync::Arc::new(KubeRayFactory::with_base(base)));
-    let opts = RunOptions { fixtures_dir: root.join("fixtures"), flight_dir: None, ..Default::default() };
-    let selected: Vec<_> =
-        suite.suite.rows.iter().filter(|r| rows.contains(&r.id.as_str())).map(|r| (&suite, r)).collect();
-    assert_eq!(selected.len(), rows.len(), "every named row exists in suites/{suite_file}");
-    kproof::backend::run_rows(&backend, &selected, &opts, 2, &|_| {})
-        .into_iter()
-        .map(|r| {
-            println!(
-                "{defect:?}: {} {:?} {}",
-                r.id,
-                r.outcome,
-                r.failure.clone().unwrap_or_default().lines().next().unwrap_or_default()
-            );
-            (r.id, r.outcome)
-        })
-        .collect()
-}
+mod common;
 
 fn assert_caught(defect: Defect, guards: &[&str], unaffected: &[&str]) {
     assert_caught_in("raycluster.yaml", defect, guards, unaffected);
 }
 
 fn assert_caught_in(suite_file: &str, defect: Defect, guards: &[&str], unaffected: &[&str]) {
-    let all: Vec<&str> = guards.iter().chain(unaffected).copied().collect();
-    let got = outcomes(suite_file, defect, &all);
-    for row in guards {
-        assert_eq!(got[*row], Outcome::Failed, "row {row} must catch {defect:?}");
-    }
-    for row in unaffected {
-        assert_eq!(got[*row], Outcome::Passed, "row {row} does not depend on {defect:?} and must still pass");
-    }
+    // The reference backend with KubeRay built with the defect (cargo feature `defects`, which
+    // this test target enables through its dev-dependency).
+    let base = KubeRayConfig { defect: Some(defect), ..KubeRayConfig::default() };
+    let backend =
+        kproof::backend::InProcessBackend::reference().with_actor(std::sync::Arc::new(KubeRayFactory::with_base(base)));
+    common::assert_caught(&backend, suite_file, &defect, guards, unaffected);
 }
 
 #[test]
