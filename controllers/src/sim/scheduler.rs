@@ -230,18 +230,39 @@ impl Scheduler {
                 }
                 Err(message) => {
                     if let Some(c) = claims.as_ref() {
-                        let group = crate::dra::claims::pod_group_name(pod);
+                        let group_name = crate::dra::claims::pod_group_name(pod);
                         let scheduled_group_pods = all_pods
                             .iter()
                             .filter(|p| {
-                                group.is_some()
-                                    && crate::dra::claims::pod_group_name(p) == group
+                                group_name.is_some()
+                                    && crate::dra::claims::pod_group_name(p) == group_name
                                     && p.metadata.namespace == pod.metadata.namespace
                                     && !node_name(p).is_empty()
                             })
                             .count();
-                        scheduler_dra::post_filter(&self.client, pod, c, scheduled_group_pods, &self.config.dra)
-                            .await?;
+                        // The DRA Filter runs only on nodes every earlier filter passed; an
+                        // allocated claim that rules one of them out is "unavailable".
+                        let unavailable: Vec<bool> = c
+                            .iter()
+                            .map(|pc| {
+                                nodes.iter().any(|n| {
+                                    filter(pod, &requests, n, used.get(n.metadata.name.as_deref().unwrap_or_default()))
+                                        .is_empty()
+                                        && scheduler_dra::unavailable_on(&pc.claim, n)
+                                })
+                            })
+                            .collect();
+                        let group = view.as_ref().and_then(|v| v.group(pod, &self.config.dra)).cloned();
+                        scheduler_dra::post_filter(
+                            &self.client,
+                            pod,
+                            group.as_ref(),
+                            c,
+                            &unavailable,
+                            scheduled_group_pods,
+                            &self.config.dra,
+                        )
+                        .await?;
                     }
                     let uid = pod.metadata.uid.clone().unwrap_or_default();
                     if last_written.get(&uid) != Some(&message) || !has_unschedulable(pod, &message) {

@@ -11,9 +11,12 @@
 //!   node's ResourceSlices ("cannot allocate all claims"): for each request (`exactly`, or the
 //!   first `firstAvailable` subrequest that fits), `count` devices (or `All`) of the driver its
 //!   DeviceClass selects that no other claim holds.
-//! - PostFilter: when no node fits and an allocated claim was the reason, a claim reserved for
-//!   nobody or only for this pod is deallocated (`reservedFor`, `allocation` and `devices`
-//!   cleared in one status update).
+//! - PostFilter: when no node fits and an allocated claim was unavailable on a node the pod
+//!   otherwise fits, a claim reserved for nobody or only for this pod is deallocated
+//!   (`reservedFor`, `allocation` and `devices` cleared in one status update).
+//! - PodGroupPostFilter (pods of a PodGroup, gates on): after that, while no pod of the group
+//!   is scheduled, such a claim reserved only for the PodGroup is deallocated, else the
+//!   PodGroup's entry is patched off the group's allocated claims.
 //! - PreBind: for each claim not reserved for the pod (`IsReservedForPod`, PodGroup entries
 //!   counting with the gate), re-read on conflict; fail when the claim is being deleted or was
 //!   allocated by someone else meanwhile; add `resource.kubernetes.io/delete-protection` with a
@@ -35,7 +38,7 @@ use crate::dra::objects::{CLAIM_FINALIZER, DeviceClass, PodGroup, ResourceClaim,
 use crate::dra::{DraConfig, DraDefect};
 use k8s_openapi::api::core::v1::{Node, Pod, PodResourceClaim};
 use kube::Client;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::Store;
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
@@ -346,45 +349,90 @@ fn selects(selector: Option<&Value>, node: &Node) -> bool {
     })
 }
 
-/// PostFilter: deallocates the first allocated claim of the pod that is reserved for nobody or
-/// only for this pod (or, with the gate, only for its PodGroup while no group pod is
-/// scheduled); `true` when it did.
-pub(crate) async fn post_filter(
-    client: &Client,
-    pod: &Pod,
-    claims: &[PodClaim],
-    scheduled_group_pods: usize,
-    config: &DraConfig,
-) -> Result<bool, SimError> {
+/// PostFilter (`deallocateOrDeletePodClaims`): deallocates one allocated claim of the pod that
+/// was unavailable on a node the pod otherwise fits (`unavailable`, one flag per claim) and is
+/// reserved for nobody or only for this pod; `true` when it did.
+async fn deallocate_pod_claims(client: &Client, pod: &Pod, claims: &[PodClaim], unavailable: &[bool]) -> Result<bool, SimError> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-    for pc in claims {
-        if pc.claim.allocation().is_none() {
-            continue;
-        }
+    for (pc, _) in claims.iter().zip(unavailable).filter(|(_, u)| **u) {
         let reserved = pc.claim.reserved_for();
-        let only_own_group = config.gates.accept_podgroup()
-            && reserved.len() == 1
-            && claims::is_podgroup_entry(&reserved[0])
-            && pod_group_name(pod) == Some(text(&reserved[0], "name"))
-            && scheduled_group_pods == 0;
-        let free = reserved.is_empty() || (reserved.len() == 1 && text(&reserved[0], "uid") == uid) || only_own_group;
-        if !free {
-            continue;
-        }
-        let mut updated = pc.claim.clone();
-        if let Some(status) = updated.field_mut("status").as_object_mut() {
-            status.remove("reservedFor");
-            status.remove("allocation");
-            status.remove("devices");
-        }
-        let api: Api<ResourceClaim> = Api::namespaced(client.clone(), updated.namespace());
-        match api.replace_status(updated.name(), &PostParams::default(), &updated).await {
-            Ok(_) => return Ok(true),
-            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => return Ok(false),
-            Err(e) => return Err(SimError::api(format!("deallocating claim {}", updated.key()))(e)),
+        if reserved.is_empty() || (reserved.len() == 1 && text(&reserved[0], "uid") == uid) {
+            return deallocate(client, &pc.claim).await;
         }
     }
     Ok(false)
+}
+
+/// One status update that clears `reservedFor`, `allocation` and `devices`; `true` when written.
+async fn deallocate(client: &Client, claim: &ResourceClaim) -> Result<bool, SimError> {
+    let mut updated = claim.clone();
+    if let Some(status) = updated.field_mut("status").as_object_mut() {
+        status.remove("reservedFor");
+        status.remove("allocation");
+        status.remove("devices");
+    }
+    let api: Api<ResourceClaim> = Api::namespaced(client.clone(), updated.namespace());
+    match api.replace_status(updated.name(), &PostParams::default(), &updated).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(false),
+        Err(e) => Err(SimError::api(format!("deallocating claim {}", updated.key()))(e)),
+    }
+}
+
+/// After a failed scheduling attempt for a pod whose claims are `claims` (`unavailable`: the
+/// claims whose allocation does not select some node the pod otherwise fits).
+///
+/// A pod of a PodGroup, with `GenericWorkload`, is scheduled in a pod-group cycle whose
+/// failure runs PodGroupPostFilter (dynamicresources.go v1.37.2): PostFilter's deallocation
+/// first; if that freed nothing, with `DRAWorkloadResourceClaims` and while no pod of the group
+/// is scheduled (`scheduled_group_pods`), an unavailable claim reserved for nobody or only for
+/// this PodGroup is deallocated, else the PodGroup's entry is taken off every allocated claim
+/// that holds it (a strategic-merge patch keyed by uid), so a later cycle may pick new devices.
+/// Any other pod gets PostFilter only.
+pub(crate) async fn post_filter(
+    client: &Client,
+    pod: &Pod,
+    group: Option<&PodGroup>,
+    claims: &[PodClaim],
+    unavailable: &[bool],
+    scheduled_group_pods: usize,
+    config: &DraConfig,
+) -> Result<(), SimError> {
+    if deallocate_pod_claims(client, pod, claims, unavailable).await? {
+        return Ok(());
+    }
+    let Some(group) = group.filter(|_| config.gates.accept_podgroup() && config.gates.generic_workload) else {
+        return Ok(());
+    };
+    if scheduled_group_pods > 0 {
+        return Ok(());
+    }
+    for (pc, _) in claims.iter().zip(unavailable).filter(|(_, u)| **u) {
+        let reserved = pc.claim.reserved_for();
+        if reserved.is_empty() || (reserved.len() == 1 && text(&reserved[0], "uid") == group.uid()) {
+            deallocate(client, &pc.claim).await?;
+            return Ok(());
+        }
+    }
+    for pc in claims {
+        // The claims that hold the group's entry: IsReservedForPod through the PodGroup.
+        if pc.claim.allocation().is_none() || !pc.claim.reserved_for().iter().any(|r| text(r, "uid") == group.uid()) {
+            continue;
+        }
+        let patch = json!({"metadata": {"uid": pc.claim.uid()},
+                           "status": {"reservedFor": [{"$patch": "delete", "uid": group.uid()}]}});
+        let api: Api<ResourceClaim> = Api::namespaced(client.clone(), pc.claim.namespace());
+        // A failed patch is retried with the next attempt, as upstream logs and goes on.
+        if api.patch_status(pc.claim.name(), &PatchParams::default(), &Patch::Strategic(patch)).await.is_ok() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Whether a claim's allocation rules out a node the pod otherwise fits.
+pub(crate) fn unavailable_on(claim: &ResourceClaim, node: &Node) -> bool {
+    claim.allocation().is_some_and(|a| !selects(a.get("nodeSelector"), node))
 }
 
 /// Why a PreBind write failed, as the plugin words it.

@@ -220,6 +220,19 @@ impl Strategy for ResourceClaimStrategy {
             .collect()
     }
 
+    /// Go's decoder turns an empty `status.reservedFor` or `status.devices` (both `omitempty`)
+    /// into an empty slice that is never encoded: a strategic-merge patch that deletes the last
+    /// entry (the scheduler's Unreserve) leaves the field absent, not `[]`.
+    fn canonicalize(&self, _rt: &ResourceType, obj: &mut Value) {
+        if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
+            for key in ["reservedFor", "devices"] {
+                if status.get(key).and_then(Value::as_array).is_some_and(Vec::is_empty) {
+                    status.remove(key);
+                }
+            }
+        }
+    }
+
     fn default(&self, _rt: &ResourceType, obj: &mut Value) {
         if let Some(spec) = obj.get_mut("spec") {
             default_requests(spec);
