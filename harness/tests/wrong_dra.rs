@@ -71,3 +71,12 @@ fn a_kubelet_that_skips_the_reservation_check_is_caught() {
         &["dra-b-prescheduled-pod-gets-the-reservation-from-kcm", "dra-w-spec-reservedfor-is-the-only-consumer"],
     );
 }
+
+#[test]
+fn unreserving_a_group_while_one_of_its_pods_is_scheduled_is_caught() {
+    assert_caught(
+        DraDefect::UnreserveGroupWithScheduledPod,
+        &["dra-pg-unschedulable-group-pod-unreserves-the-group-claim"],
+        &["dra-pg-group-claim-unusable-where-the-pod-fits-is-moved", "dra-pg-entry-outlives-the-pods-and-goes-with-the-group"],
+    );
+}

@@ -150,6 +150,9 @@ pub enum DraDefect {
     BindDespiteFailedReservation,
     /// The kubelet starts pods without checking `status.reservedFor`.
     KubeletSkipsReservationCheck,
+    /// The scheduler's PodGroupPostFilter takes the PodGroup's entry off its claim even while
+    /// another pod of the group is scheduled (and may be running on those devices).
+    UnreserveGroupWithScheduledPod,
 }
 
 /// How the reference DRA components behave: the gates of each and kube-controller-manager's

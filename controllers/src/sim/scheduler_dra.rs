@@ -404,7 +404,7 @@ pub(crate) async fn post_filter(
     let Some(group) = group.filter(|_| config.gates.accept_podgroup() && config.gates.generic_workload) else {
         return Ok(());
     };
-    if scheduled_group_pods > 0 {
+    if scheduled_group_pods > 0 && !config.defective(DraDefect::UnreserveGroupWithScheduledPod) {
         return Ok(());
     }
     for (pc, _) in claims.iter().zip(unavailable).filter(|(_, u)| **u) {
