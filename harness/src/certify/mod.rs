@@ -379,6 +379,12 @@ async fn run_scenario(cluster: &Cluster, scenario: &Scenario, i: usize, p: &Prep
     for c in &scenario.inject_conflicts {
         cluster.server.inject_conflicts(c.fault(&p.workload, &user.name, &ns));
     }
+    if let Some(lag) = &scenario.inject_watch_lag {
+        match lag.fault(&user.name, &ns) {
+            Ok(l) => cluster.server.inject_watch_lag(l),
+            Err(e) => return result.failed(format!("the scenario does not expand: {e}"), None, Vec::new()),
+        }
+    }
     let token = cluster.server.issue_token(user.clone());
     let kubeconfig =
         cluster.tcp.kubeconfig_with_token(&token).replace("namespace: default", &format!("namespace: {ns}"));
