@@ -169,7 +169,8 @@ class Controller:
                    "spec": spec}
             self.core.create_namespaced_pod(self.ns, pod)
         for p in sorted(live, key=lambda p: p.metadata.name, reverse=True)[: max(0, len(live) - max(0, want))]:
-            ignore((404, 409), self.core.delete_namespaced_pod, p.metadata.name, self.ns)
+            ignore((404, 409), self.core.delete_namespaced_pod, p.metadata.name, self.ns,
+                       _preload_content=False)
 
     def stop_owned_pods(self, job, pods):
         """A deleted job's pods stop, unless the deletion orphans them (they keep the entry)."""
@@ -179,7 +180,8 @@ class Controller:
         for p in pods:
             owners = [o for o in (p.metadata.owner_references or []) if o.controller]
             if not p.metadata.deletion_timestamp and owners and owners[0].uid == uid:
-                ignore((404, 409), self.core.delete_namespaced_pod, p.metadata.name, self.ns)
+                ignore((404, 409), self.core.delete_namespaced_pod, p.metadata.name, self.ns,
+                       _preload_content=False)
 
     @staticmethod
     def outcome(pods, replicas):
@@ -374,8 +376,13 @@ def main():
                 except ApiException as e:
                     print(f"trainjob_controller.py: TrainJob {job['metadata']['name']}: {e.status} {e.reason}: {e.body}",
                           file=sys.stderr)
+                except Exception as e:
+                    print(f"trainjob_controller.py: TrainJob {job['metadata']['name']}: {type(e).__name__}: {e}",
+                          file=sys.stderr)
         except ApiException as e:
             print(f"trainjob_controller.py: {e.status} {e.reason}", file=sys.stderr)
+        except Exception as e:  # a response the client cannot read: log it, try again next pass
+            print(f"trainjob_controller.py: {type(e).__name__}: {e}", file=sys.stderr)
         time.sleep(0.3)
 
 

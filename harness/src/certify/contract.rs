@@ -123,6 +123,11 @@ pub struct Scenario {
     /// while its reads stay current: its informer cache runs behind the server (C16).
     #[serde(default)]
     pub inject_watch_lag: Option<InjectedWatchLag>,
+    /// Runs after the scenarios that run side by side, on its own: a heavy scenario (C13's
+    /// 257 pods) would otherwise slow the shared reference components and eat into the other
+    /// scenarios' time windows (T_release, `consistently`).
+    #[serde(default)]
+    pub run_alone: bool,
     /// Suite steps, plus the workload steps.
     #[serde(default)]
     pub steps: Vec<Value>,
