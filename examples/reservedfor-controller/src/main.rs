@@ -640,9 +640,8 @@ impl Ctl {
             "resourceClaims": [{"name": "dev", "resourceClaimTemplateName": template}],
         });
         self.sync_pods(job, pods, want, want, spec).await?;
-        let held = format!(
-            "PodGroup {name} holds the claim from ResourceClaimTemplate {template}: {active} active pods"
-        );
+        let held =
+            format!("PodGroup {name} holds the claim from ResourceClaimTemplate {template}: {active} active pods");
         self.set_status(job, if finished { done_phase } else { "Running" }, Report::held(held)).await
     }
 
