@@ -39,7 +39,7 @@ mod registry;
 mod server;
 mod storage;
 
-pub use endpoints::{ConflictFault, INITIAL_EVENTS_END};
+pub use endpoints::{ConflictFault, INITIAL_EVENTS_END, WatchLag};
 pub use server::{ApiServer, Config, FeatureGate, FeatureGateError, FeatureGates, TcpServer, shutdown_signal};
 pub use storage::{ChangeKind, Subresource, TimelineEntry, UserInfo, Verb};
 

@@ -29,12 +29,31 @@
 //! `w` as well. `give-up-on-conflict` (raw, w): a claim status write answered 409 Conflict is
 //! never tried again for that claim.
 //!
-//! It reconciles every job of its namespace (the kubeconfig's) on a short timer: simple and
-//! robust for an example; a production controller would use watches (kube::runtime).
+//! `no-condition` (every profile): the job's status carries only free text, no
+//! `ReservationHeld` condition, so a user cannot tell which claim it holds (C18).
+//! `stale-cache` (every profile): reads jobs, pods, claims and PodGroups from watch-fed caches
+//! (kube::runtime reflectors) and trusts them: it counts pods from the cache and writes the
+//! claim's `status.reservedFor` without a resourceVersion, so under informer lag it creates
+//! duplicate pods and rewrites the list from a stale copy (C16).
+//!
+//! A TrainJob is gang work: it fails as soon as one of its pods fails (no retries), and then,
+//! like a finished job, releases the claim once no pod of it is active (a Failed pod is done,
+//! as kube-controller-manager's isPodDone says).
+//!
+//! Its status reports the reservation (C18): `status.conditions[type=ReservationHeld]` is
+//! `True` (reason `PodsActive`, the message names the claim and the active pods) while it
+//! holds the claim, and `False` with reason `Released` once it has given it up.
+//!
+//! It reconciles every job of its namespace (the kubeconfig's) on a short timer, reading with
+//! LIST and GET, so its view is never older than one pass: simple and robust for an example; a
+//! production controller would use watches (kube::runtime) and must then not trust a stale
+//! cache (what `--defect stale-cache` shows).
 
 use anyhow::{Context, bail};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -42,6 +61,10 @@ const GROUP: &str = "example.kproof.dev";
 const FINALIZER: &str = "example.kproof.dev/release-reservation";
 const JOB_LABEL: &str = "example.kproof.dev/job";
 const PODGROUP_PROTECTION: &str = "scheduling.k8s.io/podgroup-protection";
+/// k8s.io/api resource/v1 ResourceClaimReservedForMaxSize: the most entries `status.reservedFor` holds.
+const RESERVED_FOR_MAX_SIZE: i64 = 256;
+/// The condition that reports the reservation (C18).
+const CONDITION: &str = "ReservationHeld";
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Profile {
@@ -56,6 +79,47 @@ enum Defect {
     NoFinalizer,
     StripProtection,
     GiveUpOnConflict,
+    NoCondition,
+    StaleCache,
+}
+
+/// What the job's status says about the reservation (C18).
+struct Report {
+    held: bool,
+    reason: &'static str,
+    message: String,
+}
+
+impl Report {
+    fn held(message: String) -> Self {
+        Report { held: true, reason: "PodsActive", message }
+    }
+    fn not_held(reason: &'static str, message: String) -> Self {
+        Report { held: false, reason, message }
+    }
+}
+
+/// Watch-fed caches (`--defect stale-cache` only): what an informer-based controller reads.
+struct Caches {
+    jobs: Store<DynamicObject>,
+    pods: Store<DynamicObject>,
+    claims: Option<Store<DynamicObject>>,
+    podgroups: Option<Store<DynamicObject>>,
+}
+
+/// A cache of `api`'s objects, kept by a reflector task; ready once the first list is in.
+async fn start_cache(api: &Api<DynamicObject>, ar: ApiResource) -> Store<DynamicObject> {
+    use futures::StreamExt;
+    let writer = reflector::store::Writer::new(ar);
+    let store = writer.as_reader();
+    let stream = watcher(api.clone(), watcher::Config::default()).default_backoff().reflect(writer);
+    tokio::spawn(stream.for_each(|_| std::future::ready(())));
+    let _ = store.wait_until_ready().await;
+    store
+}
+
+fn cached(store: &Store<DynamicObject>, name: &str) -> Option<DynamicObject> {
+    store.state().into_iter().find(|o| o.metadata.name.as_deref() == Some(name)).map(|o| (*o).clone())
 }
 
 struct Ctl {
@@ -69,11 +133,16 @@ struct Ctl {
     events: Api<DynamicObject>,
     /// Claims (by uid) whose status write got a 409 (`--defect give-up-on-conflict` only).
     given_up: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// `--defect stale-cache` only.
+    caches: Option<Caches>,
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
 }
 
 fn api(client: &kube::Client, ns: &str, group: &str, version: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
-    Api::namespaced_with(client.clone(), ns, &ar)
+    Api::namespaced_with(client.clone(), ns, &resource(group, version, kind, plural))
 }
 
 fn s<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
@@ -112,11 +181,13 @@ async fn main() -> anyhow::Result<()> {
         Some("no-finalizer") => Some(Defect::NoFinalizer),
         Some("strip-protection") => Some(Defect::StripProtection),
         Some("give-up-on-conflict") => Some(Defect::GiveUpOnConflict),
+        Some("no-condition") => Some(Defect::NoCondition),
+        Some("stale-cache") => Some(Defect::StaleCache),
         Some(other) => bail!("unknown defect {other:?}"),
     };
     let client = kube::Client::try_default().await.context("no kubeconfig")?;
     let ns = client.default_namespace().to_string();
-    let ctl = Ctl {
+    let mut ctl = Ctl {
         profile,
         defect,
         jobs: api(&client, &ns, GROUP, "v1", "TrainJob", "trainjobs"),
@@ -126,7 +197,19 @@ async fn main() -> anyhow::Result<()> {
         templates: api(&client, &ns, "resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates"),
         events: api(&client, &ns, "", "v1", "Event", "events"),
         given_up: Default::default(),
+        caches: None,
     };
+    if defect == Some(Defect::StaleCache) {
+        let claims = resource("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims");
+        let podgroups = resource("scheduling.k8s.io", "v1beta1", "PodGroup", "podgroups");
+        ctl.caches = Some(Caches {
+            jobs: start_cache(&ctl.jobs, resource(GROUP, "v1", "TrainJob", "trainjobs")).await,
+            pods: start_cache(&ctl.pods, resource("", "v1", "Pod", "pods")).await,
+            // Only what the profile's Role lets it watch.
+            claims: if profile == Profile::Pg { None } else { Some(start_cache(&ctl.claims, claims).await) },
+            podgroups: if profile == Profile::Pg { Some(start_cache(&ctl.podgroups, podgroups).await) } else { None },
+        });
+    }
     eprintln!("trainjob-controller: profile {profile:?}, defect {defect:?}, namespace {ns}");
     loop {
         if let Err(e) = ctl.pass().await {
@@ -157,14 +240,45 @@ impl PodState {
     }
 }
 
+/// Whether the job has ended (all replicas succeeded, or a pod failed: no retries) and the
+/// phase it shows then.
+fn outcome(pods: &[PodState], replicas: i64) -> (bool, &'static str) {
+    let succeeded = pods.iter().filter(|p| p.phase == "Succeeded").count() as i64;
+    if pods.iter().any(|p| p.phase == "Failed") {
+        (true, "Failed")
+    } else if replicas > 0 && succeeded >= replicas {
+        (true, "Succeeded")
+    } else {
+        (false, "Running")
+    }
+}
+
+/// What a job that reads `held` from the claim says about it.
+fn claim_report(held: bool, ended: bool, claim: &str, active: usize) -> Report {
+    if held {
+        Report::held(format!("ResourceClaim {claim} is reserved for this job: {active} active pods"))
+    } else if ended {
+        Report::not_held("Released", format!("ResourceClaim {claim} released: no pod of this job is active"))
+    } else {
+        Report::not_held("Reserving", format!("ResourceClaim {claim} is not reserved for this job yet"))
+    }
+}
+
 impl Ctl {
     async fn pass(&self) -> anyhow::Result<()> {
-        let jobs = self.jobs.list(&ListParams::default()).await.context("listing TrainJobs")?;
-        let pods = self.pods.list(&ListParams::default().labels(JOB_LABEL)).await.context("listing pods")?;
-        for job in &jobs.items {
+        let (jobs, pods) = match &self.caches {
+            Some(c) => (
+                c.jobs.state().iter().map(|o| (**o).clone()).collect(),
+                c.pods.state().iter().map(|o| (**o).clone()).collect(),
+            ),
+            None => (
+                self.jobs.list(&ListParams::default()).await.context("listing TrainJobs")?.items,
+                self.pods.list(&ListParams::default().labels(JOB_LABEL)).await.context("listing pods")?.items,
+            ),
+        };
+        for job in &jobs {
             let name = job.metadata.name.clone().unwrap_or_default();
             let mine: Vec<PodState> = pods
-                .items
                 .iter()
                 .filter(|p| p.metadata.labels.as_ref().and_then(|l| l.get(JOB_LABEL)) == Some(&name))
                 .map(|p| {
@@ -193,6 +307,22 @@ impl Ctl {
             }
         }
         Ok(())
+    }
+
+    /// The claim `name`, from the cache under `--defect stale-cache`.
+    async fn claim(&self, name: &str) -> anyhow::Result<Option<DynamicObject>> {
+        if let Some(store) = self.caches.as_ref().and_then(|c| c.claims.as_ref()) {
+            return Ok(cached(store, name));
+        }
+        self.claims.get_opt(name).await.context("reading the claim")
+    }
+
+    /// The PodGroup `name`, from the cache under `--defect stale-cache`.
+    async fn podgroup(&self, name: &str) -> anyhow::Result<Option<DynamicObject>> {
+        if let Some(store) = self.caches.as_ref().and_then(|c| c.podgroups.as_ref()) {
+            return Ok(cached(store, name));
+        }
+        self.podgroups.get_opt(name).await.context("reading the PodGroup")
     }
 
     /// The pods still to create and the ones to delete, for `want` pods not yet succeeded.
@@ -235,14 +365,29 @@ impl Ctl {
         Ok(())
     }
 
-    async fn set_status(&self, job: &DynamicObject, phase: &str, reservation: String) -> anyhow::Result<()> {
+    /// Writes the job's phase and what it says about the reservation: free text in
+    /// `status.reservation`, and the `ReservationHeld` condition (C18) unless the defect leaves
+    /// it out.
+    async fn set_status(&self, job: &DynamicObject, phase: &str, report: Report) -> anyhow::Result<()> {
         let v = json_of(job);
-        if s(&v, &["status", "phase"]) == Some(phase) && s(&v, &["status", "reservation"]) == Some(reservation.as_str())
+        let mut condition = json!({
+            "type": CONDITION,
+            "status": if report.held { "True" } else { "False" },
+            "reason": report.reason,
+            "message": report.message,
+        });
+        if let Some(generation) = job.metadata.generation {
+            condition["observedGeneration"] = json!(generation);
+        }
+        let conditions = if self.defect == Some(Defect::NoCondition) { json!([]) } else { json!([condition]) };
+        if s(&v, &["status", "phase"]) == Some(phase)
+            && s(&v, &["status", "reservation"]) == Some(report.message.as_str())
+            && v["status"]["conditions"].as_array().map_or(json!([]), |c| json!(c)) == conditions
         {
             return Ok(());
         }
         let name = job.metadata.name.clone().unwrap_or_default();
-        let patch = json!({"status": {"phase": phase, "reservation": reservation}});
+        let patch = json!({"status": {"phase": phase, "reservation": report.message, "conditions": conditions}});
         match self.jobs.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
             Ok(_) => Ok(()),
             Err(e) if is_conflict_or_gone(&e) => Ok(()),
@@ -299,6 +444,12 @@ impl Ctl {
             return Ok(());
         }
         v["status"]["reservedFor"] = Value::Array(kept);
+        if self.defect == Some(Defect::StaleCache) {
+            // Trusting the cache: no resourceVersion, so the server cannot refuse a stale list.
+            if let Some(meta) = v["metadata"].as_object_mut() {
+                meta.remove("resourceVersion");
+            }
+        }
         let claim_name = claim.metadata.name.clone().unwrap_or_default();
         let body: DynamicObject = serde_json::from_value(v)?;
         match self.claims.replace_status(&claim_name, &PostParams::default(), &body).await {
@@ -345,10 +496,9 @@ impl Ctl {
             self.set_finalizer(job, true).await?;
         }
         let active = pods.iter().filter(|p| !p.done(self.defect)).count();
-        let succeeded = pods.iter().filter(|p| p.phase == "Succeeded").count() as i64;
-        let finished = replicas > 0 && succeeded >= replicas;
+        let (finished, done_phase) = outcome(pods, replicas);
         let release = (deleting || finished || replicas == 0) && active == 0;
-        let claim = self.claims.get_opt(&claim_name).await.context("reading the claim")?;
+        let claim = self.claim(&claim_name).await?;
         let entry = json!({"apiGroup": GROUP, "resource": "trainjobs", "name": name, "uid": uid});
         let held = claim.as_ref().is_some_and(|c| {
             json_of(c)["status"]["reservedFor"].as_array().is_some_and(|l| l.iter().any(|e| e["uid"] == uid.as_str()))
@@ -372,18 +522,37 @@ impl Ctl {
             return Ok(());
         }
         let want = if finished { 0 } else { replicas };
+        // Every pod of the job gets an entry of its own next to ours, and the list holds at
+        // most 256 (C13): more pods would wait Pending for ever, so it runs no more than fit.
+        let room = claim.as_ref().map_or(RESERVED_FOR_MAX_SIZE, |c| {
+            let entries = json_of(c)["status"]["reservedFor"].as_array().cloned().unwrap_or_default();
+            let others = entries
+                .iter()
+                .filter(|e| e["uid"] != uid.as_str())
+                .filter(|e| !(e["resource"] == "pods" && pods.iter().any(|p| e["name"] == p.name.as_str())))
+                .count() as i64;
+            RESERVED_FOR_MAX_SIZE - 1 - others
+        });
+        let succeeded = pods.iter().filter(|p| p.phase == "Succeeded").count() as i64;
+        let mut report = claim_report(held, release, &claim_name, active);
+        if held && want - succeeded > room {
+            let why = format!(
+                "spec.replicas {replicas} does not fit ResourceClaim {claim_name}: status.reservedFor holds at most {RESERVED_FOR_MAX_SIZE} entries, so at most {room} pods run at once"
+            );
+            self.event(job, "ReservationLimit", &why).await;
+            report.message = format!("{}; {why}", report.message);
+        }
         // Before the claim is reserved for the job, one pod only: it makes the scheduler
         // allocate the claim; the rest follow once our entry is in (C2).
-        let limit = if held { want } else { want.min(1) };
+        let limit = if held { want.min(room.max(0)) } else { want.min(1) };
         let spec = json!({
             "restartPolicy": "Never",
             "containers": [{"name": "trainer", "image": "busybox", "resources": {"claims": [{"name": "dev"}]}}],
             "resourceClaims": [{"name": "dev", "resourceClaimName": claim_name}],
         });
         self.sync_pods(job, pods, want, limit, spec).await?;
-        let phase = if finished { "Succeeded" } else { "Running" };
-        let reservation = if held { format!("held: {active} active pods") } else { "released".into() };
-        self.set_status(job, phase, reservation).await
+        let phase = if finished { done_phase } else { "Running" };
+        self.set_status(job, phase, report).await
     }
 
     async fn reconcile_pg(&self, job: &DynamicObject, pods: &[PodState]) -> anyhow::Result<()> {
@@ -397,18 +566,24 @@ impl Ctl {
         let replicas = v["spec"]["replicas"].as_i64().unwrap_or(0);
         let template = s(&v, &["spec", "claim"]).unwrap_or_default().to_string();
         let active = pods.iter().filter(|p| !p.done(self.defect)).count();
-        let succeeded = pods.iter().filter(|p| p.phase == "Succeeded").count() as i64;
-        let finished = replicas > 0 && succeeded >= replicas;
+        let (finished, done_phase) = outcome(pods, replicas);
         let release = (finished || replicas == 0) && active == 0;
-        let group = self.podgroups.get_opt(&name).await.context("reading the PodGroup")?;
+        let released = || {
+            Report::not_held(
+                "Released",
+                format!("PodGroup {name} deleted: its claim from ResourceClaimTemplate {template} is released"),
+            )
+        };
+        let group = self.podgroup(&name).await?;
         if let Some(g) = &group {
             let owner_uid = g.metadata.owner_references.as_ref().and_then(|o| o.first()).map(|o| o.uid.clone());
             if owner_uid.as_deref() != Some(uid.as_str()) {
                 // A PodGroup of an earlier job of this name: wait until it is gone (C12).
-                return self.set_status(job, "Pending", "waiting for the previous PodGroup to go".into()).await;
+                let why = format!("waiting for the previous job's PodGroup {name} to go");
+                return self.set_status(job, "Pending", Report::not_held("Waiting", why)).await;
             }
             if g.metadata.deletion_timestamp.is_some() {
-                return self.set_status(job, if finished { "Succeeded" } else { "Pending" }, "released".into()).await;
+                return self.set_status(job, if finished { done_phase } else { "Pending" }, released()).await;
             }
         }
         if self.defect == Some(Defect::StripProtection)
@@ -431,7 +606,7 @@ impl Ctl {
                     Err(e) => return Err(e).context("deleting the PodGroup"),
                 }
             }
-            return self.set_status(job, if finished { "Succeeded" } else { "Running" }, "released".into()).await;
+            return self.set_status(job, if finished { done_phase } else { "Running" }, released()).await;
         }
         let group = match group {
             Some(g) => g,
@@ -454,7 +629,8 @@ impl Ctl {
         // would get per-pod claims (1.36) or none (1.37). Create none, and say why (C15).
         if json_of(&group)["spec"]["resourceClaims"].as_array().is_none_or(|c| c.is_empty()) {
             self.event(job, "ReservationUnsupported", "the API server dropped the PodGroup's resourceClaims (is DRAWorkloadResourceClaims off?); no pods are created").await;
-            return self.set_status(job, "Blocked", "unsupported: PodGroup resourceClaims dropped".into()).await;
+            let why = "unsupported: the API server dropped the PodGroup's resourceClaims".to_string();
+            return self.set_status(job, "Blocked", Report::not_held("Unsupported", why)).await;
         }
         let want = if finished { 0 } else { replicas };
         let spec = json!({
@@ -464,12 +640,9 @@ impl Ctl {
             "resourceClaims": [{"name": "dev", "resourceClaimTemplateName": template}],
         });
         self.sync_pods(job, pods, want, want, spec).await?;
-        self.set_status(
-            job,
-            if finished { "Succeeded" } else { "Running" },
-            format!("held by PodGroup {name}: {active} active pods"),
-        )
-        .await
+        let held =
+            format!("PodGroup {name} holds the claim from ResourceClaimTemplate {template}: {active} active pods");
+        self.set_status(job, if finished { done_phase } else { "Running" }, Report::held(held)).await
     }
 
     /// A deleted job's pods: background deletion waits for our finalizer before the garbage
@@ -505,10 +678,9 @@ impl Ctl {
             self.set_finalizer(job, true).await?;
         }
         let active = pods.iter().filter(|p| !p.done(self.defect)).count();
-        let succeeded = pods.iter().filter(|p| p.phase == "Succeeded").count() as i64;
-        let finished = replicas > 0 && succeeded >= replicas;
+        let (finished, done_phase) = outcome(pods, replicas);
         let release = (deleting || finished || replicas == 0) && active == 0;
-        let mut claim = self.claims.get_opt(&claim_name).await.context("reading the claim")?;
+        let mut claim = self.claim(&claim_name).await?;
         if let Some(c) = &claim {
             let cv = json_of(c);
             let declared = s(&cv, &["spec", "reservedFor", "uid"]);
@@ -540,7 +712,8 @@ impl Ctl {
                     }
                     return Ok(());
                 }
-                return self.set_status(job, "Pending", "waiting for the previous job's claim to go".into()).await;
+                let why = format!("waiting for the previous job's ResourceClaim {claim_name} to go");
+                return self.set_status(job, "Pending", Report::not_held("Waiting", why)).await;
             }
         }
         if claim.is_none() && !release && !finished && !deleting {
@@ -564,7 +737,8 @@ impl Ctl {
             return Ok(());
         }
         let Some(claim) = claim else {
-            return self.set_status(job, if finished { "Succeeded" } else { "Running" }, "released".into()).await;
+            let phase = if finished { done_phase } else { "Running" };
+            return self.set_status(job, phase, claim_report(false, true, &claim_name, active)).await;
         };
         // A claim being deleted takes no new consumers: running pods go on, none are added (C10).
         let want = if finished { 0 } else { replicas };
@@ -575,9 +749,8 @@ impl Ctl {
             "resourceClaims": [{"name": "dev", "resourceClaimName": claim_name}],
         });
         self.sync_pods(job, pods, want, limit, spec).await?;
-        let phase = if finished { "Succeeded" } else { "Running" };
-        let reservation = if held { format!("held: {active} active pods") } else { "released".into() };
-        self.set_status(job, phase, reservation).await
+        let phase = if finished { done_phase } else { "Running" };
+        self.set_status(job, phase, claim_report(held, release, &claim_name, active)).await
     }
 
     /// Creates the job's claim from the template, declaring the job as its consumer; `None`
@@ -617,7 +790,8 @@ impl Ctl {
             "the API server dropped the claim's spec.reservedFor (is DRAReservedForWorkloads off?); no pods are created",
         )
         .await;
-        self.set_status(job, "Blocked", "unsupported: claim spec.reservedFor dropped".into()).await
+        let why = "unsupported: the API server dropped the claim's spec.reservedFor".to_string();
+        self.set_status(job, "Blocked", Report::not_held("Unsupported", why)).await
     }
 
     /// Records a Warning event on the job once (the event's name is fixed per job and reason).

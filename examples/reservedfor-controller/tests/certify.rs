@@ -65,15 +65,15 @@ fn compliant(na: &[&str]) -> BTreeMap<String, Verdict> {
         .collect()
 }
 
-/// raw: C1, C2, C4-C12, C14, C16, C17 judged; C3, C13, C15, C18 not applicable.
+/// raw: C1, C2, C4-C14, C16-C18 judged; C3 and C15 not applicable.
 fn raw_compliant() -> BTreeMap<String, Verdict> {
-    let na = ["C3", "C13", "C15", "C18"];
+    let na = ["C3", "C15"];
     compliant(&na)
 }
 
-/// pg: C2-C6, C11, C12, C14-C17 judged; the claim-writing obligations not applicable.
+/// pg: C2-C6, C11, C12, C14-C18 judged; the claim-writing obligations not applicable.
 fn pg_compliant() -> BTreeMap<String, Verdict> {
-    let na = ["C1", "C7", "C8", "C9", "C10", "C13", "C18"];
+    let na = ["C1", "C7", "C8", "C9", "C10", "C13"];
     compliant(&na)
 }
 
@@ -123,17 +123,37 @@ fn a_controller_that_exits_gets_a_clear_verdict_not_a_hung_run() {
     assert_eq!(cert.obligations.len(), 1, "--obligation C6 judges C6 only");
 }
 
-#[test]
-fn the_python_controller_is_certified_the_same_way() {
+/// The Python controller's command, or `None` (with the reason printed) when python3 or the
+/// `kubernetes` client is missing.
+fn python_controller(profile: &str) -> Option<Vec<String>> {
     let python = std::process::Command::new("python3").args(["-c", "import kubernetes"]).status();
     if !python.is_ok_and(|s| s.success()) {
         println!("SKIPPED: python3 with the `kubernetes` client is not installed (pip install kubernetes)");
-        return;
+        return None;
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../reservedfor-python/trainjob_controller.py");
-    let cmd = vec!["python3".to_string(), "-u".into(), script.display().to_string()];
+    Some(vec!["python3".to_string(), "-u".into(), script.display().to_string(), "--profile".into(), profile.into()])
+}
+
+#[test]
+fn the_python_controller_is_certified_the_same_way() {
+    let Some(cmd) = python_controller("pg") else { return };
     let got = verdicts(options(CertProfile::Pg, &["role-pg.yaml"], cmd, "python"));
     assert_eq!(got, pg_compliant());
+}
+
+#[test]
+fn the_python_controller_is_certified_in_w() {
+    let Some(cmd) = python_controller("w") else { return };
+    let got = verdicts(options(CertProfile::W, &["role-w.yaml"], cmd, "python-w"));
+    assert_eq!(got, w_compliant());
+}
+
+#[test]
+fn the_python_controller_is_certified_in_raw() {
+    let Some(cmd) = python_controller("raw") else { return };
+    let got = verdicts(options(CertProfile::Raw, &["role-raw.yaml"], cmd, "python-raw"));
+    assert_eq!(got, raw_compliant());
 }
 
 #[test]
@@ -153,9 +173,9 @@ fn a_controller_that_never_acts_fails_with_a_hint_and_is_stopped() {
     }
 }
 
-/// w: C1, C2, C4-C12, C14-C17 judged; C3 (PodGroups only), C13 and C18 not applicable.
+/// w: C1, C2, C4-C12, C14-C18 judged; C3 (PodGroups only) and C13 not applicable.
 fn w_compliant() -> BTreeMap<String, Verdict> {
-    let na = ["C3", "C13", "C18"];
+    let na = ["C3", "C13"];
     compliant(&na)
 }
 
@@ -186,4 +206,43 @@ fn w_give_up_on_conflict_fails_c16_only() {
     let cmd = rust_controller("w", Some("give-up-on-conflict"));
     let got = verdicts(options(CertProfile::W, &["role-w.yaml"], cmd, "w-give-up"));
     assert_eq!(got, with(&["C16"], Verdict::Fail, w_compliant()));
+}
+
+#[test]
+fn raw_stale_cache_fails_c16_only() {
+    // Reading through watch-fed caches and writing without a resourceVersion goes unnoticed
+    // while the caches are current; the injected informer lag makes it create duplicate pods.
+    let cmd = rust_controller("raw", Some("stale-cache"));
+    let got = verdicts(options(CertProfile::Raw, &["role-raw.yaml"], cmd, "raw-stale"));
+    assert_eq!(got, with(&["C16"], Verdict::Fail, raw_compliant()));
+}
+
+#[test]
+fn pg_stale_cache_fails_c16_only() {
+    let cmd = rust_controller("pg", Some("stale-cache"));
+    let got = verdicts(options(CertProfile::Pg, &["role-pg.yaml"], cmd, "pg-stale"));
+    assert_eq!(got, with(&["C16"], Verdict::Fail, pg_compliant()));
+}
+
+#[test]
+fn w_stale_cache_fails_c16_only() {
+    let cmd = rust_controller("w", Some("stale-cache"));
+    let got = verdicts(options(CertProfile::W, &["role-w.yaml"], cmd, "w-stale"));
+    assert_eq!(got, with(&["C16"], Verdict::Fail, w_compliant()));
+}
+
+#[test]
+fn no_condition_fails_c18_only_in_every_profile() {
+    // Only the ReservationHeld condition is missing: the reservation itself is handled right.
+    for (profile, role, compliant) in [
+        (CertProfile::Pg, "role-pg.yaml", pg_compliant()),
+        (CertProfile::Raw, "role-raw.yaml", raw_compliant()),
+        (CertProfile::W, "role-w.yaml", w_compliant()),
+    ] {
+        let mut opts =
+            options(profile, &[role], rust_controller(profile.as_str(), Some("no-condition")), "no-condition");
+        opts.report_dir = opts.report_dir.join(profile.as_str());
+        let got = verdicts(opts);
+        assert_eq!(got, with(&["C18"], Verdict::Fail, compliant), "profile {profile}");
+    }
 }

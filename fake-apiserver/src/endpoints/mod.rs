@@ -68,6 +68,8 @@ pub(crate) struct Context {
     pub admin_token: String,
     /// Conflicts a test asked for (see [`ConflictFault`]).
     pub conflicts: parking_lot::Mutex<Vec<ConflictFault>>,
+    /// Watch lags a test asked for (see [`WatchLag`]).
+    pub watch_lags: parking_lot::Mutex<Vec<WatchLag>>,
 }
 
 /// A fault a test injects: the next `count` updates and patches by `user` of `resource` (and
@@ -88,6 +90,21 @@ pub struct ConflictFault {
     pub subresource: String,
     /// How many writes are still to be refused.
     pub count: usize,
+}
+
+/// A fault a test injects: every watch of `user` delivers the events about objects in
+/// `namespace` `delay` after it would have, in their order (an event that follows a lagged one
+/// in the same watch waits behind it). LIST and GET stay current, so the user's informer cache
+/// runs behind the server: informer lag, for certifying that a controller does not trust a
+/// stale cache (research dra.md §6 C16: "inject 409s and informer lag").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchLag {
+    /// The watcher's user name (`system:serviceaccount:ns:name`).
+    pub user: String,
+    /// The namespace of the objects whose events are late (`""`: cluster-scoped objects).
+    pub namespace: String,
+    /// How late, measured on the server's tokio clock (wall time unless the runtime is paused).
+    pub delay: Duration,
 }
 
 /// A random bearer token (32 hex digits).
@@ -151,6 +168,7 @@ impl Context {
             openapi: Default::default(),
             requests: Default::default(),
             conflicts: Default::default(),
+            watch_lags: Default::default(),
         }
     }
 

@@ -156,6 +156,15 @@ impl ApiServer {
         self.ctx.conflicts.lock().push(fault);
     }
 
+    /// Delays the watch events a [`WatchLag`](crate::endpoints::WatchLag) describes, from now on
+    /// (watches already open included); a second lag for the same user and namespace replaces
+    /// the first.
+    pub fn inject_watch_lag(&self, lag: crate::endpoints::WatchLag) {
+        let mut lags = self.ctx.watch_lags.lock();
+        lags.retain(|l| l.user != lag.user || l.namespace != lag.namespace);
+        lags.push(lag);
+    }
+
     /// How many writes of the injected conflicts are still to be refused, in injection order.
     pub fn conflicts_left(&self) -> Vec<usize> {
         self.ctx.conflicts.lock().iter().map(|f| f.count).collect()

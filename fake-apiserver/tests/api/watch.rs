@@ -312,3 +312,57 @@ async fn no_event_is_lost_between_list_and_watch_with_many_concurrent_watchers()
         assert_eq!(t.await.unwrap(), want);
     }
 }
+
+/// An injected watch lag (research dra.md §6 C16, "informer lag"): the lagged user's watch
+/// delivers events about the namespace's objects the lag late, in order, and an event of
+/// another namespace that follows a late one waits behind it; LIST and GET stay current, and
+/// another user's watch is not delayed. Real time (the runtime is not paused), as in
+/// `kproof certify`.
+#[tokio::test]
+async fn an_injected_watch_lag_delays_one_users_events_in_order_while_reads_stay_current() {
+    let server = ApiServer::default();
+    let admin = server.client();
+    for ns in ["team", "other"] {
+        let n: k8s_openapi::api::core::v1::Namespace =
+            serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+        Api::all(admin.clone()).create(&PostParams::default(), &n).await.unwrap();
+    }
+    let user = fake_apiserver::UserInfo::service_account("team", "ctl");
+    let lagged = server.client_with_token(&server.issue_token(user.clone()));
+    // Generous, so that the checks before it finish inside it on a loaded machine.
+    let lag = Duration::from_millis(2000);
+    server.inject_watch_lag(fake_apiserver::WatchLag { user: user.name.clone(), namespace: "team".into(), delay: lag });
+    let wp = WatchParams::default().timeout(30);
+    let mut late = Api::<ConfigMap>::namespaced(lagged.clone(), "team").watch(&wp, "0").await.unwrap().boxed();
+    let mut everywhere = Api::<ConfigMap>::all(lagged.clone()).watch(&wp, "0").await.unwrap().boxed();
+    let mut prompt = Api::<ConfigMap>::namespaced(admin.clone(), "team").watch(&wp, "0").await.unwrap().boxed();
+    let team: Api<ConfigMap> = Api::namespaced(admin.clone(), "team");
+    let start = tokio::time::Instant::now();
+    for name in ["c1", "c2", "c3"] {
+        team.create(&PostParams::default(), &cm(name, &[])).await.unwrap();
+    }
+    Api::<ConfigMap>::namespaced(admin.clone(), "other").create(&PostParams::default(), &cm("o1", &[])).await.unwrap();
+    team.patch("c1", &PatchParams::default(), &Patch::Merge(json!({"data": {"k": "v"}}))).await.unwrap();
+
+    // Another user's watch of the same namespace is not late.
+    assert_eq!(next_events(&mut prompt, 4).await, ["ADDED c1", "ADDED c2", "ADDED c3", "MODIFIED c1"]);
+    // Reads by the lagged user are current while its watch still holds the events back.
+    let c1 = Api::<ConfigMap>::namespaced(lagged.clone(), "team").get("c1").await.unwrap();
+    assert_eq!(c1.data.unwrap_or_default().get("k").map(String::as_str), Some("v"));
+    let listed = Api::<ConfigMap>::namespaced(lagged.clone(), "team").list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 3);
+    // The first event is due one lag after its write, a fraction of a millisecond after `start`;
+    // the timer wheel's millisecond ticks could put both deadlines on one tick, so the quiet
+    // period checked ends a little early.
+    let quiet = lag - Duration::from_millis(100);
+    assert!(start.elapsed() < quiet, "the checks above ran within the lag ({:?})", start.elapsed());
+    if let Ok(early) = tokio::time::timeout(quiet - start.elapsed(), late.next()).await {
+        panic!("no event arrives before the lag is over, got {early:?} after {:?}", start.elapsed());
+    }
+
+    // Then every event arrives, in order, none earlier than the lag.
+    assert_eq!(next_events(&mut late, 4).await, ["ADDED c1", "ADDED c2", "ADDED c3", "MODIFIED c1"]);
+    assert!(start.elapsed() >= lag, "delivered after {:?}", start.elapsed());
+    // The cluster-wide watch: the event of namespace other (not lagged) waits behind the late ones.
+    assert_eq!(next_events(&mut everywhere, 5).await, ["ADDED c1", "ADDED c2", "ADDED c3", "ADDED o1", "MODIFIED c1"]);
+}

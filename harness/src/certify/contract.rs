@@ -1,6 +1,6 @@
 //! The contract file: obligations (C1–C18 of research dra.md §6) and the scenarios that judge
 //! them, as data. A scenario is a suite row whose steps may also use the workload steps
-//! (`createWorkload`, `scaleWorkload`, `deleteWorkload`, `markPods`, `completePods`), expanded
+//! (`createWorkload`, `scaleWorkload`, `deleteWorkload`, `markPods`, `completePods`, `failPods`), expanded
 //! here into ordinary suite steps for the integrator's workload.
 
 use crate::suite::{Expectation, Row, RowKind, Step};
@@ -119,6 +119,15 @@ pub struct Scenario {
     /// writer had just changed the object (C16: re-read and retry).
     #[serde(default)]
     pub inject_conflicts: Vec<InjectedConflict>,
+    /// The controller's watches deliver the events about the scenario's namespace this late,
+    /// while its reads stay current: its informer cache runs behind the server (C16).
+    #[serde(default)]
+    pub inject_watch_lag: Option<InjectedWatchLag>,
+    /// Runs after the scenarios that run side by side, on its own: a heavy scenario (C13's
+    /// 257 pods) would otherwise slow the shared reference components and eat into the other
+    /// scenarios' time windows (T_release, `consistently`).
+    #[serde(default)]
+    pub run_alone: bool,
     /// Suite steps, plus the workload steps.
     #[serde(default)]
     pub steps: Vec<Value>,
@@ -157,6 +166,27 @@ impl InjectedConflict {
             subresource: self.subresource.clone(),
             count: self.count,
         }
+    }
+}
+
+/// Informer lag: the API server holds back the watch events it sends the controller about
+/// objects in the scenario's namespace (a [`fake_apiserver::WatchLag`]).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct InjectedWatchLag {
+    /// How late, as a Go duration (`2s`); wall time in a certification run.
+    pub duration: String,
+}
+
+impl InjectedWatchLag {
+    /// The lag for `user` in `namespace`.
+    pub fn fault(&self, user: &str, namespace: &str) -> Result<fake_apiserver::WatchLag, String> {
+        let delay = crate::suite::parse_duration(&self.duration)
+            .map_err(|e| format!("injectWatchLag duration {:?}: {e}", self.duration))?;
+        if delay.is_zero() {
+            return Err(format!("injectWatchLag duration {:?}: give a lag above 0", self.duration));
+        }
+        Ok(fake_apiserver::WatchLag { user: user.to_string(), namespace: namespace.to_string(), delay })
     }
 }
 
@@ -214,6 +244,9 @@ impl Contract {
                     "injectConflicts {}/{}: give a resource and a count above 0",
                     c.resource, c.subresource
                 )));
+            }
+            if let Some(lag) = &s.inject_watch_lag {
+                lag.fault("u", "ns").map_err(invalid)?;
             }
             // Every scenario must expand for a sample workload: typos in workload steps and
             // suite steps surface when the contract loads, not in the middle of a run.
@@ -433,6 +466,8 @@ fn expand_step(step: &Value, w: &Workload) -> Result<Value, String> {
         }
         "markPods" => annotate(arg.clone()),
         "completePods" => annotate(json!({"sim.kproof.dev/complete": "true"})),
+        // The simulated kubelet's containers exit 1: with restartPolicy Never the pod ends Failed.
+        "failPods" => annotate(json!({"sim.kproof.dev/fail": "true"})),
         _ => step.clone(),
     })
 }
@@ -465,14 +500,29 @@ mod tests {
     #[test]
     fn the_w_profile_judges_every_obligation_research_assigns_to_w() {
         // research dra.md §6, Profiles column: W is named in C1, C2, C4-C12 and C14-C17 ("all"
-        // included); C3 is PG only, C13 and C18 are not judged in any profile.
+        // included); C3 is PG only; C13 is not judged in w (KEP-5194 lifts the 256 limit); C18
+        // is judged through the ReservationHeld condition this contract fixes.
         let c = Contract::reservedfor().unwrap();
         for o in &c.obligations {
             let judged =
                 c.scenarios.iter().any(|s| s.profiles.contains(&CertProfile::W) && s.obligations.contains(&o.id));
-            let expected = !["C3", "C13", "C18"].contains(&o.id.as_str());
+            let expected = !["C3", "C13"].contains(&o.id.as_str());
             assert_eq!(judged, expected, "{} in profile w", o.id);
             assert_eq!(o.not_applicable.contains_key(&CertProfile::W), !expected, "{} reason for w", o.id);
+        }
+    }
+
+    #[test]
+    fn every_profile_injects_informer_lag_for_c16_and_judges_failed_pods_under_c6() {
+        let c = Contract::reservedfor().unwrap();
+        for p in CertProfile::ALL {
+            let lagged = c.scenarios.iter().filter(|s| s.profiles.contains(&p) && s.inject_watch_lag.is_some());
+            assert!(lagged.clone().count() >= 1, "profile {p} has an informer-lag scenario");
+            assert!(lagged.into_iter().all(|s| s.obligations == ["C16"]), "profile {p}: lag judges C16");
+            let failing = c.scenarios.iter().filter(|s| s.profiles.contains(&p)).any(|s| {
+                s.obligations.contains(&"C6".to_string()) && s.steps.iter().any(|st| st.get("failPods").is_some())
+            });
+            assert!(failing, "profile {p} judges C6 with failed pods");
         }
     }
 
@@ -504,6 +554,25 @@ mod tests {
         let text = "contract: x\ntitle: t\nobligations: [{id: C1, title: t, source: s, notApplicable: {raw: b, w: c}}]\nscenarios:\n  - {id: s1, title: t, obligations: [C1], profiles: [pg], source: s, injectConflicts: [{resource: pods, count: 0}]}\n";
         let e = Contract::parse(text, "f.yaml").unwrap_err().to_string();
         assert_eq!(e, "f.yaml: scenario s1: injectConflicts pods/: give a resource and a count above 0");
+    }
+
+    #[test]
+    fn injected_watch_lag_needs_a_positive_go_duration() {
+        let lag = InjectedWatchLag { duration: "1500ms".into() }.fault("system:serviceaccount:ns:c", "ns").unwrap();
+        assert_eq!(lag.delay, std::time::Duration::from_millis(1500));
+        assert_eq!((lag.user.as_str(), lag.namespace.as_str()), ("system:serviceaccount:ns:c", "ns"));
+        let text = "contract: x\ntitle: t\nobligations: [{id: C1, title: t, source: s, notApplicable: {raw: b, w: c}}]\nscenarios:\n  - {id: s1, title: t, obligations: [C1], profiles: [pg], source: s, injectWatchLag: {duration: 0s}}\n";
+        let e = Contract::parse(text, "f.yaml").unwrap_err().to_string();
+        assert_eq!(e, "f.yaml: scenario s1: injectWatchLag duration \"0s\": give a lag above 0");
+        let e = InjectedWatchLag { duration: "soon".into() }.fault("u", "ns").unwrap_err();
+        assert!(e.starts_with("injectWatchLag duration \"soon\": "), "{e}");
+    }
+
+    #[test]
+    fn fail_pods_marks_the_workload_pods_to_exit_non_zero() {
+        let e = expand_step(&json!({"failPods": {}}), &Workload::sample()).unwrap();
+        assert_eq!(e["patch"]["patch"]["metadata"]["annotations"]["sim.kproof.dev/fail"], "true");
+        assert_eq!(e["patch"]["target"]["selector"], WORKLOAD_PODS);
     }
 
     #[test]

@@ -265,15 +265,21 @@ pub fn certify(opts: CertifyOptions) -> Result<Certificate, CertifyError> {
         } else {
             None
         };
-        let runs = selected.iter().enumerate().map(|(i, s)| {
+        let run = |i: usize, s: &Scenario| {
             let cluster =
                 if s.apiserver_gate_off { gate_off.clone().unwrap_or_else(|| main.clone()) } else { main.clone() };
             let prepared = prepared.clone();
-            let scenario = (*s).clone();
-            async move { run_scenario(&cluster, &scenario, i, &prepared).await }
-        });
-        let results = futures::future::join_all(runs).await;
-        Ok::<_, CertifyError>(results)
+            let scenario = s.clone();
+            async move { (i, run_scenario(&cluster, &scenario, i, &prepared).await) }
+        };
+        // Side by side, then the heavy ones alone, one after the other.
+        let together = selected.iter().enumerate().filter(|(_, s)| !s.run_alone).map(|(i, s)| run(i, s));
+        let mut results = futures::future::join_all(together).await;
+        for (i, s) in selected.iter().enumerate().filter(|(_, s)| s.run_alone) {
+            results.push(run(i, s).await);
+        }
+        results.sort_by_key(|(i, _)| *i);
+        Ok::<_, CertifyError>(results.into_iter().map(|(_, r)| r).collect())
     })?;
     let wall_ms = wall.elapsed().as_millis() as u64;
     Ok(report::certificate(&contract, &opts, &prepared.workload, results, started_at, wall_ms))
@@ -378,6 +384,12 @@ async fn run_scenario(cluster: &Cluster, scenario: &Scenario, i: usize, p: &Prep
     }
     for c in &scenario.inject_conflicts {
         cluster.server.inject_conflicts(c.fault(&p.workload, &user.name, &ns));
+    }
+    if let Some(lag) = &scenario.inject_watch_lag {
+        match lag.fault(&user.name, &ns) {
+            Ok(l) => cluster.server.inject_watch_lag(l),
+            Err(e) => return result.failed(format!("the scenario does not expand: {e}"), None, Vec::new()),
+        }
     }
     let token = cluster.server.issue_token(user.clone());
     let kubeconfig =

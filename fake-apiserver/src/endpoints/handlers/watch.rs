@@ -46,6 +46,20 @@ struct Watcher {
     done: bool,
     /// How event objects are rendered (a one-row Table for `kubectl get -w`).
     rendering: Rendering,
+    /// Whose watch this is (injected [`super::super::WatchLag`]s name a user).
+    user: String,
+    /// Events held back by an injected lag, oldest first, with when each is due.
+    late: VecDeque<LateEvent>,
+    /// The resourceVersion of the last event sent (bookmarks must not run ahead of events
+    /// still held back, or a client resuming from one would miss them).
+    delivered: u64,
+}
+
+/// An event an injected watch lag holds back.
+struct LateEvent {
+    due: Instant,
+    resource_version: u64,
+    frame: Bytes,
 }
 
 fn frame(out: &mut BytesMut, kind: &str, object: &[u8]) {
@@ -96,7 +110,8 @@ impl Watcher {
     }
 
     fn bookmark(&self, initial_end: bool) -> Bytes {
-        let mut meta = json!({"resourceVersion": self.cursor.to_string()});
+        let rv = if self.late.is_empty() { self.cursor } else { self.delivered };
+        let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             meta["annotations"] = json!({INITIAL_EVENTS_END: "true"});
         }
@@ -104,8 +119,17 @@ impl Watcher {
         value_frame("BOOKMARK", &json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": meta}))
     }
 
-    /// Copies the log entries after the cursor. `Err` when the cursor fell out of the window.
+    /// How late this watch's events about objects in `namespace` are (injected lags).
+    fn lags(&self) -> Vec<(String, Duration)> {
+        let lags = self.ctx.watch_lags.lock();
+        lags.iter().filter(|l| l.user == self.user).map(|l| (l.namespace.clone(), l.delay)).collect()
+    }
+
+    /// Copies the log entries after the cursor: the ones due now as a chunk, the ones an
+    /// injected lag holds back into `late`. `Err` when the cursor fell out of the window.
     fn catch_up(&mut self) -> Result<Option<Bytes>, ApiError> {
+        let lags = self.lags();
+        let now = Instant::now();
         let st = self.ctx.state.read();
         if self.cursor < st.store.compacted {
             return Err(ApiError::too_old_resource_version(self.cursor, st.store.compacted + 1));
@@ -116,19 +140,45 @@ impl Watcher {
             if &c.key != key {
                 continue;
             }
-            if let Some(kind) = self.visible(c) {
-                let rt = &self.target.rt;
-                if self.rendering != Rendering::Json {
-                    frame(&mut out, kind.as_str(), &self.rendered(&render(rt, &c.object)));
-                } else if served_as_stored(rt, &c.object) {
-                    frame(&mut out, kind.as_str(), &c.object.bytes);
-                } else {
-                    frame(&mut out, kind.as_str(), &render(rt, &c.object));
-                }
+            let Some(kind) = self.visible(c) else { continue };
+            let rt = &self.target.rt;
+            let lag = lags.iter().find(|(ns, _)| *ns == c.object.namespace).map(|(_, d)| *d);
+            // Events keep their order: once one is held back, the ones after it wait too.
+            let held = lag.is_some() || !self.late.is_empty();
+            let mut one = BytesMut::new();
+            let target = if held { &mut one } else { &mut out };
+            if self.rendering != Rendering::Json {
+                frame(target, kind.as_str(), &self.rendered(&render(rt, &c.object)));
+            } else if served_as_stored(rt, &c.object) {
+                frame(target, kind.as_str(), &c.object.bytes);
+            } else {
+                frame(target, kind.as_str(), &render(rt, &c.object));
+            }
+            if held {
+                let due = now + lag.unwrap_or_default();
+                let due = self.late.back().map_or(due, |l| l.due.max(due));
+                self.late.push_back(LateEvent { due, resource_version: c.resource_version, frame: one.freeze() });
+            } else {
+                self.delivered = c.resource_version;
             }
         }
         self.cursor = st.store.resource_version;
+        if self.late.is_empty() {
+            self.delivered = self.cursor;
+        }
         Ok((!out.is_empty()).then(|| out.freeze()))
+    }
+
+    /// The held-back events that are due, as one chunk.
+    fn due_events(&mut self) -> Option<Bytes> {
+        let now = Instant::now();
+        let mut out = BytesMut::new();
+        while let Some(l) = self.late.front().filter(|l| l.due <= now) {
+            out.put_slice(&l.frame);
+            self.delivered = l.resource_version;
+            self.late.pop_front();
+        }
+        (!out.is_empty()).then(|| out.freeze())
     }
 
     async fn next_chunk(&mut self) -> Option<Bytes> {
@@ -139,6 +189,9 @@ impl Watcher {
             return None;
         }
         loop {
+            if let Some(chunk) = self.due_events() {
+                return Some(chunk);
+            }
             self.changed.borrow_and_update();
             match self.catch_up() {
                 Ok(Some(chunk)) => return Some(chunk),
@@ -156,7 +209,15 @@ impl Watcher {
                     None => std::future::pending().await,
                 }
             };
+            let next_late = self.late.front().map(|l| l.due);
+            let late_due = async {
+                match next_late {
+                    Some(due) => tokio::time::sleep_until(due).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
+                () = late_due => {}
                 r = self.changed.changed() => {
                     if r.is_err() {
                         return None;
@@ -178,6 +239,7 @@ impl Watcher {
 pub(super) fn handle(call: Call) -> ApiResult<Response> {
     let rendering = tables::negotiate(&call.parts.headers, call.parts.uri.query())?;
     let stop = call.parts.extensions.get::<ListenerStop>().cloned();
+    let user = call.user().name.clone();
     let Call { ctx, target, query, .. } = call;
     let (labels, fields) = query.selectors(&target.rt)?;
     let send_initial = query.send_initial_events;
@@ -217,6 +279,9 @@ pub(super) fn handle(call: Call) -> ApiResult<Response> {
         pending: VecDeque::new(),
         done: false,
         rendering,
+        user,
+        late: VecDeque::new(),
+        delivered: 0,
     };
     // Unset or "0": start with the current state as ADDED events; sendInitialEvents=true too.
     // A resourceVersion N without sendInitialEvents: only changes after N.
@@ -239,7 +304,10 @@ pub(super) fn handle(call: Call) -> ApiResult<Response> {
                 ));
                 w.done = true;
             }
-            Some(n) if !initial && n != 0 => w.cursor = n,
+            Some(n) if !initial && n != 0 => {
+                w.cursor = n;
+                w.delivered = n;
+            }
             _ => {
                 let key = w.target.rt.storage_key();
                 let mut out = BytesMut::new();
@@ -256,6 +324,7 @@ pub(super) fn handle(call: Call) -> ApiResult<Response> {
                     w.pending.push_back(out.freeze());
                 }
                 w.cursor = st.store.resource_version;
+                w.delivered = w.cursor;
                 if send_initial == Some(true) {
                     w.pending.push_back(w.bookmark(true));
                 }
