@@ -77,6 +77,9 @@ fn unreserving_a_group_while_one_of_its_pods_is_scheduled_is_caught() {
     assert_caught(
         DraDefect::UnreserveGroupWithScheduledPod,
         &["dra-pg-unschedulable-group-pod-unreserves-the-group-claim"],
-        &["dra-pg-group-claim-unusable-where-the-pod-fits-is-moved", "dra-pg-entry-outlives-the-pods-and-goes-with-the-group"],
+        &[
+            "dra-pg-group-claim-unusable-where-the-pod-fits-is-moved",
+            "dra-pg-entry-outlives-the-pods-and-goes-with-the-group",
+        ],
     );
 }

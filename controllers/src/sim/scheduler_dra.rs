@@ -352,7 +352,12 @@ fn selects(selector: Option<&Value>, node: &Node) -> bool {
 /// PostFilter (`deallocateOrDeletePodClaims`): deallocates one allocated claim of the pod that
 /// was unavailable on a node the pod otherwise fits (`unavailable`, one flag per claim) and is
 /// reserved for nobody or only for this pod; `true` when it did.
-async fn deallocate_pod_claims(client: &Client, pod: &Pod, claims: &[PodClaim], unavailable: &[bool]) -> Result<bool, SimError> {
+async fn deallocate_pod_claims(
+    client: &Client,
+    pod: &Pod,
+    claims: &[PodClaim],
+    unavailable: &[bool],
+) -> Result<bool, SimError> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     for (pc, _) in claims.iter().zip(unavailable).filter(|(_, u)| **u) {
         let reserved = pc.claim.reserved_for();

@@ -175,6 +175,37 @@ pub(crate) struct ResourceType {
     derived: Derived,
 }
 
+/// The built-in resources whose registry sets `ReturnDeletedObject: true`
+/// (`pkg/registry/*/*/storage/storage.go`, v1.37.2): an immediate DELETE answers the deleted
+/// object; every other resource, custom resources included, answers a `Success` Status.
+const RETURN_DELETED_OBJECT: [(&str, &str); 18] = [
+    ("", "pods"),
+    ("", "services"),
+    ("", "namespaces"),
+    ("", "serviceaccounts"),
+    ("", "persistentvolumeclaims"),
+    ("", "persistentvolumes"),
+    ("", "podtemplates"),
+    ("", "resourcequotas"),
+    ("resource.k8s.io", "resourceclaims"),
+    ("resource.k8s.io", "resourceclaimtemplates"),
+    ("resource.k8s.io", "resourceslices"),
+    ("resource.k8s.io", "deviceclasses"),
+    ("resource.k8s.io", "resourcepoolstatusrequests"),
+    ("storage.k8s.io", "csidrivers"),
+    ("storage.k8s.io", "storageclasses"),
+    ("storage.k8s.io", "volumeattachments"),
+    ("storage.k8s.io", "csinodes"),
+    ("storage.k8s.io", "volumeattributesclasses"),
+];
+
+impl ResourceType {
+    /// Whether an immediate DELETE answers the deleted object rather than a Status.
+    pub(crate) fn returns_deleted_object(&self) -> bool {
+        !self.custom && RETURN_DELETED_OBJECT.iter().any(|(g, p)| *g == self.group && *p == self.plural)
+    }
+}
+
 /// What [`ResourceType`] derives from its names, kept so hot paths do not rebuild it.
 #[derive(Debug, Clone)]
 struct Derived {

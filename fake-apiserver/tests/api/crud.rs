@@ -199,7 +199,10 @@ async fn bound_pods_delete_gracefully_and_unbound_pods_at_once() {
     // The kubelet confirms with grace period 0.
     pods.delete("bound", &DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await.unwrap();
     assert!(pods.get_opt("bound").await.unwrap().is_none());
-    assert!(pods.delete("unbound", &DeleteParams::default()).await.unwrap().is_right());
+    // Gone at once, and the pod registry answers the deleted pod (ReturnDeletedObject in
+    // pkg/registry/core/pod/storage), not a Status.
+    let deleted = pods.delete("unbound", &DeleteParams::default()).await.unwrap().left().expect("the pod");
+    assert_eq!(deleted.metadata.name.as_deref(), Some("unbound"));
 }
 
 #[tokio::test]

@@ -157,9 +157,10 @@ async fn a_protobuf_client_creates_gets_lists_and_watches_pods() {
     )
     .await;
     assert_eq!(code, StatusCode::OK, "{}", String::from_utf8_lossy(&bytes));
-    // Deleted at once (grace period 0): the answer is a protobuf Status Success.
-    let (_, kind, status): (_, _, meta::Status) = open(&bytes);
-    assert_eq!((kind.as_str(), status.status.as_deref()), ("Status", Some("Success")));
+    // Deleted at once (grace period 0): the pod registry returns the deleted object
+    // (ReturnDeletedObject), as protobuf.
+    let (_, kind, pod): (_, _, core::Pod) = open(&bytes);
+    assert_eq!((kind.as_str(), pod.metadata.and_then(|m| m.name).as_deref()), ("Pod", Some("web")));
     let (code, _, _) =
         raw_full(&server, Method::GET, "/api/v1/namespaces/default/pods/web", &[ACCEPT], Body::empty()).await;
     assert_eq!(code, StatusCode::NOT_FOUND);

@@ -30,6 +30,7 @@ pub(super) async fn handle(mut call: Call) -> ApiResult<Response> {
             bytes_response(StatusCode::ACCEPTED, render(rt, &obj))
         }
         Deleted::Pending(obj) => bytes_response(StatusCode::OK, render(rt, &obj)),
+        Deleted::Now(obj) if rt.returns_deleted_object() => bytes_response(StatusCode::OK, render(rt, &obj)),
         Deleted::Now(obj) => json_response(
             StatusCode::OK,
             &json!({
