@@ -197,7 +197,11 @@ impl KueueController {
     /// `PodSets()` of the job.
     fn job_pod_sets(&self, world: &World, jk: JobKind, job: &Value) -> Vec<PodSet> {
         if jk == JobKind::RayJob {
-            return podsets::ray_job_pod_sets(job);
+            let mut sets = podsets::ray_job_pod_sets(job);
+            if self.config.defective(KueueDefect::RayJobSubmitterNotCounted) {
+                sets.retain(|p| p.name != "submitter");
+            }
+            return sets;
         }
         let template = job.pointer(jk.cluster_spec_pointer()).cloned().unwrap_or_else(|| json!({}));
         if !self.gate(jk) {
@@ -845,13 +849,20 @@ impl KueueController {
                     }
                 }
                 let mut annotations = BTreeMap::from([(WORKLOAD_ANNOTATION.to_string(), wl_name.to_string())]);
+                // `assignQueueLabels` (gate AssignQueueLabelsForPods, beta and on since v0.17).
+                let mut labels = BTreeMap::from([(PODSET_LABEL.to_string(), name.clone())]);
+                labels.insert(LOCAL_QUEUE_LABEL.to_string(), str_at(wl, "/spec/queueName").to_string());
+                let cq = str_at(wl, "/status/admission/clusterQueue");
+                if is_dns1123_label(cq) {
+                    labels.insert(CLUSTER_QUEUE_LABEL.to_string(), cq.to_string());
+                }
                 if elastic {
                     let chain = annotation(wl, WORKLOAD_SLICE_NAME_ANNOTATION).unwrap_or(wl_name);
                     annotations.insert(WORKLOAD_SLICE_NAME_ANNOTATION.to_string(), chain.to_string());
                 }
                 PodSetInfo {
                     count: a.get("count").and_then(Value::as_i64).unwrap_or(1),
-                    labels: BTreeMap::from([(PODSET_LABEL.to_string(), name.clone())]),
+                    labels,
                     annotations,
                     node_selector,
                     name,
@@ -953,6 +964,16 @@ impl KueueController {
         }
         Ok(())
     }
+}
+
+/// `validation.IsDNS1123Label`.
+fn is_dns1123_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
 }
 
 /// The templates part of a RayClusterSpec patch: the head group and the whole worker list (a

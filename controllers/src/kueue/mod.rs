@@ -60,6 +60,10 @@ pub const RESOURCE_IN_USE_FINALIZER: &str = "kueue.x-k8s.io/resource-in-use";
 pub const WORKLOAD_ANNOTATION: &str = "kueue.x-k8s.io/workload";
 /// Template label: the PodSet's name.
 pub const PODSET_LABEL: &str = "kueue.x-k8s.io/podset";
+/// Template label (AssignQueueLabelsForPods): the Workload's LocalQueue.
+pub const LOCAL_QUEUE_LABEL: &str = "kueue.x-k8s.io/local-queue-name";
+/// Template label (AssignQueueLabelsForPods): the ClusterQueue that admitted the Workload.
+pub const CLUSTER_QUEUE_LABEL: &str = "kueue.x-k8s.io/cluster-queue-name";
 /// Ray job annotation: the computed PodSets' counts, `[{"name":…,"count":…}]`.
 pub const REPLICA_SIZES_ANNOTATION: &str = "kueue.x-k8s.io/raycluster-podset-replica-sizes";
 /// Ray job annotation: the generation of the RayService's active RayCluster.
@@ -77,6 +81,11 @@ pub enum KueueDefect {
     /// No race guard: the children are unsuspended when the latest visible slice is admitted
     /// even if it covers fewer pods than the children need.
     NoRaceGuard,
+    /// A ClusterQueue in a cohort borrows whatever the cohort has unused, past its
+    /// `borrowingLimit`.
+    BorrowingPastTheLimit,
+    /// A RayJob's PodSets leave out the submitter (`K8sJobMode`), so its pod is never charged.
+    RayJobSubmitterNotCounted,
 }
 
 /// How the reference Kueue runs.

@@ -114,6 +114,8 @@ struct Capacity {
     own: Quota,
     /// The other members of the cohort: their quota and usage.
     others: Vec<(Quota, Usage)>,
+    /// Defect `BorrowingPastTheLimit`: `borrowingLimit` is not applied.
+    unlimited: bool,
 }
 
 impl Quota {
@@ -140,7 +142,7 @@ impl Quota {
 }
 
 impl Capacity {
-    fn of(world: &World, cq: &Value) -> Capacity {
+    fn of(world: &World, cq: &Value, unlimited: bool) -> Capacity {
         let own = Quota::of(cq);
         let mut others = Vec::new();
         if let Some(cohort) = &own.cohort {
@@ -162,7 +164,7 @@ impl Capacity {
                 others.push((q, u));
             }
         }
-        Capacity { own, others }
+        Capacity { own, others, unlimited }
     }
 
     /// The cohort's pool and its usage, `own_usage` being this queue's.
@@ -189,7 +191,7 @@ impl Capacity {
         let local = self.own.local(flavor, res);
         let (subtree, used) = self.pool(flavor, res, own_usage);
         let mut from_pool = sub(subtree, used);
-        if let Some(bl) = self.own.limits(flavor, res).borrowing {
+        if let Some(bl) = self.own.limits(flavor, res).borrowing.filter(|_| !self.unlimited) {
             let stored = sub(nominal, local);
             let used_in_pool = max0(sub(own_usage, local));
             let cap = sub(stored, used_in_pool).plus(bl);
@@ -208,7 +210,7 @@ impl Capacity {
         }
         let (subtree, _) = self.pool(flavor, res, Quantity::ZERO);
         let mut p = self.own.local(flavor, res).plus(subtree);
-        if let Some(bl) = self.own.limits(flavor, res).borrowing {
+        if let Some(bl) = self.own.limits(flavor, res).borrowing.filter(|_| !self.unlimited) {
             let with_borrowing = nominal.plus(bl);
             if with_borrowing < p {
                 p = with_borrowing;
@@ -268,7 +270,10 @@ fn assign(world: &World, cap: &Capacity, usage: &Usage, wl: &Value, pinned: &BTr
     let quota = &cap.own;
     let mut extra = Usage::new();
     let mut out = Vec::new();
-    for ps in workload_pod_sets(wl) {
+    // `Assignment.Message`: every PodSet that does not fit is named, joined by "; "; a PodSet
+    // that does not fit still counts in the later ones' `previously considered podsets requests`.
+    let mut failures: Vec<String> = Vec::new();
+    'podsets: for ps in workload_pod_sets(wl) {
         let total: Resources = podsets::times(&podsets::pod_requests(&ps.template), ps.count);
         let mut flavors = serde_json::Map::new();
         for res in total.keys() {
@@ -288,12 +293,17 @@ fn assign(world: &World, cap: &Capacity, usage: &Usage, wl: &Value, pinned: &BTr
             }
             let mut reasons = Vec::new();
             let mut chosen = None;
+            // The first flavor that could be had by preemption (short of unused quota, but within
+            // nominal quota): the PodSet keeps it in `Preempt` mode and the next PodSets are
+            // still assigned; a PodSet with no such flavor ends the assignment (`assignFlavors`).
+            let mut preemptible: Option<String> = None;
             for (flavor, nominal) in candidates {
                 if world.get(Kind::ResourceFlavor, &(String::new(), flavor.clone())).is_none() {
                     reasons.push(format!("flavor {flavor} not found"));
                     continue;
                 }
                 let mut fits = true;
+                let mut preempt = true;
                 for (res, q) in &wanted {
                     if let Some(pin) = pinned.get(&(ps.name.clone(), (*res).clone()))
                         && pin != flavor
@@ -302,9 +312,9 @@ fn assign(world: &World, cap: &Capacity, usage: &Usage, wl: &Value, pinned: &BTr
                             "could not assign {flavor} flavor since the original workload is assigned: {pin}"
                         ));
                         fits = false;
+                        preempt = false;
                         break;
                     }
-                    let _ = nominal;
                     let used = usage.get(&(flavor.clone(), (*res).clone())).copied().unwrap_or(Quantity::ZERO);
                     // What earlier PodSets of this Workload already took (`assumedUsage`).
                     let assumed = extra.get(&(flavor.clone(), (*res).clone())).copied().unwrap_or(Quantity::ZERO);
@@ -316,6 +326,7 @@ fn assign(world: &World, cap: &Capacity, usage: &Usage, wl: &Value, pinned: &BTr
                             **q
                         ));
                         fits = false;
+                        preempt = false;
                         // No fit at all: the other resources are not looked at.
                         break;
                     }
@@ -326,11 +337,16 @@ fn assign(world: &World, cap: &Capacity, usage: &Usage, wl: &Value, pinned: &BTr
                             sub(val, available)
                         ));
                         fits = false;
+                        // `fitsResourceQuota` tries preemption only when nominal quota covers it.
+                        preempt &= nominal.get(*res).copied().unwrap_or(Quantity::ZERO) >= val;
                     }
                 }
                 if fits {
                     chosen = Some(flavor.clone());
                     break;
+                }
+                if preempt && preemptible.is_none() {
+                    preemptible = Some(flavor.clone());
                 }
             }
             match chosen {
@@ -342,11 +358,12 @@ fn assign(world: &World, cap: &Capacity, usage: &Usage, wl: &Value, pinned: &BTr
                 }
                 None => {
                     reasons.sort();
-                    return Fit::NoFit(format!(
-                        "couldn't assign flavors to pod set {}: {}",
-                        ps.name,
-                        reasons.join(", ")
-                    ));
+                    failures.push(format!("couldn't assign flavors to pod set {}: {}", ps.name, reasons.join(", ")));
+                    let Some(f) = preemptible else { break 'podsets };
+                    for (res, q) in wanted {
+                        add(&mut extra, &f, res, *q);
+                    }
+                    continue 'podsets;
                 }
             }
         }
@@ -357,7 +374,7 @@ fn assign(world: &World, cap: &Capacity, usage: &Usage, wl: &Value, pinned: &BTr
             "count": ps.count,
         }));
     }
-    Fit::Fits(out)
+    if failures.is_empty() { Fit::Fits(out) } else { Fit::NoFit(failures.join("; ")) }
 }
 
 impl KueueController {
@@ -382,7 +399,7 @@ impl KueueController {
         if !matches!(str_at(cq, "/spec/stopPolicy"), "" | "None") {
             return Ok(false);
         }
-        let cap = Capacity::of(world, cq);
+        let cap = Capacity::of(world, cq, self.config.defective(KueueDefect::BorrowingPastTheLimit));
         let strict = str_at(cq, "/spec/queueingStrategy") == "StrictFIFO";
         let policy = str_at(cq, "/spec/preemption/withinClusterQueue").to_string();
         let mut pending: Vec<Value> = world
