@@ -22,7 +22,10 @@ mod tests {
         assert_eq!(crd.spec.names.kind, "RayJob");
         let v1 = &crd.spec.versions[0];
         let schema = serde_json::to_value(v1.schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref())).unwrap();
-        assert_eq!(schema.pointer("/properties/spec/properties/submissionMode/default"), Some(&serde_json::json!("K8sJobMode")));
+        assert_eq!(
+            schema.pointer("/properties/spec/properties/submissionMode/default"),
+            Some(&serde_json::json!("K8sJobMode"))
+        );
         assert!(schema.pointer("/properties/spec/properties/rayClusterSpec/properties/headGroupSpec").is_some());
     }
 }

@@ -112,7 +112,8 @@ impl RayJobReconciler {
             let writer = reflector::store::Writer::new(ar.clone());
             stores.push(writer.as_reader());
             let api = Api::<DynamicObject>::all_with(self.client.clone(), &ar);
-            streams.push(watcher(api, watcher::Config::default()).default_backoff().reflect(writer).map(|_| ()).boxed());
+            streams
+                .push(watcher(api, watcher::Config::default()).default_backoff().reflect(writer).map(|_| ()).boxed());
         }
         let mut events = futures::stream::select_all(streams);
         let mut again = false;
@@ -233,7 +234,10 @@ impl RayJobReconciler {
             SUSPENDED if !suspend => json!({"jobDeploymentStatus": "", "jobStatus": null}),
             _ => return Ok(false),
         };
-        if status.as_object().is_some_and(|m| m.iter().all(|(k, v)| job.pointer(&format!("/status/{k}")).unwrap_or(&Value::Null) == v)) {
+        if status
+            .as_object()
+            .is_some_and(|m| m.iter().all(|(k, v)| job.pointer(&format!("/status/{k}")).unwrap_or(&Value::Null) == v))
+        {
             return Ok(false);
         }
         let api = Api::<DynamicObject>::namespaced_with(self.client.clone(), ns, &rayjob_resource());
@@ -254,12 +258,8 @@ impl RayJobReconciler {
         let mut spec = job.pointer("/spec/rayClusterSpec").cloned().unwrap_or_else(|| json!({}));
         if mode == "SidecarMode" {
             annotations[super::DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION] = json!("true");
-            let image = spec
-                .pointer("/headGroupSpec/template/spec/containers/0/image")
-                .cloned()
-                .unwrap_or(Value::Null);
-            if let Some(cs) =
-                spec.pointer_mut("/headGroupSpec/template/spec/containers").and_then(Value::as_array_mut)
+            let image = spec.pointer("/headGroupSpec/template/spec/containers/0/image").cloned().unwrap_or(Value::Null);
+            if let Some(cs) = spec.pointer_mut("/headGroupSpec/template/spec/containers").and_then(Value::as_array_mut)
             {
                 cs.push(json!({"name": SUBMITTER_CONTAINER_NAME, "image": image, "resources": default_submitter_resources()}));
             }

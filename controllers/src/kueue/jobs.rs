@@ -143,7 +143,9 @@ impl KueueController {
     /// Whether the job's `IsSuspended()` holds.
     fn is_suspended(&self, jk: JobKind, job: &Value) -> bool {
         match jk {
-            JobKind::RayCluster | JobKind::RayJob => job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true),
+            JobKind::RayCluster | JobKind::RayJob => {
+                job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
+            }
             JobKind::RayService if self.gate(jk) => job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true),
             JobKind::RayService => job.pointer("/spec/rayClusterConfig/suspend").and_then(Value::as_bool) == Some(true),
         }

@@ -241,7 +241,10 @@ impl Quota {
                     nominal.insert(res.clone(), quantity(r.get("nominalQuota")).unwrap_or(Quantity::ZERO));
                     limits.insert(
                         (flavor.clone(), res),
-                        Limits { borrowing: quantity(r.get("borrowingLimit")), lending: quantity(r.get("lendingLimit")) },
+                        Limits {
+                            borrowing: quantity(r.get("borrowingLimit")),
+                            lending: quantity(r.get("lendingLimit")),
+                        },
                     );
                 }
                 flavors.push((flavor, nominal));
@@ -266,7 +269,13 @@ enum Fit {
 /// `fitsResourceQuota`: over the maximum capacity is no fit at all; over what is available now
 /// reports how much more is needed. The reasons of one flavor are sorted, as `Status.Message`
 /// sorts them.
-fn assign(world: &World, cap: &Capacity, usage: &Usage, wl: &Value, pinned: &BTreeMap<(String, String), String>) -> Fit {
+fn assign(
+    world: &World,
+    cap: &Capacity,
+    usage: &Usage,
+    wl: &Value,
+    pinned: &BTreeMap<(String, String), String>,
+) -> Fit {
     let quota = &cap.own;
     let mut extra = Usage::new();
     let mut out = Vec::new();

@@ -61,7 +61,10 @@ pub fn validate_ray_job_update(
     };
     if elastic(old) != elastic(new) {
         // The value is the bool `workloadslicing.Enabled` returned, printed unquoted.
-        errs.push(format!("metadata.annotations[{ELASTIC_JOB_ANNOTATION}]: Invalid value: {}: field is immutable", elastic(new)));
+        errs.push(format!(
+            "metadata.annotations[{ELASTIC_JOB_ANNOTATION}]: Invalid value: {}: field is immutable",
+            elastic(new)
+        ));
     }
     let wpc_path = format!("metadata.labels[{PRIORITY_CLASS_LABEL}]");
     let (old_wpc, new_wpc) = (label(old, PRIORITY_CLASS_LABEL), label(new, PRIORITY_CLASS_LABEL));
@@ -104,6 +107,10 @@ mod tests {
         let new = job("b", false);
         let err = validate_ray_job_update("rayservices", &old, &new, true).unwrap_err();
         assert!(err.starts_with("[metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"b\""), "{err}");
-        assert!(err.ends_with("metadata.annotations[kueue.x-k8s.io/elastic-job]: Invalid value: false: field is immutable]"));
+        assert!(
+            err.ends_with(
+                "metadata.annotations[kueue.x-k8s.io/elastic-job]: Invalid value: false: field is immutable]"
+            )
+        );
     }
 }
