@@ -82,6 +82,12 @@ impl ApiError {
         Self { details: details(group, resource, name), ..Self::new(403, "Forbidden", message) }
     }
 
+    /// 403 from a validating webhook that denied the request (`webhookerrors.ToStatusErr`),
+    /// with the webhook's own reason.
+    pub fn webhook_denied(webhook: &str, message: &str) -> Self {
+        Self::new(403, "Forbidden", format!("admission webhook \"{webhook}\" denied the request: {message}"))
+    }
+
     /// 404 NotFound for an object.
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
         let message = format!("{} \"{name}\" not found", qualified(group, resource));

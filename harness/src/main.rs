@@ -599,6 +599,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let tcp = if args.tls { server.serve_tls(addr).await } else { server.serve_tcp(addr).await };
         let tcp = tcp.with_context(|| format!("cannot listen on {addr}"))?;
         let factories = if args.no_actors { Vec::new() } else { kproof::actors::reference_actors() };
+        for hook in factories.iter().flat_map(|f| f.webhooks()) {
+            server.add_validating_webhook(hook);
+        }
         let needs = kproof::suite::Needs { settings: settings_from_flags(&args.settings)?, ..Default::default() };
         let clock = server.clock();
         let network = controllers::sim::SimNetwork::new();

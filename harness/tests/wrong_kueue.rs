@@ -55,3 +55,21 @@ fn a_missing_race_guard_is_caught() {
         &["kq-6-1-admission-starts-the-service-with-the-nested-gate-kept", "kq-raycluster-runs-when-admitted"],
     );
 }
+
+#[test]
+fn borrowing_past_the_borrowing_limit_is_caught() {
+    assert_caught(
+        KueueDefect::BorrowingPastTheLimit,
+        &["kq-cohort-borrowing-within-the-borrowing-limit"],
+        &["kq-raycluster-runs-when-admitted", "kq-raycluster-waits-for-quota-best-effort-fifo"],
+    );
+}
+
+#[test]
+fn a_rayjob_submitter_left_out_of_the_pod_sets_is_caught() {
+    assert_caught(
+        KueueDefect::RayJobSubmitterNotCounted,
+        &["kq-rayjob-runs-when-admitted"],
+        &["kq-rayjob-sidecar-submitter-counts-in-the-head-podset", "kq-raycluster-runs-when-admitted"],
+    );
+}

@@ -3,6 +3,7 @@
 
 pub mod gateway;
 pub mod raycluster;
+pub mod rayjob;
 pub mod rayservice;
 pub mod trafficprobe;
 

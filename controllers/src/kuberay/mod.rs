@@ -15,6 +15,9 @@
 //! hash and operator-version annotations, validation, the controller's watch predicates and
 //! requeues, and the events.k8s.io events KubeRay emits (reason, action and note).
 //!
+//! RayJob ([`rayjob`]): only what Kueue needs — the deployment-status state machine, the
+//! RayCluster it creates, suspend and resume; no Ray job runs (see the module docs).
+//!
 //! What is not: the autoscaler sidecar and its RBAC, autoscaler v2, ingress/route, GCS fault
 //! tolerance and its Redis cleanup job, network policies, mTLS, auth, batch schedulers, the
 //! `wait-gcs-ready` init container, and the probes and `ray start` plumbing KubeRay injects into
@@ -22,10 +25,12 @@
 
 pub mod common;
 pub mod raycluster;
+pub mod rayjob;
 pub mod rayservice;
 
 pub use common::hash::{spec_hash, spec_hash_with};
 pub use raycluster::{RayClusterReconciler, ReconcileError};
+pub use rayjob::RayJobReconciler;
 pub use rayservice::{RayServiceError, RayServiceReconciler};
 
 use std::collections::BTreeMap;

@@ -20,6 +20,8 @@ pub enum JobKind {
     RayCluster,
     /// `ray.io/v1` RayService.
     RayService,
+    /// `ray.io/v1` RayJob (`spec.suspend`; PodSets with the submitter).
+    RayJob,
 }
 
 impl JobKind {
@@ -27,6 +29,7 @@ impl JobKind {
         match self {
             JobKind::RayCluster => Kind::RayCluster,
             JobKind::RayService => Kind::RayService,
+            JobKind::RayJob => Kind::RayJob,
         }
     }
 
@@ -34,6 +37,7 @@ impl JobKind {
         match self {
             JobKind::RayCluster => "RayCluster",
             JobKind::RayService => "RayService",
+            JobKind::RayJob => "RayJob",
         }
     }
 
@@ -42,6 +46,7 @@ impl JobKind {
         match self {
             JobKind::RayCluster => "/spec",
             JobKind::RayService => "/spec/rayClusterConfig",
+            JobKind::RayJob => "/spec/rayClusterSpec",
         }
     }
 }
@@ -138,18 +143,39 @@ impl KueueController {
     /// Whether the job's `IsSuspended()` holds.
     fn is_suspended(&self, jk: JobKind, job: &Value) -> bool {
         match jk {
-            JobKind::RayCluster => job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true),
+            JobKind::RayCluster | JobKind::RayJob => {
+                job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
+            }
             JobKind::RayService if self.gate(jk) => job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true),
             JobKind::RayService => job.pointer("/spec/rayClusterConfig/suspend").and_then(Value::as_bool) == Some(true),
         }
     }
 
-    /// `IsActive()`: a RayCluster whose state is `ready`, a RayService whose `Ready` is True.
+    /// `IsActive()`: a RayCluster whose state is `ready`, a RayService whose `Ready` is True, a
+    /// RayJob whose `jobDeploymentStatus` is neither New (`""`) nor `Suspended`.
     fn is_active(jk: JobKind, job: &Value) -> bool {
         match jk {
             JobKind::RayCluster => str_at(job, "/status/state") == "ready",
             JobKind::RayService => is_true(job, "Ready"),
+            JobKind::RayJob => !matches!(str_at(job, "/status/jobDeploymentStatus"), "" | "Suspended"),
         }
+    }
+
+    /// `RayJob.Finished()`: deployment status `Complete` or `Failed`; success when the job
+    /// status is `SUCCEEDED`. `(message, success)` when finished.
+    fn rayjob_finished(job: &Value) -> Option<(String, bool)> {
+        matches!(str_at(job, "/status/jobDeploymentStatus"), "Complete" | "Failed")
+            .then(|| (str_at(job, "/status/message").to_string(), str_at(job, "/status/jobStatus") == "SUCCEEDED"))
+    }
+
+    /// How many PodSets `RunWithPodSetsInfo` and `RestorePodSetsInfo` expect: head and the
+    /// worker groups, and for a RayJob in `K8sJobMode` the submitter.
+    fn expected_pod_sets(jk: JobKind, job: &Value) -> usize {
+        let workers = job
+            .pointer(&format!("{}/workerGroupSpecs", jk.cluster_spec_pointer()))
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        workers + 1 + usize::from(jk == JobKind::RayJob && podsets::submission_mode(job) == "K8sJobMode")
     }
 
     fn is_elastic(&self, job: &Value) -> bool {
@@ -172,6 +198,13 @@ impl KueueController {
 
     /// `PodSets()` of the job.
     fn job_pod_sets(&self, world: &World, jk: JobKind, job: &Value) -> Vec<PodSet> {
+        if jk == JobKind::RayJob {
+            let mut sets = podsets::ray_job_pod_sets(job);
+            if self.config.defective(KueueDefect::RayJobSubmitterNotCounted) {
+                sets.retain(|p| p.name != "submitter");
+            }
+            return sets;
+        }
         let template = job.pointer(jk.cluster_spec_pointer()).cloned().unwrap_or_else(|| json!({}));
         if !self.gate(jk) {
             return podsets::ray_cluster_pod_sets(&template);
@@ -221,7 +254,7 @@ impl KueueController {
     /// deleted.
     pub(super) async fn reconcile_jobs(&self, world: &mut World) -> Result<bool, KueueError> {
         let mut again = false;
-        for jk in [JobKind::RayService, JobKind::RayCluster] {
+        for jk in [JobKind::RayService, JobKind::RayJob, JobKind::RayCluster] {
             let keys: Vec<objects::Key> = world.all(jk.kind()).into_iter().map(key_of).collect();
             for key in keys {
                 let Some(job) = world.get(jk.kind(), &key).cloned() else { continue };
@@ -273,7 +306,33 @@ impl KueueController {
         {
             return self.reconcile_child(world, job, &owner).await;
         }
+        // `RayJob.Skip`: a RayJob on an existing cluster (`clusterSelector`) is not Kueue's.
+        if jk == JobKind::RayJob
+            && job.pointer("/spec/clusterSelector").and_then(Value::as_object).is_some_and(|m| !m.is_empty())
+        {
+            return Ok(false);
+        }
         let Some(queue) = label(job, QUEUE_NAME_LABEL).map(String::from) else { return Ok(false) };
+        // Step 2: a finished job finishes its Workload and gets none.
+        if jk == JobKind::RayJob
+            && let Some((message, success)) = Self::rayjob_finished(job)
+        {
+            for wl in Self::owned_workloads(world, job).iter().filter(|w| !finished(w)) {
+                let reason = if success { "Succeeded" } else { "Failed" };
+                self.finish_workload(world, wl, reason, &message).await?;
+                let (ns, name) = key_of(wl);
+                self.event(
+                    jk.kind(),
+                    job,
+                    EventType::Normal,
+                    "FinishedWorkload",
+                    "FinishedWorkload",
+                    format!("Workload '{ns}/{name}' is declared finished"),
+                )
+                .await;
+            }
+            return Ok(false);
+        }
         // What the informer shows when the reconcile starts: the post-step lists Workloads from
         // the cache, which does not yet hold a slice this reconcile creates (the race the guard
         // is for).
@@ -328,15 +387,17 @@ impl KueueController {
         Ok(again)
     }
 
-    /// The RayService owning `rc` as its controller, when it is managed by Kueue (it has a
-    /// queue name): `rc` is then a child job.
+    /// The RayService or RayJob owning `rc` as its controller, when it is managed by Kueue (it
+    /// has a queue name): `rc` is then a child job.
     fn managed_owner(&self, world: &World, rc: &Value) -> Option<Value> {
         let owner = controller_owner(rc)?;
-        if owner.get("kind").and_then(Value::as_str) != Some("RayService") {
-            return None;
-        }
+        let kind = match owner.get("kind").and_then(Value::as_str) {
+            Some("RayService") => Kind::RayService,
+            Some("RayJob") => Kind::RayJob,
+            _ => return None,
+        };
         let key = (str_at(rc, "/metadata/namespace").to_string(), owner.get("name")?.as_str()?.to_string());
-        let rs = world.get(Kind::RayService, &key)?;
+        let rs = world.get(kind, &key)?;
         (str_at(rs, "/metadata/uid") == owner.get("uid").and_then(Value::as_str).unwrap_or("")
             && label(rs, QUEUE_NAME_LABEL).is_some())
         .then(|| rs.clone())
@@ -558,7 +619,9 @@ impl KueueController {
         }
         // As upstream: after deleting stale Workloads the reconcile ends; the next one creates
         // the new Workload (its name may be the one being deleted).
-        if matching.is_none() && !deleted_some {
+        // `handleJobWithNoWorkload`: a non-elastic job that is still active (its pods not gone
+        // yet, e.g. a RayJob still `Initializing` or `Suspending`) waits for the next reconcile.
+        if matching.is_none() && !deleted_some && (elastic || !Self::is_active(jk, job)) {
             self.create_workload(world, jk, job, queue, pod_sets, elastic, None).await?;
         }
         Ok(matching)
@@ -709,10 +772,17 @@ impl KueueController {
             return Ok(job.clone());
         }
         let mut spec = job.pointer(jk.cluster_spec_pointer()).cloned().unwrap_or_else(|| json!({}));
+        let mut submitter = job.pointer("/spec/submitterPodTemplate").cloned().filter(Value::is_object);
         if let Some(wl) = wl {
             let originals = workload_pod_sets(wl);
-            let workers = spec.get("workerGroupSpecs").and_then(Value::as_array).map_or(0, Vec::len);
-            if originals.len() == workers + 1 {
+            if originals.len() == Self::expected_pod_sets(jk, job) {
+                // The RayCluster PodSets come first, a RayJob's submitter last.
+                if jk == JobKind::RayJob
+                    && podsets::submission_mode(job) == "K8sJobMode"
+                    && let (Some(t), Some(o)) = (submitter.as_mut(), originals.last())
+                {
+                    podsets::restore_template(t, &o.template);
+                }
                 if let Some(t) = spec.pointer_mut("/headGroupSpec/template") {
                     podsets::restore_template(t, &originals[0].template);
                 }
@@ -728,6 +798,13 @@ impl KueueController {
             JobKind::RayCluster => {
                 let mut p = templates;
                 p["suspend"] = json!(true);
+                json!({"spec": p})
+            }
+            JobKind::RayJob => {
+                let mut p = json!({"suspend": true, "rayClusterSpec": templates});
+                if let Some(t) = submitter {
+                    p["submitterPodTemplate"] = t;
+                }
                 json!({"spec": p})
             }
             JobKind::RayService if self.gate(jk) => {
@@ -774,13 +851,20 @@ impl KueueController {
                     }
                 }
                 let mut annotations = BTreeMap::from([(WORKLOAD_ANNOTATION.to_string(), wl_name.to_string())]);
+                // `assignQueueLabels` (gate AssignQueueLabelsForPods, beta and on since v0.17).
+                let mut labels = BTreeMap::from([(PODSET_LABEL.to_string(), name.clone())]);
+                labels.insert(LOCAL_QUEUE_LABEL.to_string(), str_at(wl, "/spec/queueName").to_string());
+                let cq = str_at(wl, "/status/admission/clusterQueue");
+                if is_dns1123_label(cq) {
+                    labels.insert(CLUSTER_QUEUE_LABEL.to_string(), cq.to_string());
+                }
                 if elastic {
                     let chain = annotation(wl, WORKLOAD_SLICE_NAME_ANNOTATION).unwrap_or(wl_name);
                     annotations.insert(WORKLOAD_SLICE_NAME_ANNOTATION.to_string(), chain.to_string());
                 }
                 PodSetInfo {
                     count: a.get("count").and_then(Value::as_i64).unwrap_or(1),
-                    labels: BTreeMap::from([(PODSET_LABEL.to_string(), name.clone())]),
+                    labels,
                     annotations,
                     node_selector,
                     name,
@@ -788,9 +872,9 @@ impl KueueController {
             })
             .collect();
         let mut spec = job.pointer(jk.cluster_spec_pointer()).cloned().unwrap_or_else(|| json!({}));
-        let workers = spec.get("workerGroupSpecs").and_then(Value::as_array).map_or(0, Vec::len);
-        if infos.len() != workers + 1 {
-            let message = format!("invalid podset infos: expecting {} got {}", workers + 1, infos.len());
+        let expected = Self::expected_pod_sets(jk, job);
+        if infos.len() != expected {
+            let message = format!("invalid podset infos: expecting {expected} got {}", infos.len());
             self.finish_workload(world, wl, "FailedToStart", &message).await?;
             return Ok(());
         }
@@ -807,6 +891,19 @@ impl KueueController {
             JobKind::RayCluster => {
                 let mut p = templates;
                 p["suspend"] = json!(false);
+                json!({"spec": p})
+            }
+            JobKind::RayJob => {
+                let mut p = json!({"suspend": false, "rayClusterSpec": templates});
+                // The submitter's info is the last; its template is written back even when it
+                // was KubeRay's default (`if j.Spec.SubmitterPodTemplate == nil`).
+                if podsets::submission_mode(job) == "K8sJobMode"
+                    && let Some(info) = infos.last()
+                {
+                    let mut t = podsets::submitter_template(job);
+                    podsets::merge_info(&mut t, info);
+                    p["submitterPodTemplate"] = t;
+                }
                 json!({"spec": p})
             }
             // The nested suspend stays true: it is the template gate of later children.
@@ -869,6 +966,16 @@ impl KueueController {
         }
         Ok(())
     }
+}
+
+/// `validation.IsDNS1123Label`.
+fn is_dns1123_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
 }
 
 /// The templates part of a RayClusterSpec patch: the head group and the whole worker list (a

@@ -1,5 +1,5 @@
 //! The Kueue reference controller: queues and quota, admission, Workload slicing, and the job
-//! framework for RayCluster and RayService, modelled on Kueue v0.19.2 (API `v1beta2`) with PR
+//! framework for RayCluster, RayJob and RayService, modelled on Kueue v0.19.2 (API `v1beta2`) with PR
 //! 11264's RayService upgrade gate (`kueue@PR` in kueue.md) and the fix of kueue#15661.
 //!
 //! One level-triggered loop reads every ResourceFlavor, ClusterQueue, LocalQueue,
@@ -8,21 +8,26 @@
 //!    (or slices, for elastic jobs), start and stop, eviction, the child-job rule, and for a
 //!    RayService under the gate the unsuspend of admitted children with the race guard;
 //! 2. admits pending Workloads per ClusterQueue ([`scheduler`]): flavor assignment in order,
-//!    nominal quota, BestEffortFIFO/StrictFIFO order, delta quota and flavor pinning of
-//!    replacement slices, preemption within the ClusterQueue;
+//!    nominal quota, borrowing within a cohort (`borrowingLimit`, `lendingLimit`; no Cohort
+//!    objects, so one level of ClusterQueues), BestEffortFIFO/StrictFIFO order, delta quota and
+//!    flavor pinning of replacement slices, preemption within the ClusterQueue;
 //! 3. writes the ClusterQueue and LocalQueue status.
 //!
-//! What real Kueue does in its webhooks is done here as the controller's own checks: jobs are
-//! expected to be created suspended (as the defaulting webhook leaves them; the fixtures write
-//! it), the queue-name and PodSet immutability rules are not enforced. Not modelled: cohorts and
-//! borrowing, fair sharing, admission checks, TAS, MultiKueue, `waitForPodsReady`, partial
-//! admission, and the elastic pod scheduling gate with its ungater (the fake server has no
-//! admission webhooks to inject the gate; PR 11264 gates at the RayCluster level instead).
+//! Kueue's webhooks: the defaulting webhook is not modelled (jobs are expected to be created
+//! suspended, as it leaves them; the fixtures write it); the job webhooks' update checks
+//! (queue-name immutability while running, the elastic toggle, the priority-class label) are
+//! pure functions in [`webhook`], which the harness registers with the fake API server as
+//! in-process validating webhooks. Workload PodSet immutability is not enforced. Not modelled:
+//! Cohort objects and hierarchical cohorts, reclaim and preemption across a cohort, fair sharing,
+//! admission checks, TAS, MultiKueue, `waitForPodsReady`, partial admission, elastic RayJobs
+//! (their custom annotations and `UpdatePodSets`), and the elastic pod scheduling gate with its
+//! ungater (PR 11264 gates at the RayCluster level instead, so no row needs pods gated).
 
 pub mod jobs;
 pub mod objects;
 pub mod podsets;
 pub mod scheduler;
+pub mod webhook;
 
 use crate::Clock;
 use crate::events::{EventRecorder, EventType};
@@ -55,6 +60,10 @@ pub const RESOURCE_IN_USE_FINALIZER: &str = "kueue.x-k8s.io/resource-in-use";
 pub const WORKLOAD_ANNOTATION: &str = "kueue.x-k8s.io/workload";
 /// Template label: the PodSet's name.
 pub const PODSET_LABEL: &str = "kueue.x-k8s.io/podset";
+/// Template label (AssignQueueLabelsForPods): the Workload's LocalQueue.
+pub const LOCAL_QUEUE_LABEL: &str = "kueue.x-k8s.io/local-queue-name";
+/// Template label (AssignQueueLabelsForPods): the ClusterQueue that admitted the Workload.
+pub const CLUSTER_QUEUE_LABEL: &str = "kueue.x-k8s.io/cluster-queue-name";
 /// Ray job annotation: the computed PodSets' counts, `[{"name":…,"count":…}]`.
 pub const REPLICA_SIZES_ANNOTATION: &str = "kueue.x-k8s.io/raycluster-podset-replica-sizes";
 /// Ray job annotation: the generation of the RayService's active RayCluster.
@@ -72,6 +81,11 @@ pub enum KueueDefect {
     /// No race guard: the children are unsuspended when the latest visible slice is admitted
     /// even if it covers fewer pods than the children need.
     NoRaceGuard,
+    /// A ClusterQueue in a cohort borrows whatever the cohort has unused, past its
+    /// `borrowingLimit`.
+    BorrowingPastTheLimit,
+    /// A RayJob's PodSets leave out the submitter (`K8sJobMode`), so its pod is never charged.
+    RayJobSubmitterNotCounted,
 }
 
 /// How the reference Kueue runs.
@@ -157,7 +171,11 @@ impl KueueController {
         objects::install_crds(client).await?;
         crate::crds::install(
             client,
-            &[crate::crds::raycluster::raycluster_crd(), crate::crds::rayservice::rayservice_crd()],
+            &[
+                crate::crds::raycluster::raycluster_crd(),
+                crate::crds::rayservice::rayservice_crd(),
+                crate::crds::rayjob::rayjob_crd(),
+            ],
         )
         .await
     }

@@ -49,11 +49,13 @@ pub enum Kind {
     RayCluster,
     /// `ray.io/v1` RayService.
     RayService,
+    /// `ray.io/v1` RayJob.
+    RayJob,
 }
 
 impl Kind {
     /// Every kind, in the order a pass lists them.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::ResourceFlavor,
         Kind::ClusterQueue,
         Kind::LocalQueue,
@@ -61,6 +63,7 @@ impl Kind {
         Kind::Workload,
         Kind::RayCluster,
         Kind::RayService,
+        Kind::RayJob,
     ];
 
     /// The API resource of the kind.
@@ -75,6 +78,7 @@ impl Kind {
             Kind::Workload => ("kueue.x-k8s.io", "v1beta2", "Workload", "workloads"),
             Kind::RayCluster => ("ray.io", "v1", "RayCluster", "rayclusters"),
             Kind::RayService => ("ray.io", "v1", "RayService", "rayservices"),
+            Kind::RayJob => ("ray.io", "v1", "RayJob", "rayjobs"),
         };
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
     }

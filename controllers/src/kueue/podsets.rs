@@ -57,6 +57,56 @@ pub fn ray_cluster_pod_sets(spec: &Value) -> Vec<PodSet> {
     sets
 }
 
+/// The RayJob's `spec.submissionMode`, defaulted as the CRD does (`K8sJobMode`).
+pub fn submission_mode(job: &Value) -> &str {
+    match job.pointer("/spec/submissionMode").and_then(Value::as_str) {
+        None | Some("") => "K8sJobMode",
+        Some(m) => m,
+    }
+}
+
+/// `getSubmitterTemplate`: the RayJob's `submitterPodTemplate`, or KubeRay's default submitter
+/// pod (one `ray-job-submitter` container with the head's image, requests 500m / 200Mi, limits
+/// 1 / 1Gi, `restartPolicy: Never`).
+pub fn submitter_template(job: &Value) -> Value {
+    if let Some(t) = job.pointer("/spec/submitterPodTemplate").filter(|t| t.is_object()) {
+        return t.clone();
+    }
+    let image = job.pointer("/spec/rayClusterSpec/headGroupSpec/template/spec/containers/0/image").cloned();
+    json!({"spec": {
+        "containers": [{
+            "name": "ray-job-submitter",
+            "image": image.unwrap_or(Value::Null),
+            "resources": {"requests": {"cpu": "500m", "memory": "200Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+        }],
+        "restartPolicy": "Never",
+    }})
+}
+
+/// `RayJob.PodSets` (`pkg/controller/jobs/rayjob/rayjob_controller.go`, v0.19.2): the RayCluster
+/// PodSets of `spec.rayClusterSpec`, then `submitter` (count 1, [`submitter_template`]) in
+/// `K8sJobMode`; in `SidecarMode` the head PodSet gains the `ray-job-submitter` container with
+/// the default submitter resources, as KubeRay injects it into the head pod.
+pub fn ray_job_pod_sets(job: &Value) -> Vec<PodSet> {
+    let spec = job.pointer("/spec/rayClusterSpec").cloned().unwrap_or_else(|| json!({}));
+    let mut sets = ray_cluster_pod_sets(&spec);
+    match submission_mode(job) {
+        "K8sJobMode" => sets.push(PodSet { name: "submitter".into(), count: 1, template: submitter_template(job) }),
+        "SidecarMode" => {
+            if let Some(head) = sets.iter_mut().find(|p| p.name == "head")
+                && let Some(cs) = head.template.pointer_mut("/spec/containers").and_then(Value::as_array_mut)
+            {
+                cs.push(json!({
+                    "name": "ray-job-submitter",
+                    "resources": {"requests": {"cpu": "500m", "memory": "200Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+                }));
+            }
+        }
+        _ => {}
+    }
+    sets
+}
+
 /// PR 11264's union over live children: by PodSet name, the first occurrence keeps its template
 /// and position, counts are summed.
 pub fn union(children: &[Vec<PodSet>]) -> Vec<PodSet> {
@@ -228,6 +278,28 @@ mod tests {
         assert_eq!(u.len(), 1);
         assert_eq!(u[0].count, 2);
         assert_eq!(u[0].template, pod("1", "2Gi"));
+    }
+
+    #[test]
+    fn a_rayjob_adds_the_submitter_podset_or_the_sidecar_container() {
+        let job = |mode: Option<&str>| {
+            let mut j = json!({"spec": {"rayClusterSpec": {
+                "headGroupSpec": {"template": {"spec": {"containers": [{"name": "ray-head", "image": "ray:2", "resources": {"requests": {"cpu": "1"}}}]}}},
+                "workerGroupSpecs": [{"groupName": "w", "replicas": 2, "template": {}}]}}});
+            if let Some(m) = mode {
+                j["spec"]["submissionMode"] = json!(m);
+            }
+            j
+        };
+        let names = |sets: &[PodSet]| sets.iter().map(|s| (s.name.clone(), s.count)).collect::<Vec<_>>();
+        let k8s = ray_job_pod_sets(&job(None));
+        assert_eq!(names(&k8s), vec![("head".into(), 1), ("w".into(), 2), ("submitter".into(), 1)]);
+        assert_eq!(to_json(&pod_requests(&k8s[2].template)), json!({"cpu": "500m", "memory": "200Mi"}));
+        assert_eq!(k8s[2].template.pointer("/spec/containers/0/image"), Some(&json!("ray:2")));
+        let sidecar = ray_job_pod_sets(&job(Some("SidecarMode")));
+        assert_eq!(names(&sidecar), vec![("head".into(), 1), ("w".into(), 2)]);
+        assert_eq!(to_json(&pod_requests(&sidecar[0].template)), json!({"cpu": "1500m", "memory": "200Mi"}));
+        assert_eq!(names(&ray_job_pod_sets(&job(Some("HTTPMode")))).len(), 2);
     }
 
     #[test]

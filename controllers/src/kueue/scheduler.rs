@@ -77,14 +77,153 @@ fn charges(wl: &Value) -> bool {
 /// A flavor of a resource group: its name and the nominal quota of each resource.
 type FlavorQuota = (String, BTreeMap<String, Quantity>);
 
-/// One ClusterQueue's quota: per resource group, the covered resources and the flavors in order.
+/// One resource's `borrowingLimit` and `lendingLimit`, when set.
+#[derive(Debug, Clone, Copy, Default)]
+struct Limits {
+    borrowing: Option<Quantity>,
+    lending: Option<Quantity>,
+}
+
+/// One ClusterQueue's quota: per resource group, the covered resources and the flavors in order;
+/// the limits by (flavor, resource); the cohort it belongs to.
 struct Quota {
     groups: Vec<(Vec<String>, Vec<FlavorQuota>)>,
+    limits: BTreeMap<(String, String), Limits>,
+    cohort: Option<String>,
+}
+
+fn quantity(v: Option<&Value>) -> Option<Quantity> {
+    match v {
+        Some(Value::String(s)) => Quantity::parse(s),
+        Some(Value::Number(n)) => Quantity::parse(&n.to_string()),
+        _ => None,
+    }
+}
+
+fn max0(q: Quantity) -> Quantity {
+    if q.as_nanos() < 0 { Quantity::ZERO } else { q }
+}
+
+/// What a ClusterQueue may use of a flavor's resource (`pkg/cache/scheduler/resource_node.go`,
+/// a cohort of ClusterQueues without Cohort objects above it). Without a cohort: nominal minus
+/// usage, at most nominal. In a cohort each member keeps only what its `lendingLimit` holds back
+/// (`localQuota` = nominal − lendingLimit; all of it is lent without one); the cohort pools the
+/// rest; a member may use its local quota plus what the pool has left, the latter capped by its
+/// `borrowingLimit` (`available`, `potentialAvailable`).
+struct Capacity {
+    own: Quota,
+    /// The other members of the cohort: their quota and usage.
+    others: Vec<(Quota, Usage)>,
+    /// Defect `BorrowingPastTheLimit`: `borrowingLimit` is not applied.
+    unlimited: bool,
+}
+
+impl Quota {
+    fn nominal(&self, flavor: &str, res: &str) -> Quantity {
+        self.groups
+            .iter()
+            .flat_map(|(_, fs)| fs.iter())
+            .find(|(f, _)| f == flavor)
+            .and_then(|(_, n)| n.get(res).copied())
+            .unwrap_or(Quantity::ZERO)
+    }
+
+    fn limits(&self, flavor: &str, res: &str) -> Limits {
+        self.limits.get(&(flavor.to_string(), res.to_string())).copied().unwrap_or_default()
+    }
+
+    /// `localQuota`: what the member does not lend.
+    fn local(&self, flavor: &str, res: &str) -> Quantity {
+        match self.limits(flavor, res).lending {
+            Some(l) => max0(sub(self.nominal(flavor, res), l)),
+            None => Quantity::ZERO,
+        }
+    }
+}
+
+impl Capacity {
+    fn of(world: &World, cq: &Value, unlimited: bool) -> Capacity {
+        let own = Quota::of(cq);
+        let mut others = Vec::new();
+        if let Some(cohort) = &own.cohort {
+            let name = str_at(cq, "/metadata/name");
+            for other in world.all(Kind::ClusterQueue) {
+                let q = Quota::of(other);
+                if q.cohort.as_ref() != Some(cohort) || str_at(other, "/metadata/name") == name {
+                    continue;
+                }
+                let other_name = str_at(other, "/metadata/name");
+                let mut u = Usage::new();
+                for w in world.all(Kind::Workload) {
+                    if charges(w) && str_at(w, "/status/admission/clusterQueue") == other_name {
+                        for ((f, r), q) in workload_usage(w) {
+                            add(&mut u, &f, &r, q);
+                        }
+                    }
+                }
+                others.push((q, u));
+            }
+        }
+        Capacity { own, others, unlimited }
+    }
+
+    /// The cohort's pool and its usage, `own_usage` being this queue's.
+    fn pool(&self, flavor: &str, res: &str, own_usage: Quantity) -> (Quantity, Quantity) {
+        let key = (flavor.to_string(), res.to_string());
+        let mut subtree = Quantity::ZERO;
+        let mut used = Quantity::ZERO;
+        let members = std::iter::once((&self.own, own_usage))
+            .chain(self.others.iter().map(|(q, u)| (q, u.get(&key).copied().unwrap_or(Quantity::ZERO))));
+        for (q, u) in members {
+            let local = q.local(flavor, res);
+            subtree = subtree.plus(sub(q.nominal(flavor, res), local));
+            used = used.plus(max0(sub(u, local)));
+        }
+        (subtree, used)
+    }
+
+    /// `Available`: what more the queue can use now.
+    fn available(&self, flavor: &str, res: &str, own_usage: Quantity) -> Quantity {
+        let nominal = self.own.nominal(flavor, res);
+        if self.own.cohort.is_none() {
+            return sub(nominal, own_usage);
+        }
+        let local = self.own.local(flavor, res);
+        let (subtree, used) = self.pool(flavor, res, own_usage);
+        let mut from_pool = sub(subtree, used);
+        if let Some(bl) = self.own.limits(flavor, res).borrowing.filter(|_| !self.unlimited) {
+            let stored = sub(nominal, local);
+            let used_in_pool = max0(sub(own_usage, local));
+            let cap = sub(stored, used_in_pool).plus(bl);
+            if cap < from_pool {
+                from_pool = cap;
+            }
+        }
+        max0(sub(local, own_usage)).plus(from_pool)
+    }
+
+    /// `PotentialAvailable`: the most the queue could ever hold.
+    fn potential(&self, flavor: &str, res: &str) -> Quantity {
+        let nominal = self.own.nominal(flavor, res);
+        if self.own.cohort.is_none() {
+            return nominal;
+        }
+        let (subtree, _) = self.pool(flavor, res, Quantity::ZERO);
+        let mut p = self.own.local(flavor, res).plus(subtree);
+        if let Some(bl) = self.own.limits(flavor, res).borrowing.filter(|_| !self.unlimited) {
+            let with_borrowing = nominal.plus(bl);
+            if with_borrowing < p {
+                p = with_borrowing;
+            }
+        }
+        p
+    }
 }
 
 impl Quota {
     fn of(cq: &Value) -> Quota {
         let mut groups = Vec::new();
+        let mut limits = BTreeMap::new();
         for g in cq.pointer("/spec/resourceGroups").and_then(Value::as_array).into_iter().flatten() {
             let covered: Vec<String> = g
                 .get("coveredResources")
@@ -96,19 +235,24 @@ impl Quota {
             let mut flavors = Vec::new();
             for f in g.get("flavors").and_then(Value::as_array).into_iter().flatten() {
                 let mut nominal = BTreeMap::new();
+                let flavor = str_at(f, "/name").to_string();
                 for r in f.get("resources").and_then(Value::as_array).into_iter().flatten() {
-                    let q = match r.get("nominalQuota") {
-                        Some(Value::String(s)) => Quantity::parse(s),
-                        Some(Value::Number(n)) => Quantity::parse(&n.to_string()),
-                        _ => None,
-                    };
-                    nominal.insert(str_at(r, "/name").to_string(), q.unwrap_or(Quantity::ZERO));
+                    let res = str_at(r, "/name").to_string();
+                    nominal.insert(res.clone(), quantity(r.get("nominalQuota")).unwrap_or(Quantity::ZERO));
+                    limits.insert(
+                        (flavor.clone(), res),
+                        Limits {
+                            borrowing: quantity(r.get("borrowingLimit")),
+                            lending: quantity(r.get("lendingLimit")),
+                        },
+                    );
                 }
-                flavors.push((str_at(f, "/name").to_string(), nominal));
+                flavors.push((flavor, nominal));
             }
             groups.push((covered, flavors));
         }
-        Quota { groups }
+        let cohort = Some(str_at(cq, "/spec/cohortName").to_string()).filter(|c| !c.is_empty());
+        Quota { groups, limits, cohort }
     }
 }
 
@@ -122,10 +266,23 @@ enum Fit {
 
 /// Assigns flavors to every PodSet of `wl` against `usage` (which already excludes `replaced`'s
 /// charge), pinned to `pinned` flavors (the replaced slice's, by PodSet and resource).
-fn assign(world: &World, quota: &Quota, usage: &Usage, wl: &Value, pinned: &BTreeMap<(String, String), String>) -> Fit {
+/// `fitsResourceQuota`: over the maximum capacity is no fit at all; over what is available now
+/// reports how much more is needed. The reasons of one flavor are sorted, as `Status.Message`
+/// sorts them.
+fn assign(
+    world: &World,
+    cap: &Capacity,
+    usage: &Usage,
+    wl: &Value,
+    pinned: &BTreeMap<(String, String), String>,
+) -> Fit {
+    let quota = &cap.own;
     let mut extra = Usage::new();
     let mut out = Vec::new();
-    for ps in workload_pod_sets(wl) {
+    // `Assignment.Message`: every PodSet that does not fit is named, joined by "; "; a PodSet
+    // that does not fit still counts in the later ones' `previously considered podsets requests`.
+    let mut failures: Vec<String> = Vec::new();
+    'podsets: for ps in workload_pod_sets(wl) {
         let total: Resources = podsets::times(&podsets::pod_requests(&ps.template), ps.count);
         let mut flavors = serde_json::Map::new();
         for res in total.keys() {
@@ -145,12 +302,17 @@ fn assign(world: &World, quota: &Quota, usage: &Usage, wl: &Value, pinned: &BTre
             }
             let mut reasons = Vec::new();
             let mut chosen = None;
+            // The first flavor that could be had by preemption (short of unused quota, but within
+            // nominal quota): the PodSet keeps it in `Preempt` mode and the next PodSets are
+            // still assigned; a PodSet with no such flavor ends the assignment (`assignFlavors`).
+            let mut preemptible: Option<String> = None;
             for (flavor, nominal) in candidates {
                 if world.get(Kind::ResourceFlavor, &(String::new(), flavor.clone())).is_none() {
                     reasons.push(format!("flavor {flavor} not found"));
                     continue;
                 }
                 let mut fits = true;
+                let mut preempt = true;
                 for (res, q) in &wanted {
                     if let Some(pin) = pinned.get(&(ps.name.clone(), (*res).clone()))
                         && pin != flavor
@@ -159,24 +321,41 @@ fn assign(world: &World, quota: &Quota, usage: &Usage, wl: &Value, pinned: &BTre
                             "could not assign {flavor} flavor since the original workload is assigned: {pin}"
                         ));
                         fits = false;
+                        preempt = false;
                         break;
                     }
-                    let nominal = nominal.get(*res).copied().unwrap_or(Quantity::ZERO);
                     let used = usage.get(&(flavor.clone(), (*res).clone())).copied().unwrap_or(Quantity::ZERO);
-                    let more = extra.get(&(flavor.clone(), (*res).clone())).copied().unwrap_or(Quantity::ZERO);
-                    let available = sub(nominal, used.plus(more));
-                    let available = if available.as_nanos() < 0 { Quantity::ZERO } else { available };
-                    if **q > available {
+                    // What earlier PodSets of this Workload already took (`assumedUsage`).
+                    let assumed = extra.get(&(flavor.clone(), (*res).clone())).copied().unwrap_or(Quantity::ZERO);
+                    let val = assumed.plus(**q);
+                    let max = cap.potential(flavor, res);
+                    if val > max {
                         reasons.push(format!(
-                            "insufficient unused quota for {res} in flavor {flavor}, {} more needed",
-                            sub(**q, available)
+                            "insufficient quota for {res} in flavor {flavor}, previously considered podsets requests ({assumed}) + current podset request ({}) > maximum capacity ({max})",
+                            **q
                         ));
                         fits = false;
+                        preempt = false;
+                        // No fit at all: the other resources are not looked at.
+                        break;
+                    }
+                    let available = max0(cap.available(flavor, res, used));
+                    if val > available {
+                        reasons.push(format!(
+                            "insufficient unused quota for {res} in flavor {flavor}, {} more needed",
+                            sub(val, available)
+                        ));
+                        fits = false;
+                        // `fitsResourceQuota` tries preemption only when nominal quota covers it.
+                        preempt &= nominal.get(*res).copied().unwrap_or(Quantity::ZERO) >= val;
                     }
                 }
                 if fits {
                     chosen = Some(flavor.clone());
                     break;
+                }
+                if preempt && preemptible.is_none() {
+                    preemptible = Some(flavor.clone());
                 }
             }
             match chosen {
@@ -187,11 +366,13 @@ fn assign(world: &World, quota: &Quota, usage: &Usage, wl: &Value, pinned: &BTre
                     }
                 }
                 None => {
-                    return Fit::NoFit(format!(
-                        "couldn't assign flavors to pod set {}: {}",
-                        ps.name,
-                        reasons.join(", ")
-                    ));
+                    reasons.sort();
+                    failures.push(format!("couldn't assign flavors to pod set {}: {}", ps.name, reasons.join(", ")));
+                    let Some(f) = preemptible else { break 'podsets };
+                    for (res, q) in wanted {
+                        add(&mut extra, &f, res, *q);
+                    }
+                    continue 'podsets;
                 }
             }
         }
@@ -202,7 +383,7 @@ fn assign(world: &World, quota: &Quota, usage: &Usage, wl: &Value, pinned: &BTre
             "count": ps.count,
         }));
     }
-    Fit::Fits(out)
+    if failures.is_empty() { Fit::Fits(out) } else { Fit::NoFit(failures.join("; ")) }
 }
 
 impl KueueController {
@@ -227,7 +408,7 @@ impl KueueController {
         if !matches!(str_at(cq, "/spec/stopPolicy"), "" | "None") {
             return Ok(false);
         }
-        let quota = Quota::of(cq);
+        let cap = Capacity::of(world, cq, self.config.defective(KueueDefect::BorrowingPastTheLimit));
         let strict = str_at(cq, "/spec/queueingStrategy") == "StrictFIFO";
         let policy = str_at(cq, "/spec/preemption/withinClusterQueue").to_string();
         let mut pending: Vec<Value> = world
@@ -281,13 +462,13 @@ impl KueueController {
                     }
                 }
             }
-            match assign(world, &quota, &usage, &wl, &pinned) {
+            match assign(world, &cap, &usage, &wl, &pinned) {
                 Fit::Fits(assignments) => {
                     self.admit(world, &wl, &cq_name, assignments, replaced.as_ref()).await?;
                 }
                 Fit::NoFit(message) => {
                     let preempting = self
-                        .preempt(world, &quota, &usage, &wl, &admitted_here, replaced.as_ref(), &pinned, &policy)
+                        .preempt(world, &cap, &usage, &wl, &admitted_here, replaced.as_ref(), &pinned, &policy)
                         .await?;
                     let message = if preempting > 0 {
                         format!("Pending the preemption of {preempting} workload(s)")
@@ -391,7 +572,7 @@ impl KueueController {
     async fn preempt(
         &self,
         world: &mut World,
-        quota: &Quota,
+        cap: &Capacity,
         usage: &Usage,
         wl: &Value,
         admitted_here: &[Value],
@@ -427,7 +608,7 @@ impl KueueController {
                 *e = sub(*e, q);
             }
             targets.push(c.clone());
-            if matches!(assign(world, quota, &freed, wl, pinned), Fit::Fits(_)) {
+            if matches!(assign(world, cap, &freed, wl, pinned), Fit::Fits(_)) {
                 let now = self.now();
                 for t in &targets {
                     if evicted(t) {
@@ -519,8 +700,14 @@ impl KueueController {
                         .iter()
                         .map(|r| {
                             let q = u.get(&(flavor.clone(), r.clone())).copied().unwrap_or(Quantity::ZERO);
+                            // `borrowed` is what is used beyond nominal, only in a cohort.
+                            let borrowed = if quota.cohort.is_some() {
+                                max0(sub(q, quota.nominal(flavor, r)))
+                            } else {
+                                Quantity::ZERO
+                            };
                             if cluster {
-                                json!({"name": r, "total": q.to_string(), "borrowed": "0"})
+                                json!({"name": r, "total": q.to_string(), "borrowed": borrowed.to_string()})
                             } else {
                                 json!({"name": r, "total": q.to_string()})
                             }

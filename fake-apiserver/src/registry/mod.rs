@@ -3,6 +3,7 @@
 //! Each resource type carries its kind's [`Strategy`], and the generic store (`store`) runs
 //! every write through it. One folder per API group, one file per kind with rules of its own.
 
+pub(crate) mod admission;
 pub(crate) mod apiextensions;
 pub(crate) mod apps;
 pub(crate) mod authorization;
@@ -46,6 +47,8 @@ pub(crate) struct State {
     pub registry: Registry,
     /// Whether the RBAC authorizer is on (else every request is allowed).
     pub rbac: bool,
+    /// The validating webhooks registered, in registration order.
+    pub webhooks: admission::Webhooks,
 }
 
 static NAMESPACES_KEY: LazyLock<StorageKey> = LazyLock::new(|| StorageKey::new("", "namespaces"));

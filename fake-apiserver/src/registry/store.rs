@@ -467,6 +467,13 @@ pub(crate) fn update(
     if mode == UpdateMode::Status {
         authorize_synthetic(st, rt, ns, name, &merged, &old_value, w)?;
     }
+    // Validating admission comes after the strategy's validation, before the write; the
+    // AdmissionReview of a status update names the subresource, which no webhook here asks for.
+    if mode == UpdateMode::Main {
+        for hook in st.webhooks.0.iter().filter(|h| h.handles(&rt.group, &rt.plural)) {
+            hook.validate_update(&old_value, &merged).map_err(|m| ApiError::webhook_denied(hook.name(), &m))?;
+        }
+    }
     if rt.tracks_generation {
         let skip: &[&str] =
             if rt.status { &["metadata", "status", "apiVersion", "kind"] } else { &["metadata", "apiVersion", "kind"] };

@@ -54,6 +54,7 @@ impl ApiServer {
             store: Store::new(config.history, config.timeline_capacity),
             registry: Registry::builtin(config.feature_gates.clone()),
             rbac: config.rbac,
+            webhooks: Default::default(),
         };
         let settings = Settings {
             max_request_body_bytes: config.max_request_body_bytes,
@@ -148,6 +149,14 @@ impl ApiServer {
             })
             .service(self.router());
         kube::Client::new(svc, "default")
+    }
+
+    /// Registers a validating webhook: from now on every update of the resources it handles is
+    /// checked by it, after the server's own validation (see [`ValidatingWebhook`]).
+    ///
+    /// [`ValidatingWebhook`]: crate::ValidatingWebhook
+    pub fn add_validating_webhook(&self, webhook: std::sync::Arc<dyn crate::ValidatingWebhook>) {
+        self.ctx.state.write().webhooks.0.push(webhook);
     }
 
     /// Answers the next writes a [`ConflictFault`](crate::endpoints::ConflictFault) describes

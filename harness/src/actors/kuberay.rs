@@ -1,9 +1,10 @@
 //! The KubeRay operator as an actor: the reference RayCluster and RayService controllers
-//! (v1.7.0 behaviour), one operator with one configuration, as one Deployment runs both.
+//! (v1.7.0 behaviour) and the minimal RayJob controller Kueue's rows need, one operator with one
+//! configuration, as one Deployment runs them all.
 
 use crate::actors::{Actor, ActorFactory, Task};
 use crate::suite::{ActorName, Component, Needs, Version};
-use controllers::kuberay::{KubeRayConfig, RayClusterReconciler, RayServiceReconciler};
+use controllers::kuberay::{KubeRayConfig, RayClusterReconciler, RayJobReconciler, RayServiceReconciler};
 use controllers::sim::SimNetwork;
 use serde_json::Value;
 use std::sync::Arc;
@@ -29,16 +30,18 @@ impl KubeRayFactory {
 
 /// One running operator process: both controllers.
 struct Operator {
-    paused: [Arc<AtomicBool>; 2],
-    _tasks: [Task; 2],
+    paused: [Arc<AtomicBool>; 3],
+    _tasks: [Task; 3],
 }
 
 impl Operator {
     fn start(client: kube::Client, clock: controllers::Clock, config: KubeRayConfig, network: &SimNetwork) -> Self {
         let clusters = RayClusterReconciler::new(client.clone(), clock.clone(), config.clone());
+        let jobs = RayJobReconciler::new(client.clone(), clock.clone(), &config);
         let services = RayServiceReconciler::new(client, clock, config, Arc::new(network.clone()));
-        let paused = [clusters.pause_switch(), services.pause_switch()];
-        let tasks = [Task(tokio::spawn(clusters.run())), Task(tokio::spawn(services.run()))];
+        let paused = [clusters.pause_switch(), services.pause_switch(), jobs.pause_switch()];
+        let tasks =
+            [Task(tokio::spawn(clusters.run())), Task(tokio::spawn(services.run())), Task(tokio::spawn(jobs.run()))];
         Self { paused, _tasks: tasks }
     }
 }
@@ -84,6 +87,7 @@ impl ActorFactory for KubeRayFactory {
     fn setup(&self, client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {
         Box::pin(async move {
             RayClusterReconciler::install_crd(&client).await.map_err(|e| e.to_string())?;
+            RayJobReconciler::install_crd(&client).await.map_err(|e| e.to_string())?;
             RayServiceReconciler::install_crd(&client).await.map_err(|e| e.to_string())
         })
     }

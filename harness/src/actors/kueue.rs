@@ -5,6 +5,29 @@ use crate::actors::{Actor, ActorFactory, Task};
 use crate::suite::{ActorName, Component, Needs, Version};
 use controllers::kueue::{KueueConfig, KueueController};
 use serde_json::Value;
+use std::sync::Arc;
+
+/// One of Kueue's validating job webhooks for a Ray kind, checking updates with
+/// [`controllers::kueue::webhook::validate_ray_job_update`].
+struct RayJobWebhook {
+    resource: &'static str,
+    name: &'static str,
+    rayservice_upgrade_gate: bool,
+}
+
+impl fake_apiserver::ValidatingWebhook for RayJobWebhook {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn handles(&self, group: &str, resource: &str) -> bool {
+        group == "ray.io" && resource == self.resource
+    }
+
+    fn validate_update(&self, old: &Value, new: &Value) -> Result<(), String> {
+        controllers::kueue::webhook::validate_ray_job_update(self.resource, old, new, self.rayservice_upgrade_gate)
+    }
+}
 
 /// Starts the reference Kueue from `base` (the wrong-reconciler tests set a defect there).
 #[derive(Debug, Clone, Default)]
@@ -32,6 +55,17 @@ impl ActorFactory for KueueFactory {
 
     fn models(&self) -> Option<(Component, Version)> {
         Version::parse(controllers::kueue::MODELLED_VERSION).map(|v| (Component::Kueue, v))
+    }
+
+    fn webhooks(&self) -> Vec<Arc<dyn fake_apiserver::ValidatingWebhook>> {
+        let gate = self.base.rayservice_upgrade_gate;
+        controllers::kueue::webhook::RAY_WEBHOOKS
+            .iter()
+            .map(|(resource, name)| {
+                Arc::new(RayJobWebhook { resource, name, rayservice_upgrade_gate: gate })
+                    as Arc<dyn fake_apiserver::ValidatingWebhook>
+            })
+            .collect()
     }
 
     fn start(

@@ -69,6 +69,11 @@ pub trait ActorFactory: Send + Sync {
     fn models(&self) -> Option<(Component, Version)> {
         None
     }
+    /// The validating webhooks the component it models serves, to register with the fake API
+    /// server before the row starts (real clusters run the component's own webhook server).
+    fn webhooks(&self) -> Vec<Arc<dyn fake_apiserver::ValidatingWebhook>> {
+        Vec::new()
+    }
     /// What a row configured with `needs` can bind without a step (see
     /// [`crate::suite::BACKEND_FACTS`]).
     fn facts(&self, needs: &Needs) -> BTreeMap<String, String> {

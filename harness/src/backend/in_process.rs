@@ -170,6 +170,9 @@ impl Backend for InProcessBackend {
             let wanted = row.needs.actors();
             let factories: Vec<Arc<dyn ActorFactory>> =
                 self.factories.iter().filter(|f| wanted.contains(&f.name())).cloned().collect();
+            for hook in factories.iter().flat_map(|f| f.webhooks()) {
+                server.add_validating_webhook(hook);
+            }
             let client_for = |name: crate::suite::ActorName| server.client_as(name.as_str());
             let network = controllers::sim::SimNetwork::new();
             let actors = match start_actors(&factories, client_for, clock, &row.needs, &network).await {
