@@ -246,15 +246,23 @@ class Controller:
         self.set_status(job, phase, True, "PodsActive",
                         f"PodGroup {name} holds the claim from ResourceClaimTemplate {template}: {len(active)} active pods")
 
-    def reconcile_raw(self, job, pods):
-        name, uid = job["metadata"]["name"], job["metadata"]["uid"]
+    def entry_lifecycle(self, job, pods):
+        """What raw and w share: our finalizer while the job lives, the pods still active, how
+        the job ended, and whether the entry must go now (deleted, ended or scaled to zero, with
+        no pod left active)."""
         deleting = bool(job["metadata"].get("deletionTimestamp"))
-        replicas, claim_name = job["spec"].get("replicas", 0), job["spec"]["claim"]
+        replicas = job["spec"].get("replicas", 0)
         if not deleting:
             self.set_finalizer(job, True)
         active = [p for p in pods if not done(p)]
         ended, phase = self.outcome(pods, replicas)
         release = (deleting or ended or replicas == 0) and not active
+        return deleting, replicas, active, ended, phase, release
+
+    def reconcile_raw(self, job, pods):
+        name, uid = job["metadata"]["name"], job["metadata"]["uid"]
+        claim_name = job["spec"]["claim"]
+        deleting, replicas, active, ended, phase, release = self.entry_lifecycle(job, pods)
         claim = self.get_claim(claim_name)
         entry = {"apiGroup": GROUP, "resource": PLURAL, "name": name, "uid": uid}
         held = bool(claim) and any(e.get("uid") == uid for e in (claim.get("status") or {}).get("reservedFor") or [])
@@ -287,14 +295,9 @@ class Controller:
 
     def reconcile_w(self, job, pods):
         name, uid = job["metadata"]["name"], job["metadata"]["uid"]
-        deleting = bool(job["metadata"].get("deletionTimestamp"))
-        replicas, template = job["spec"].get("replicas", 0), job["spec"]["claim"]
+        template = job["spec"]["claim"]
         claim_name = f"{name}-{template}"
-        if not deleting:
-            self.set_finalizer(job, True)
-        active = [p for p in pods if not done(p)]
-        ended, phase = self.outcome(pods, replicas)
-        release = (deleting or ended or replicas == 0) and not active
+        deleting, replicas, active, ended, phase, release = self.entry_lifecycle(job, pods)
         claim = self.get_claim(claim_name)
         if claim:
             declared = ((claim.get("spec") or {}).get("reservedFor") or {}).get("uid")

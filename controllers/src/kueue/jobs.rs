@@ -783,14 +783,7 @@ impl KueueController {
                 {
                     podsets::restore_template(t, &o.template);
                 }
-                if let Some(t) = spec.pointer_mut("/headGroupSpec/template") {
-                    podsets::restore_template(t, &originals[0].template);
-                }
-                for (i, o) in originals.iter().enumerate().skip(1) {
-                    if let Some(t) = spec.pointer_mut(&format!("/workerGroupSpecs/{}/template", i - 1)) {
-                        podsets::restore_template(t, &o.template);
-                    }
-                }
+                for_each_group_template(&mut spec, &originals, |t, o| podsets::restore_template(t, &o.template));
             }
         }
         let templates = template_patch(&spec);
@@ -878,14 +871,7 @@ impl KueueController {
             self.finish_workload(world, wl, "FailedToStart", &message).await?;
             return Ok(());
         }
-        if let Some(t) = spec.pointer_mut("/headGroupSpec/template") {
-            podsets::merge_info(t, &infos[0]);
-        }
-        for (i, info) in infos.iter().enumerate().skip(1) {
-            if let Some(t) = spec.pointer_mut(&format!("/workerGroupSpecs/{}/template", i - 1)) {
-                podsets::merge_info(t, info);
-            }
-        }
+        for_each_group_template(&mut spec, &infos, podsets::merge_info);
         let templates = template_patch(&spec);
         let patch = match jk {
             JobKind::RayCluster => {
@@ -989,6 +975,21 @@ fn template_patch(spec: &Value) -> Value {
         p["workerGroupSpecs"] = w.clone();
     }
     p
+}
+
+/// Calls `f` on each group template of a RayCluster spec with its PodSet's item: the first item
+/// goes with the head group, item `i` with worker group `i - 1` (PodSets are in that order).
+fn for_each_group_template<T>(spec: &mut Value, items: &[T], f: impl Fn(&mut Value, &T)) {
+    for (i, item) in items.iter().enumerate() {
+        let at = if i == 0 {
+            "/headGroupSpec/template".to_string()
+        } else {
+            format!("/workerGroupSpecs/{}/template", i - 1)
+        };
+        if let Some(t) = spec.pointer_mut(&at) {
+            f(t, item);
+        }
+    }
 }
 
 #[cfg(test)]

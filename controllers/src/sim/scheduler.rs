@@ -242,15 +242,16 @@ impl Scheduler {
                             .count();
                         // The DRA Filter runs only on nodes every earlier filter passed; an
                         // allocated claim that rules one of them out is "unavailable".
+                        let fitting: Vec<&Node> = nodes
+                            .iter()
+                            .filter(|n| {
+                                filter(pod, &requests, n, used.get(n.metadata.name.as_deref().unwrap_or_default()))
+                                    .is_empty()
+                            })
+                            .collect();
                         let unavailable: Vec<bool> = c
                             .iter()
-                            .map(|pc| {
-                                nodes.iter().any(|n| {
-                                    filter(pod, &requests, n, used.get(n.metadata.name.as_deref().unwrap_or_default()))
-                                        .is_empty()
-                                        && scheduler_dra::unavailable_on(&pc.claim, n)
-                                })
-                            })
+                            .map(|pc| fitting.iter().any(|n| scheduler_dra::unavailable_on(&pc.claim, n)))
                             .collect();
                         let group = view.as_ref().and_then(|v| v.group(pod, &self.config.dra)).cloned();
                         scheduler_dra::post_filter(

@@ -240,6 +240,16 @@ impl PodState {
     }
 }
 
+/// The job's state the raw and w profiles both act on (see `entry_lifecycle`).
+struct EntryLifecycle {
+    deleting: bool,
+    replicas: i64,
+    active: usize,
+    finished: bool,
+    done_phase: &'static str,
+    release: bool,
+}
+
 /// Whether the job has ended (all replicas succeeded, or a pod failed: no retries) and the
 /// phase it shows then.
 fn outcome(pods: &[PodState], replicas: i64) -> (bool, &'static str) {
@@ -485,19 +495,27 @@ impl Ctl {
         }
     }
 
-    async fn reconcile_raw(&self, job: &DynamicObject, pods: &[PodState]) -> anyhow::Result<()> {
-        let v = json_of(job);
-        let name = job.metadata.name.clone().unwrap_or_default();
-        let uid = job.metadata.uid.clone().unwrap_or_default();
+    /// What raw and w share: our finalizer while the job lives (unless the defect drops it),
+    /// the pods still active, how the job ended, and whether the entry must go now.
+    async fn entry_lifecycle(&self, job: &DynamicObject, pods: &[PodState]) -> anyhow::Result<EntryLifecycle> {
         let deleting = job.metadata.deletion_timestamp.is_some();
-        let replicas = v["spec"]["replicas"].as_i64().unwrap_or(0);
-        let claim_name = s(&v, &["spec", "claim"]).unwrap_or_default().to_string();
+        let replicas = json_of(job)["spec"]["replicas"].as_i64().unwrap_or(0);
         if !deleting && self.defect != Some(Defect::NoFinalizer) {
             self.set_finalizer(job, true).await?;
         }
         let active = pods.iter().filter(|p| !p.done(self.defect)).count();
         let (finished, done_phase) = outcome(pods, replicas);
         let release = (deleting || finished || replicas == 0) && active == 0;
+        Ok(EntryLifecycle { deleting, replicas, active, finished, done_phase, release })
+    }
+
+    async fn reconcile_raw(&self, job: &DynamicObject, pods: &[PodState]) -> anyhow::Result<()> {
+        let v = json_of(job);
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let uid = job.metadata.uid.clone().unwrap_or_default();
+        let claim_name = s(&v, &["spec", "claim"]).unwrap_or_default().to_string();
+        let EntryLifecycle { deleting, replicas, active, finished, done_phase, release } =
+            self.entry_lifecycle(job, pods).await?;
         let claim = self.claim(&claim_name).await?;
         let entry = json!({"apiGroup": GROUP, "resource": "trainjobs", "name": name, "uid": uid});
         let held = claim.as_ref().is_some_and(|c| {
@@ -670,16 +688,10 @@ impl Ctl {
         let v = json_of(job);
         let name = job.metadata.name.clone().unwrap_or_default();
         let uid = job.metadata.uid.clone().unwrap_or_default();
-        let deleting = job.metadata.deletion_timestamp.is_some();
-        let replicas = v["spec"]["replicas"].as_i64().unwrap_or(0);
         let template = s(&v, &["spec", "claim"]).unwrap_or_default().to_string();
         let claim_name = format!("{name}-{template}");
-        if !deleting && self.defect != Some(Defect::NoFinalizer) {
-            self.set_finalizer(job, true).await?;
-        }
-        let active = pods.iter().filter(|p| !p.done(self.defect)).count();
-        let (finished, done_phase) = outcome(pods, replicas);
-        let release = (deleting || finished || replicas == 0) && active == 0;
+        let EntryLifecycle { deleting, replicas, active, finished, done_phase, release } =
+            self.entry_lifecycle(job, pods).await?;
         let mut claim = self.claim(&claim_name).await?;
         if let Some(c) = &claim {
             let cv = json_of(c);
