@@ -323,10 +323,16 @@ pub(crate) enum UpdateMode {
 const IMMUTABLE_META: &[&str] =
     &["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace", "name"];
 
-fn without(v: &Value, skip: &[&str]) -> Map<String, Value> {
-    v.as_object()
-        .map(|o| o.iter().filter(|(k, _)| !skip.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect())
-        .unwrap_or_default()
+/// Whether two objects have the same top-level keys and values once `skip` is left out (a
+/// value that is not an object counts as empty). Compared in place: an update used to copy
+/// both objects for this.
+fn same_except(a: &Value, b: &Value, skip: &[&str]) -> bool {
+    let empty = Map::new();
+    let a = a.as_object().unwrap_or(&empty);
+    let b = b.as_object().unwrap_or(&empty);
+    let kept = |m: &Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
+    kept(a) == kept(b)
+        && a.iter().filter(|(k, _)| !skip.contains(&k.as_str())).all(|(k, v)| b.get(k) == Some(v))
 }
 
 /// Update (PUT, and the tail of PATCH): optimistic concurrency, status/spec split, finalizer
@@ -477,7 +483,7 @@ pub(crate) fn update(
     if rt.tracks_generation {
         let skip: &[&str] =
             if rt.status { &["metadata", "status", "apiVersion", "kind"] } else { &["metadata", "apiVersion", "kind"] };
-        if without(&merged, skip) != without(&old_value, skip) {
+        if !same_except(&merged, &old_value, skip) {
             let g = old_value["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             set_nested_field(&mut merged, &["metadata", "generation"], json!(g));
         }

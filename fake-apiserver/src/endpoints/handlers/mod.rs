@@ -113,7 +113,7 @@ pub(super) async fn handle(ctx: Arc<Context>, req: Request) -> ApiResult<Respons
     };
     let (target, segment) = request::resolve(&ctx.state.read().registry, &group, &version, &rest)?;
     let mut parts = parts;
-    let has_protobuf = protobuf::has_protobuf(&target.rt);
+    let has_protobuf = protobuf::mentions_protobuf(&parts.headers) && protobuf::has_protobuf(&target.rt);
     let watch = parts.method == http::Method::GET && target.name.is_none() && query.watch;
     let output = protobuf::negotiate(&mut parts.headers, has_protobuf, watch)?;
     let protobuf_body = has_protobuf

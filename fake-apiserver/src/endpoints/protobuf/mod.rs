@@ -83,6 +83,16 @@ pub(super) fn negotiate(headers: &mut HeaderMap, protobuf: bool, watch: bool) ->
     Ok(chosen)
 }
 
+/// Whether the request names protobuf at all, in its Accept header or as its body's type. Only
+/// then is the codec consulted: loading its descriptors is the dearest step of a first request.
+pub(super) fn mentions_protobuf(headers: &HeaderMap) -> bool {
+    is_protobuf_body(headers)
+        || headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.to_ascii_lowercase().contains(MEDIA_TYPE))
+}
+
 /// Whether the request body is protobuf.
 pub(super) fn is_protobuf_body(headers: &HeaderMap) -> bool {
     headers
