@@ -246,7 +246,7 @@ impl StructuralSchema {
     fn validate_inner(&self, obj: &Value, old: Option<&Value>, budget: u64) -> Vec<FieldCause> {
         let mut v = Validator { budget, exhausted: false };
         let mut out = Vec::new();
-        v.node(&self.root, obj, "", 0, Mode { root: true, junctor: false }, &mut out);
+        v.node(&self.root, obj, old, "", 0, Mode { root: true, junctor: false }, &mut out);
         // Like apiextensions-apiserver (customResourceStrategy.Validate, hasBlockingErr): CEL
         // rules are skipped when a schema error is Required, NotSupported, TooLong, TooMany or
         // TypeInvalid; after other errors (pattern, bounds, format) they still run.
@@ -432,6 +432,41 @@ mod tests {
     }
 
     // ----- limits and printing ----------------------------------------------------
+
+    #[test]
+    fn updates_ratchet_errors_on_unchanged_values() {
+        // Values that became invalid under a tightened schema (or were written before it) do
+        // not fail an update that leaves them alone; a changed value is checked in full.
+        let s = compile(json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "replicas": {"type": "integer", "maximum": 5},
+                "names": {"type": "array", "items": {"type": "string", "maxLength": 3}},
+                "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string", "maxLength": 3}},
+                "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                    "items": {"type": "object", "required": ["name"], "properties": {
+                        "name": {"type": "string"}, "port": {"type": "integer", "maximum": 100}}}}}},
+            "status": {"type": "object", "properties": {"ready": {"type": "integer", "maximum": 5}}}}}));
+        let old = json!({"spec": {"replicas": 10, "names": ["long-a", "ok"], "tags": ["long-t"],
+            "ports": [{"name": "a", "port": 500}, {"name": "b", "port": 1}]}, "status": {"ready": 1}});
+        let fields = |obj: &Value| -> Vec<String> { s.validate_update(obj, &old).into_iter().map(|c| c.field).collect() };
+        // A status write leaves the whole spec as it was.
+        let mut status_only = old.clone();
+        status_only["status"]["ready"] = json!(2);
+        assert!(fields(&status_only).is_empty());
+        // The same object is invalid when created.
+        assert_eq!(s.validate(&status_only).len(), 4);
+        // Changed values are checked; their unchanged neighbours are not.
+        let mut changed = old.clone();
+        changed["spec"]["replicas"] = json!(11);
+        changed["spec"]["names"] = json!(["long-a", "long-b"]);
+        // Map-list items correlate by key, so reordering keeps `a` unchanged.
+        changed["spec"]["ports"] = json!([{"name": "b", "port": 200}, {"name": "a", "port": 500}]);
+        assert_eq!(fields(&changed), ["spec.replicas", "spec.names[1]", "spec.ports[0].port"]);
+        // Set items never correlate: a changed set is checked whole.
+        let mut tagged = old.clone();
+        tagged["spec"]["tags"] = json!(["long-t", "ok"]);
+        assert_eq!(fields(&tagged), ["spec.tags[0]"]);
+    }
 
     #[test]
     fn too_deeply_nested_objects_are_reported() {

@@ -71,16 +71,24 @@ fn cause_type(path: &str, label: &str, detail: &str) -> FieldCause {
 }
 
 impl Validator {
-    /// Validates `v` against `n` at `path`, pushing every cause into `out`.
+    /// Validates `v` against `n` at `path`, pushing every cause into `out`. `old` is the value
+    /// `v` correlates with in the object being updated: a value equal to it is not validated,
+    /// as CRD validation ratcheting (GA in 1.33) drops every error raised on an unchanged value
+    /// (apiextensions-apiserver `validation/ratcheting.go`).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn node(
         &mut self,
         n: &Node,
         v: &Value,
+        old: Option<&Value>,
         path: &str,
         depth: usize,
         mode: Mode,
         out: &mut Vec<FieldCause>,
     ) {
+        if old == Some(v) {
+            return;
+        }
         if self.budget == 0 {
             self.exhausted = true;
             return;
@@ -108,12 +116,12 @@ impl Validator {
         match v {
             Value::String(s) => check_string(n, s, path, out),
             Value::Number(num) => check_number(n, num_of(num), path, out),
-            Value::Array(a) => self.check_array(n, a, path, depth, mode, out),
+            Value::Array(a) => self.check_array(n, a, old, path, depth, mode, out),
             _ => {}
         }
         self.check_enum(n, v, path, out);
         if let Value::Object(m) = v {
-            self.check_object(n, m, path, depth, mode, out);
+            self.check_object(n, m, old, path, depth, mode, out);
             if n.embedded && !mode.root && !mode.junctor {
                 check_embedded(m, path, out);
             }
@@ -151,7 +159,8 @@ impl Validator {
     /// Validate `v` against one alternative, into its own list.
     fn branch(&mut self, b: &Node, v: &Value, path: &str, depth: usize) -> Vec<FieldCause> {
         let mut r = Vec::new();
-        self.node(b, v, path, depth, Mode { root: false, junctor: true }, &mut r);
+        // The alternatives are checked without correlation: only the node as a whole ratchets.
+        self.node(b, v, None, path, depth, Mode { root: false, junctor: true }, &mut r);
         r
     }
 
@@ -251,11 +260,31 @@ impl Validator {
         out.push(FieldCause::new(FieldCause::NOT_SUPPORTED, path, msg));
     }
 
-    fn check_array(&mut self, n: &Node, a: &[Value], path: &str, depth: usize, mode: Mode, out: &mut Vec<FieldCause>) {
+    #[allow(clippy::too_many_arguments)]
+    fn check_array(
+        &mut self,
+        n: &Node,
+        a: &[Value],
+        old: Option<&Value>,
+        path: &str,
+        depth: usize,
+        mode: Mode,
+        out: &mut Vec<FieldCause>,
+    ) {
         if let Some(items) = &n.items {
+            let olds = old.and_then(Value::as_array);
             for (i, v) in a.iter().enumerate() {
+                // Items correlate by their keys in a map list, by index in a list with no type,
+                // not at all in a set or an atomic list (correlateOldValueForChildAtNewIndex).
+                let before = olds.and_then(|olds| match n.list_type {
+                    Some(ListType::Map) => {
+                        olds.iter().find(|o| n.list_map_keys.iter().all(|k| o.get(k) == v.get(k)))
+                    }
+                    None => olds.get(i),
+                    Some(ListType::Set | ListType::Atomic) => None,
+                });
                 let p = format!("{path}[{i}]");
-                self.node(items, v, &p, depth + 1, Mode { root: false, junctor: mode.junctor }, out);
+                self.node(items, v, before, &p, depth + 1, Mode { root: false, junctor: mode.junctor }, out);
             }
         }
         let size = a.len() as u64;
@@ -289,10 +318,12 @@ impl Validator {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn check_object(
         &mut self,
         n: &Node,
         m: &Map<String, Value>,
+        old: Option<&Value>,
         path: &str,
         depth: usize,
         mode: Mode,
@@ -321,12 +352,13 @@ impl Validator {
             if mode.root && is_meta_field(k) {
                 continue;
             }
+            let before = old.and_then(|o| o.get(k));
             if let Some(p) = n.prop(k) {
-                self.node(p, v, &child_path(path, k), depth + 1, child_mode, out);
+                self.node(p, v, before, &child_path(path, k), depth + 1, child_mode, out);
                 continue;
             }
             if let Some(Additional::Schema(s)) = &n.additional {
-                self.node(s, v, &child_path(path, k), depth + 1, child_mode, out);
+                self.node(s, v, before, &child_path(path, k), depth + 1, child_mode, out);
             }
         }
         for r in &n.required {
