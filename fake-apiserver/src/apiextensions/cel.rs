@@ -245,21 +245,28 @@ fn schema_type(node: &Node) -> &'static str {
 pub(super) struct CelPass {
     pub(super) budget: u64,
     pub(super) exhausted: bool,
+    /// The last rule failed to evaluate (such errors are never ratcheted).
+    evaluation_failed: bool,
 }
 
 impl CelPass {
     /// A pass with the whole request budget.
     pub(super) fn new() -> Self {
-        CelPass { budget: RUNTIME_BUDGET, exhausted: false }
+        CelPass { budget: RUNTIME_BUDGET, exhausted: false, evaluation_failed: false }
     }
 
     /// Runs the rules of `node` and of everything below it on `v`, with `old` the correlated
-    /// old value (updates).
+    /// old value (updates). `ratchet`: `v` lies in an unchanged part of the object (a field, or
+    /// a map-list item by its keys, equal to its old value), where a rule that evaluates to false
+    /// is dropped unless it reads `oldSelf` — CEL's ratcheting (schema/cel/validation.go
+    /// `shouldRatchetError`; kube-apiserver turns those into warnings, which the fake does not send).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn walk(
         &mut self,
         node: &Node,
         v: &Value,
         old: Option<&Value>,
+        ratchet: bool,
         path: &str,
         depth: usize,
         out: &mut Vec<FieldCause>,
@@ -267,8 +274,14 @@ impl CelPass {
         if self.exhausted || depth > super::MAX_DEPTH || v.is_null() {
             return;
         }
+        let ratchet = ratchet || old == Some(v);
         for rule in node.rules.iter() {
+            let before = out.len();
             self.run(node, rule, v, old, path, out);
+            if ratchet && !rule.transition && !self.exhausted && out.len() > before && !self.evaluation_failed {
+                out.truncate(before);
+            }
+            self.evaluation_failed = false;
             if self.exhausted {
                 return;
             }
@@ -282,7 +295,7 @@ impl CelPass {
                     let Some(child) = node.field_schema(k) else { continue };
                     let here = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
                     let old_child = old.and_then(|o| o.get(k));
-                    self.walk(child, x, old_child, &here, depth + 1, out);
+                    self.walk(child, x, old_child, ratchet, &here, depth + 1, out);
                 }
             }
             Value::Array(items) => {
@@ -295,7 +308,10 @@ impl CelPass {
                         (Some(ListType::Set), Some(Value::Array(olds))) => olds.iter().find(|o| *o == x),
                         _ => None,
                     };
-                    self.walk(item, x, old_item, &format!("{path}[{i}]"), depth + 1, out);
+                    // Only map-list items correlate for ratcheting; others ratchet with their list.
+                    let item_ratchet =
+                        ratchet || (node.list_type == Some(ListType::Map) && old_item == Some(x));
+                    self.walk(item, x, old_item, item_ratchet, &format!("{path}[{i}]"), depth + 1, out);
                 }
             }
             _ => {}
@@ -317,6 +333,7 @@ impl CelPass {
         };
         let at = at.trim_start_matches('.').to_string();
         if cost > PER_CALL_LIMIT {
+            self.evaluation_failed = true;
             out.push(FieldCause::new(
                 FieldCause::INVALID,
                 &at,
@@ -350,8 +367,14 @@ impl CelPass {
                     format!("failed rule: {}", rule.source.split_whitespace().collect::<Vec<_>>().join(" "))
                 })
             }
-            Ok(other) => format!("rule evaluation error: rule result must be a boolean, got {other:?}"),
-            Err(e) => format!("rule evaluation error: {e}"),
+            Ok(other) => {
+                self.evaluation_failed = true;
+                format!("rule evaluation error: rule result must be a boolean, got {other:?}")
+            }
+            Err(e) => {
+                self.evaluation_failed = true;
+                format!("rule evaluation error: {e}")
+            }
         };
         let ty = schema_type(node);
         let cause = match rule.reason {

@@ -261,7 +261,7 @@ impl StructuralSchema {
             )
         });
         if !blocking {
-            cel::CelPass::new().walk(&self.root, obj, old, "", 0, &mut out);
+            cel::CelPass::new().walk(&self.root, obj, old, false, "", 0, &mut out);
         } else if self.has_rules() {
             out.push(FieldCause::new(FieldCause::INVALID, NIL_PATH, RULES_NOT_CHECKED.into()));
         }
@@ -466,6 +466,37 @@ mod tests {
         let mut tagged = old.clone();
         tagged["spec"]["tags"] = json!(["long-t", "ok"]);
         assert_eq!(fields(&tagged), ["spec.tags[0]"]);
+    }
+
+    #[test]
+    fn cel_rules_ratchet_on_unchanged_values_unless_they_read_old_self() {
+        let s = compile(json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "size": {"type": "integer", "x-kubernetes-validations": [{"rule": "self <= 5", "message": "at most 5"}]},
+                "floor": {"type": "integer", "x-kubernetes-validations": [{"rule": "self <= 5 && self >= oldSelf", "message": "no"}]},
+                "items": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                    "items": {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}},
+                        "x-kubernetes-validations": [{"rule": "self.n < 3", "message": "small"}]}}}},
+            "status": {"type": "object", "properties": {"ready": {"type": "integer"}}}}}));
+        let old = json!({"spec": {"size": 10, "floor": 9, "items": [{"name": "a", "n": 7}]}, "status": {"ready": 1}});
+        let messages = |obj: &Value| -> Vec<String> {
+            s.validate_update(obj, &old).into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+        };
+        let mut status_only = old.clone();
+        status_only["status"]["ready"] = json!(2);
+        // `floor` reads oldSelf: its rule is never ratcheted.
+        assert_eq!(messages(&status_only), ["spec.floor: Invalid value: \"integer\": no"]);
+        let mut changed = status_only.clone();
+        changed["spec"]["size"] = json!(11);
+        changed["spec"]["items"] = json!([{"name": "b", "n": 8}, {"name": "a", "n": 7}]);
+        assert_eq!(
+            messages(&changed),
+            [
+                "spec.size: Invalid value: \"integer\": at most 5",
+                "spec.floor: Invalid value: \"integer\": no",
+                "spec.items[0]: Invalid value: \"object\": small"
+            ]
+        );
     }
 
     #[test]
