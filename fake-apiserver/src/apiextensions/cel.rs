@@ -26,6 +26,7 @@
 
 use super::FieldCause;
 use super::schema::{ListType, Node, Type};
+use super::go_values::go_body_value;
 use apimachinery::cel::ENV;
 use cel::objects::{Key, Map as CelMap};
 use cel::{Context, Program, Value as Cel};
@@ -258,8 +259,8 @@ impl CelPass {
     /// Runs the rules of `node` and of everything below it on `v`, with `old` the correlated
     /// old value (updates). `ratchet`: `v` lies in an unchanged part of the object (a field, or
     /// a map-list item by its keys, equal to its old value), where a rule that evaluates to false
-    /// is dropped unless it reads `oldSelf` — CEL's ratcheting (schema/cel/validation.go
-    /// `shouldRatchetError`; kube-apiserver turns those into warnings, which the fake does not send).
+    /// gives a [`FieldCause::WARNING`] unless it reads `oldSelf` — CEL's ratcheting
+    /// (schema/cel/validation.go `shouldRatchetError`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn walk(
         &mut self,
@@ -278,8 +279,10 @@ impl CelPass {
         for rule in node.rules.iter() {
             let before = out.len();
             self.run(node, rule, v, old, path, out);
-            if ratchet && !rule.transition && !self.exhausted && out.len() > before && !self.evaluation_failed {
-                out.truncate(before);
+            if ratchet && !rule.transition && !self.exhausted && !self.evaluation_failed {
+                for c in &mut out[before..] {
+                    c.reason = FieldCause::WARNING;
+                }
             }
             self.evaluation_failed = false;
             if self.exhausted {
@@ -356,6 +359,9 @@ impl CelPass {
         if rule.transition {
             ctx.add_variable_from_value("oldSelf", old.map_or(Cel::Null, |o| to_cel(Some(node), o)));
         }
+        // fieldErrorForReason (v1.37): an Invalid error shows the value itself, except an object
+        // or a list, or when a messageExpression wrote the text (it embeds the value if it wants).
+        let mut show_value = !v.is_object() && !v.is_array();
         let detail = match rule.program.execute(&ctx) {
             Ok(Cel::Bool(true)) => return,
             Ok(Cel::Bool(false)) => {
@@ -363,6 +369,9 @@ impl CelPass {
                     Ok(Cel::String(s)) if !s.trim().is_empty() && !s.contains('\n') => Some(s.to_string()),
                     _ => None,
                 });
+                if from_expression.is_some() {
+                    show_value = false;
+                }
                 from_expression.or_else(|| rule.message.clone()).unwrap_or_else(|| {
                     format!("failed rule: {}", rule.source.split_whitespace().collect::<Vec<_>>().join(" "))
                 })
@@ -383,9 +392,15 @@ impl CelPass {
                 FieldCause::new(FieldCause::REQUIRED, &at, format!("Required value: {detail}"))
             }
             Some("FieldValueDuplicate") => {
-                FieldCause::new(FieldCause::DUPLICATE, &at, format!("Duplicate value: \"{ty}\""))
+                FieldCause::new(FieldCause::DUPLICATE, &at, format!("Duplicate value: {}", go_body_value(v)))
             }
-            _ => FieldCause::new(FieldCause::INVALID, &at, format!("Invalid value: \"{ty}\": {detail}")),
+            _ if self.evaluation_failed => {
+                FieldCause::new(FieldCause::INVALID, &at, format!("Invalid value: \"{ty}\": {detail}"))
+            }
+            _ if show_value => {
+                FieldCause::new(FieldCause::INVALID, &at, format!("Invalid value: {}: {detail}", go_body_value(v)))
+            }
+            _ => FieldCause::new(FieldCause::INVALID, &at, format!("Invalid value: {detail}")),
         };
         out.push(cause);
     }

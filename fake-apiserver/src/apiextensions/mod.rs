@@ -144,6 +144,8 @@ impl FieldCause {
     pub const TOO_LONG: &'static str = "FieldValueTooLong";
     /// A list or object has more than `maxItems`/`maxProperties` entries.
     pub const TOO_MANY: &'static str = "FieldValueTooMany";
+    /// Not a refusal: a ratcheted CEL error, which kube-apiserver sends back as a warning.
+    pub const WARNING: &'static str = "Warning";
 
     /// A cause with `reason` on `field`.
     pub(super) fn new(reason: &'static str, field: &str, message: String) -> Self {
@@ -480,21 +482,29 @@ mod tests {
             "status": {"type": "object", "properties": {"ready": {"type": "integer"}}}}}));
         let old = json!({"spec": {"size": 10, "floor": 9, "items": [{"name": "a", "n": 7}]}, "status": {"ready": 1}});
         let messages = |obj: &Value| -> Vec<String> {
-            s.validate_update(obj, &old).into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+            s.validate_update(obj, &old).into_iter().map(|c| format!("{} {}: {}", c.reason, c.field, c.message)).collect()
         };
         let mut status_only = old.clone();
         status_only["status"]["ready"] = json!(2);
-        // `floor` reads oldSelf: its rule is never ratcheted.
-        assert_eq!(messages(&status_only), ["spec.floor: Invalid value: \"integer\": no"]);
+        // Ratcheted failures are warnings; `floor` reads oldSelf, so its rule never ratchets.
+        assert_eq!(
+            messages(&status_only),
+            [
+                "Warning spec.size: Invalid value: 10: at most 5",
+                "FieldValueInvalid spec.floor: Invalid value: 9: no",
+                "Warning spec.items[0]: Invalid value: small"
+            ]
+        );
         let mut changed = status_only.clone();
         changed["spec"]["size"] = json!(11);
         changed["spec"]["items"] = json!([{"name": "b", "n": 8}, {"name": "a", "n": 7}]);
         assert_eq!(
             messages(&changed),
             [
-                "spec.size: Invalid value: \"integer\": at most 5",
-                "spec.floor: Invalid value: \"integer\": no",
-                "spec.items[0]: Invalid value: \"object\": small"
+                "FieldValueInvalid spec.size: Invalid value: 11: at most 5",
+                "FieldValueInvalid spec.floor: Invalid value: 9: no",
+                "FieldValueInvalid spec.items[0]: Invalid value: small",
+                "Warning spec.items[1]: Invalid value: small"
             ]
         );
     }

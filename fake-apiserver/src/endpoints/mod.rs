@@ -172,12 +172,25 @@ impl Context {
         }
     }
 
+    /// [`Context::write`], with the warnings the write raised (see [`State::warnings`]).
+    pub fn write_warned<T>(
+        &self,
+        dry_run: bool,
+        f: impl FnOnce(&mut State) -> ApiResult<T>,
+    ) -> ApiResult<(T, Vec<String>)> {
+        self.write(dry_run, |st| {
+            let out = f(st)?;
+            Ok((out, std::mem::take(&mut st.warnings)))
+        })
+    }
+
     /// Runs a write under the lock, then (unless it is a dry run) the controllers it
     /// triggers, then wakes the watches.
     pub fn write<T>(&self, dry_run: bool, f: impl FnOnce(&mut State) -> ApiResult<T>) -> ApiResult<T> {
         let now = self.clock.now();
         let (out, rv) = {
             let mut st = self.state.write();
+            st.warnings.clear();
             let out = f(&mut st);
             if out.is_ok() && !dry_run {
                 controllers::reconcile(&mut st, now);

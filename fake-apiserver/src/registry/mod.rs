@@ -49,6 +49,9 @@ pub(crate) struct State {
     pub rbac: bool,
     /// The validating webhooks registered, in registration order.
     pub webhooks: admission::Webhooks,
+    /// The warnings the write being handled raised (ratcheted validation errors), for its
+    /// answer's `Warning` headers; [`crate::endpoints::Context::write`] starts each write empty.
+    pub warnings: Vec<String>,
 }
 
 static NAMESPACES_KEY: LazyLock<StorageKey> = LazyLock::new(|| StorageKey::new("", "namespaces"));

@@ -469,7 +469,11 @@ pub(crate) fn update(
         UpdateMode::Main => rt.strategy.validate_update(rt, &merged, &old_value),
         UpdateMode::Status => rt.strategy.validate_status_update(rt, &merged, &old_value),
     });
+    // Ratcheted errors do not refuse the write; they come back as warnings (field.Error's text).
+    let (warnings, causes): (Vec<StatusCause>, Vec<StatusCause>) =
+        causes.into_iter().partition(|c| c.reason == crate::apiextensions::FieldCause::WARNING);
     invalid_if_any(rt, name, causes)?;
+    st.warnings.extend(warnings.into_iter().map(|c| format!("{}: {}", c.field, c.message)));
     if mode == UpdateMode::Status {
         authorize_synthetic(st, rt, ns, name, &merged, &old_value, w)?;
     }

@@ -55,6 +55,7 @@ impl ApiServer {
             registry: Registry::builtin(config.feature_gates.clone()),
             rbac: config.rbac,
             webhooks: Default::default(),
+            warnings: Vec::new(),
         };
         let settings = Settings {
             max_request_body_bytes: config.max_request_body_bytes,

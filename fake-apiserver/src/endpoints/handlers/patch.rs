@@ -28,7 +28,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let dry_run = call.query.dry_run("PatchOptions")?;
     patch_options(&call.query, kind)?;
     // Unknown fields are looked for in the patch itself (a JSON patch has no object shape).
-    let warnings = match kind {
+    let mut warnings = match kind {
         PatchKind::Json => Vec::new(),
         PatchKind::Apply => call.unknown_fields(&parse_object(&body, true)?)?,
         PatchKind::Merge | PatchKind::Strategic => match serde_json::from_slice::<Value>(&body) {
@@ -44,7 +44,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let ctx = call.write_context(Verb::Patch);
     let now = call.ctx.clock.now();
     let rt = &call.target.rt;
-    let updated = call.ctx.write(dry_run, |st| {
+    let (updated, raised) = call.ctx.write_warned(dry_run, |st| {
         let old = current(st, &call.target, call.name())?;
         // Patch the object as this version serves it (apiVersion, read-time defaults).
         let served: Value = serde_json::from_slice(&render(rt, &old)).unwrap_or_else(|_| old.value());
@@ -55,6 +55,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
         let w = Write { ctx: &ctx, now, dry_run, fields: Some(&UpdateOwnership) };
         store::update(st, rt, &call.target.namespace, call.name(), patched, mode, &w)
     })?;
+    warnings.extend(raised);
     Ok(with_warnings(bytes_response(StatusCode::OK, render(rt, &updated)), &warnings))
 }
 
@@ -154,7 +155,7 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
             ))
         })
     };
-    let (obj, created) = call.ctx.write(dry_run, |st| {
+    let ((obj, created), raised) = call.ctx.write_warned(dry_run, |st| {
         let w = Write { ctx, now, dry_run, fields: None };
         match st.store.get(rt.storage_key(), &target.namespace, name) {
             Some(old) => {
@@ -183,7 +184,7 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
         }
     })?;
     let code = if created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok(bytes_response(code, render(rt, &obj)))
+    Ok(with_warnings(bytes_response(code, render(rt, &obj)), &raised))
 }
 
 /// Applies a merge, JSON or strategic merge patch to a copy of `old`.

@@ -21,7 +21,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let body = call.body().await?;
     let dry_run = call.query.dry_run("UpdateOptions")?;
     let obj = parse_object(&body, format == BodyFormat::Yaml)?;
-    let warnings = call.unknown_fields(&obj)?;
+    let mut warnings = call.unknown_fields(&obj)?;
     let rt = &call.target.rt;
     let mode = update_mode(rt, call.subresource)?;
     let ctx = call.write_context(Verb::Update);
@@ -33,7 +33,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let creates = mode == UpdateMode::Main
         && rt.strategy.allow_create_on_update()
         && obj["metadata"]["resourceVersion"].as_str().is_none_or(str::is_empty);
-    let (code, updated) = call.ctx.write(dry_run, |st| {
+    let ((code, updated), raised) = call.ctx.write_warned(dry_run, |st| {
         let stored_ns = if rt.namespaced { namespace.as_str() } else { "" };
         if creates && st.store.get(rt.storage_key(), stored_ns, name).is_none() {
             let mut obj = obj;
@@ -46,6 +46,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
         let w = Write { ctx: &ctx, now, dry_run, fields: Some(&UpdateOwnership) };
         store::update(st, rt, namespace, name, obj, mode, &w).map(|o| (StatusCode::OK, o))
     })?;
+    warnings.extend(raised);
     Ok(with_warnings(bytes_response(code, render(rt, &updated)), &warnings))
 }
 
