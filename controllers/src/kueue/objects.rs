@@ -51,11 +51,13 @@ pub enum Kind {
     RayService,
     /// `ray.io/v1` RayJob.
     RayJob,
+    /// `v1` Pod, only those with the `kueue.x-k8s.io/podset` label (the elastic ungater's).
+    Pod,
 }
 
 impl Kind {
     /// Every kind, in the order a pass lists them.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::ResourceFlavor,
         Kind::ClusterQueue,
         Kind::LocalQueue,
@@ -64,6 +66,7 @@ impl Kind {
         Kind::RayCluster,
         Kind::RayService,
         Kind::RayJob,
+        Kind::Pod,
     ];
 
     /// The API resource of the kind.
@@ -79,6 +82,7 @@ impl Kind {
             Kind::RayCluster => ("ray.io", "v1", "RayCluster", "rayclusters"),
             Kind::RayService => ("ray.io", "v1", "RayService", "rayservices"),
             Kind::RayJob => ("ray.io", "v1", "RayJob", "rayjobs"),
+            Kind::Pod => ("", "v1", "Pod", "pods"),
         };
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
     }
@@ -104,7 +108,13 @@ pub(crate) fn cache(client: &kube::Client, kind: Kind) -> (Store<DynamicObject>,
     let writer = reflector::store::Writer::new(ar.clone());
     let store = writer.as_reader();
     let api = Api::<DynamicObject>::all_with(client.clone(), &ar);
-    let stream = watcher(api, watcher::Config::default()).default_backoff().reflect(writer).map(|_| ()).boxed();
+    // The ungater only looks at pods Kueue stamped at admission (`startJob` sets the PodSet
+    // label with the slice annotations); a pod without the label has no PodSet to be granted.
+    let config = match kind {
+        Kind::Pod => watcher::Config::default().labels(super::PODSET_LABEL),
+        _ => watcher::Config::default(),
+    };
+    let stream = watcher(api, config).default_backoff().reflect(writer).map(|_| ()).boxed();
     (store, stream)
 }
 
