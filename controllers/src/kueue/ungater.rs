@@ -89,7 +89,8 @@ impl KueueController {
         for wl in self.active_slices(world) {
             let ns = str_at(&wl, "/metadata/namespace");
             let chain = slice_name(&wl);
-            let granted: BTreeMap<String, i64> = workload_pod_sets(&wl).into_iter().map(|p| (p.name, p.count)).collect();
+            let granted: BTreeMap<String, i64> =
+                workload_pod_sets(&wl).into_iter().map(|p| (p.name, p.count)).collect();
             let mut gated: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
             let mut ungated: BTreeMap<&str, i64> = BTreeMap::new();
             for pod in world.all(Kind::Pod) {

@@ -181,7 +181,10 @@ fn group_errors(spec: &Value, path: &str) -> Vec<String> {
     let groups = spec.get("workerGroupSpecs").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let mut errs = Vec::new();
     if groups.len() + 1 > MAX_POD_SETS {
-        errs.push(format!("{path}.workerGroupSpecs: Too many: {}: must have at most {MAX_POD_SETS} items", groups.len() + 1));
+        errs.push(format!(
+            "{path}.workerGroupSpecs: Too many: {}: must have at most {MAX_POD_SETS} items",
+            groups.len() + 1
+        ));
     }
     for (i, g) in groups.iter().enumerate() {
         if g.get("groupName").and_then(Value::as_str) == Some("head") {
@@ -201,11 +204,18 @@ fn elastic_gate_errors(spec: &Value) -> Vec<String> {
         .iter()
         .enumerate()
         .map(|(i, g)| (format!("spec.workerGroupSpecs[{i}]"), g.get("template").unwrap_or(&null)))
-        .chain(std::iter::once(("spec.headGroupSpec".to_string(), spec.pointer("/headGroupSpec/template").unwrap_or(&null))));
+        .chain(std::iter::once((
+            "spec.headGroupSpec".to_string(),
+            spec.pointer("/headGroupSpec/template").unwrap_or(&null),
+        )));
     let mut errs = Vec::new();
     for (at, template) in templates {
         let gates = template.pointer("/spec/schedulingGates").and_then(Value::as_array);
-        if !gates.into_iter().flatten().any(|g| g.get("name").and_then(Value::as_str) == Some(ELASTIC_JOB_SCHEDULING_GATE)) {
+        if !gates
+            .into_iter()
+            .flatten()
+            .any(|g| g.get("name").and_then(Value::as_str) == Some(ELASTIC_JOB_SCHEDULING_GATE))
+        {
             errs.push(format!(
                 "{at}.template.spec.schedulingGates: Invalid value: {}: an elastic job must have the ElasticJobSchedulingGate",
                 go_gates(gates)
@@ -222,7 +232,9 @@ fn go_gates(gates: Option<&Vec<Value>>) -> String {
         Some(gs) => {
             let items: Vec<String> = gs
                 .iter()
-                .map(|g| format!("v1.PodSchedulingGate{{Name:{:?}}}", g.get("name").and_then(Value::as_str).unwrap_or("")))
+                .map(|g| {
+                    format!("v1.PodSchedulingGate{{Name:{:?}}}", g.get("name").and_then(Value::as_str).unwrap_or(""))
+                })
                 .collect();
             format!("[]v1.PodSchedulingGate{{{}}}", items.join(", "))
         }
