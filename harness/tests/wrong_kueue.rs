@@ -85,3 +85,30 @@ fn ungating_before_the_scale_up_slice_is_admitted_is_caught() {
         &["kq-raycluster-runs-when-admitted", "kq-6-1-admission-starts-the-service-with-the-nested-gate-kept"],
     );
 }
+
+#[test]
+fn ignoring_reclaim_within_the_cohort_is_caught() {
+    assert_caught(
+        KueueDefect::NoReclaimWithinCohort,
+        &["kq-cohort-reclaim-within-cohort-preempts-the-borrower"],
+        &["kq-cohort-no-reclaim-without-the-policy", "kq-cohort-borrowing-within-the-borrowing-limit"],
+    );
+}
+
+#[test]
+fn a_cohort_object_that_lends_nothing_is_caught() {
+    assert_caught(
+        KueueDefect::CohortQuotaNotLent,
+        &["kq-cohort-object-lends-its-own-quota"],
+        &["kq-cohort-borrowing-within-the-borrowing-limit", "kq-raycluster-runs-when-admitted"],
+    );
+}
+
+#[test]
+fn a_workload_webhook_that_lets_reserved_pod_sets_change_is_caught() {
+    assert_caught(
+        KueueDefect::ReservedPodSetsMutable,
+        &["kq-webhook-workload-podsets-are-immutable-once-reserved"],
+        &["kq-raycluster-runs-when-admitted", "kq-6-2a-raising-quota-opens-the-gate"],
+    );
+}

@@ -375,7 +375,7 @@ mod tests {
         assert_eq!(validate_workload(None, &wl(2, true)), Ok(()));
         assert_eq!(
             validate_workload(Some(&wl(1, true)), &wl(2, true)),
-            Err(r#"spec.podSets.0: Invalid value: {"count":2,"name":"head","template":{}}: field is immutable"#.into())
+            Err(r#"spec.podSets.0: Invalid value: {"name":"head","count":2,"template":{}}: field is immutable"#.into())
         );
     }
 }

@@ -29,8 +29,11 @@ impl fake_apiserver::ValidatingWebhook for RayJobWebhook {
     }
 }
 
-/// Kueue's validating Workload webhook ([`controllers::kueue::webhook::validate_workload`]).
-struct WorkloadWebhook;
+/// Kueue's validating Workload webhook ([`controllers::kueue::webhook::validate_workload`]);
+/// `mutable` is the defect `ReservedPodSetsMutable`, which lets every update through.
+struct WorkloadWebhook {
+    mutable: bool,
+}
 
 impl fake_apiserver::ValidatingWebhook for WorkloadWebhook {
     fn name(&self) -> &str {
@@ -42,6 +45,9 @@ impl fake_apiserver::ValidatingWebhook for WorkloadWebhook {
     }
 
     fn validate(&self, old: Option<&Value>, new: &Value) -> Result<(), String> {
+        if self.mutable {
+            return Ok(());
+        }
         controllers::kueue::webhook::validate_workload(old, new)
     }
 }
@@ -82,7 +88,9 @@ impl ActorFactory for KueueFactory {
                 Arc::new(RayJobWebhook { resource, name, rayservice_upgrade_gate: gate })
                     as Arc<dyn fake_apiserver::ValidatingWebhook>
             })
-            .chain(std::iter::once(Arc::new(WorkloadWebhook) as Arc<dyn fake_apiserver::ValidatingWebhook>))
+            .chain(std::iter::once(Arc::new(WorkloadWebhook {
+                mutable: self.base.defective(controllers::kueue::KueueDefect::ReservedPodSetsMutable),
+            }) as Arc<dyn fake_apiserver::ValidatingWebhook>))
             .collect()
     }
 
