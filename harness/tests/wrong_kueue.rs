@@ -78,10 +78,7 @@ fn a_rayjob_submitter_left_out_of_the_pod_sets_is_caught() {
 fn ungating_before_the_scale_up_slice_is_admitted_is_caught() {
     assert_caught(
         KueueDefect::UngateBeforeSliceAdmitted,
-        &[
-            "kq-3-7-elastic-scale-up-pods-stay-gated-until-the-slice-is-admitted",
-            "kq-6-4-template-gate-is-not-protected",
-        ],
+        &["kq-3-7-scale-up-pods-stay-gated-until-the-slice-is-admitted", "kq-6-4-template-gate-is-not-protected"],
         &["kq-raycluster-runs-when-admitted", "kq-6-1-admission-starts-the-service-with-the-nested-gate-kept"],
     );
 }

@@ -19,8 +19,9 @@
 //!
 //! These are pure functions of the old and new object, as an `AdmissionReview` carries them; the
 //! harness registers them with the fake API server as in-process webhooks (real Kueue serves them
-//! over HTTPS). Messages are `field.ErrorList.ToAggregate()`'s, except that an immutable PodSet
-//! is printed as JSON where Go prints the struct with `%#v`. Not modelled: the mutating
+//! over HTTPS). Messages are `field.ErrorList.ToAggregate()`'s; a value that is not a string or a
+//! number is printed as JSON, as `field.Error` does (an immutable PodSet with this module's field
+//! order, not Go's). Not modelled: the mutating
 //! (defaulting) webhooks (fixtures are written as they leave a job: suspended, with the elastic
 //! gate), the default-LocalQueue rule (it needs the webhook's queue cache), TAS requests,
 //! `maxExecTimeSeconds`, `AdmissionGatedBy`, and the Workload webhook's other rules.
@@ -225,18 +226,17 @@ fn elastic_gate_errors(spec: &Value) -> Vec<String> {
     errs
 }
 
-/// A `[]corev1.PodSchedulingGate` as `%#v` prints it.
+/// A `[]corev1.PodSchedulingGate` as `field.Error` prints a value that is not a string or a
+/// number: JSON (`null` when absent).
 fn go_gates(gates: Option<&Vec<Value>>) -> String {
     match gates {
-        None => "[]v1.PodSchedulingGate(nil)".into(),
+        None => "null".into(),
         Some(gs) => {
-            let items: Vec<String> = gs
+            let items: Vec<Value> = gs
                 .iter()
-                .map(|g| {
-                    format!("v1.PodSchedulingGate{{Name:{:?}}}", g.get("name").and_then(Value::as_str).unwrap_or(""))
-                })
+                .map(|g| serde_json::json!({"name": g.get("name").and_then(Value::as_str).unwrap_or("")}))
                 .collect();
-            format!("[]v1.PodSchedulingGate{{{}}}", items.join(", "))
+            Value::Array(items).to_string()
         }
     }
 }
@@ -248,13 +248,11 @@ fn rayjob_errors(job: &Value) -> Vec<String> {
     let spec = job.pointer("/spec/rayClusterSpec").filter(|s| !s.is_null());
     match (selector, spec) {
         (Some(sel), Some(_)) => {
-            let mut pairs: Vec<(&String, &Value)> = sel.iter().collect();
-            pairs.sort_by_key(|(k, _)| *k);
-            let items: Vec<String> =
-                pairs.iter().map(|(k, v)| format!("{k:?}:{:?}", v.as_str().unwrap_or(""))).collect();
+            // As JSON, keys sorted (encoding/json sorts a map's keys).
+            let sorted: std::collections::BTreeMap<&String, &Value> = sel.iter().collect();
+            let value = serde_json::to_string(&sorted).unwrap_or_default();
             vec![format!(
-                "spec.clusterSelector: Invalid value: map[string]string{{{}}}: a kueue managed job should not use an existing cluster",
-                items.join(", ")
+                "spec.clusterSelector: Invalid value: {value}: a kueue managed job should not use an existing cluster"
             )]
         }
         (Some(_), None) => Vec::new(),
@@ -358,7 +356,7 @@ mod tests {
         });
         assert_eq!(
             validate_ray_job("rayclusters", None, &rc, true),
-            Err("[spec.workerGroupSpecs[0].template.spec.schedulingGates: Invalid value: []v1.PodSchedulingGate(nil): an elastic job must have the ElasticJobSchedulingGate, spec.workerGroupSpecs[0].groupName: Forbidden: \"head\" is reserved for the head group]".into())
+            Err("[spec.workerGroupSpecs[0].template.spec.schedulingGates: Invalid value: null: an elastic job must have the ElasticJobSchedulingGate, spec.workerGroupSpecs[0].groupName: Forbidden: \"head\" is reserved for the head group]".into())
         );
     }
 
