@@ -73,3 +73,39 @@ fn a_rayjob_submitter_left_out_of_the_pod_sets_is_caught() {
         &["kq-rayjob-sidecar-submitter-counts-in-the-head-podset", "kq-raycluster-runs-when-admitted"],
     );
 }
+
+#[test]
+fn ungating_before_the_scale_up_slice_is_admitted_is_caught() {
+    assert_caught(
+        KueueDefect::UngateBeforeSliceAdmitted,
+        &["kq-3-7-scale-up-pods-stay-gated-until-the-slice-is-admitted", "kq-6-4-template-gate-is-not-protected"],
+        &["kq-raycluster-runs-when-admitted", "kq-6-1-admission-starts-the-service-with-the-nested-gate-kept"],
+    );
+}
+
+#[test]
+fn ignoring_reclaim_within_the_cohort_is_caught() {
+    assert_caught(
+        KueueDefect::NoReclaimWithinCohort,
+        &["kq-cohort-reclaim-within-cohort-preempts-the-borrower"],
+        &["kq-cohort-no-reclaim-without-the-policy", "kq-cohort-borrowing-within-the-borrowing-limit"],
+    );
+}
+
+#[test]
+fn a_cohort_object_that_lends_nothing_is_caught() {
+    assert_caught(
+        KueueDefect::CohortQuotaNotLent,
+        &["kq-cohort-object-lends-its-own-quota"],
+        &["kq-cohort-borrowing-within-the-borrowing-limit", "kq-raycluster-runs-when-admitted"],
+    );
+}
+
+#[test]
+fn a_workload_webhook_that_lets_reserved_pod_sets_change_is_caught() {
+    assert_caught(
+        KueueDefect::ReservedPodSetsMutable,
+        &["kq-webhook-workload-podsets-are-immutable-once-reserved"],
+        &["kq-raycluster-runs-when-admitted", "kq-6-2a-raising-quota-opens-the-gate"],
+    );
+}

@@ -543,15 +543,14 @@ impl KueueController {
     /// `ApplyPodSetCounts`: only the counts change; templates stay.
     async fn apply_counts(&self, world: &mut World, wl: &Value, pod_sets: &[PodSet]) -> Result<Value, KueueError> {
         let want = counts(pod_sets);
-        let sets: Vec<Value> = workload_pod_sets(wl)
-            .into_iter()
-            .map(|mut p| {
-                if let Some(c) = want.get(&p.name) {
-                    p.count = *c;
-                }
-                p.to_json()
-            })
-            .collect();
+        // Only the counts change: every other field of a reserved slice's PodSets is immutable
+        // (the Workload webhook's `validateImmutablePodSets`).
+        let mut sets: Vec<Value> = wl.pointer("/spec/podSets").and_then(Value::as_array).cloned().unwrap_or_default();
+        for p in &mut sets {
+            if let Some(c) = p.get("name").and_then(Value::as_str).and_then(|n| want.get(n)) {
+                p["count"] = json!(c);
+            }
+        }
         self.patch(world, Kind::Workload, wl, json!({"spec": {"podSets": sets}}), false, true).await
     }
 
@@ -867,7 +866,7 @@ impl KueueController {
         let mut spec = job.pointer(jk.cluster_spec_pointer()).cloned().unwrap_or_else(|| json!({}));
         let expected = Self::expected_pod_sets(jk, job);
         if infos.len() != expected {
-            let message = format!("invalid podset infos: expecting {expected} got {}", infos.len());
+            let message = format!("invalid podset infos: expecting {expected} podset, got {}", infos.len());
             self.finish_workload(world, wl, "FailedToStart", &message).await?;
             return Ok(());
         }

@@ -2,31 +2,36 @@
 //! framework for RayCluster, RayJob and RayService, modelled on Kueue v0.19.2 (API `v1beta2`) with PR
 //! 11264's RayService upgrade gate (`kueue@PR` in kueue.md) and the fix of kueue#15661.
 //!
-//! One level-triggered loop reads every ResourceFlavor, ClusterQueue, LocalQueue,
-//! WorkloadPriorityClass, Workload, RayCluster and RayService and, per pass:
+//! One level-triggered loop reads every ResourceFlavor, ClusterQueue, Cohort, LocalQueue,
+//! WorkloadPriorityClass, Workload, RayCluster, RayService, RayJob and every pod Kueue stamped
+//! with a PodSet label and, per pass:
 //! 1. runs the job framework for each Ray job with a queue name ([`jobs`]): Workload creation
 //!    (or slices, for elastic jobs), start and stop, eviction, the child-job rule, and for a
 //!    RayService under the gate the unsuspend of admitted children with the race guard;
 //! 2. admits pending Workloads per ClusterQueue ([`scheduler`]): flavor assignment in order,
-//!    nominal quota, borrowing within a cohort (`borrowingLimit`, `lendingLimit`; no Cohort
-//!    objects, so one level of ClusterQueues), BestEffortFIFO/StrictFIFO order, delta quota and
-//!    flavor pinning of replacement slices, preemption within the ClusterQueue;
-//! 3. writes the ClusterQueue and LocalQueue status.
+//!    nominal quota, borrowing within a cohort (`borrowingLimit`, `lendingLimit`; one level: the
+//!    member ClusterQueues and a Cohort object's own quota, its `parentName` not followed),
+//!    BestEffortFIFO/StrictFIFO order, delta quota and flavor pinning of replacement slices,
+//!    preemption within the ClusterQueue and `reclaimWithinCohort` from borrowing members of its
+//!    cohort;
+//! 3. removes the elastic scheduling gate from pods up to what the chain's admitted slice grants
+//!    ([`ungater`], the ElasticJobUngater);
+//! 4. writes the ClusterQueue and LocalQueue status.
 //!
-//! Kueue's webhooks: the defaulting webhook is not modelled (jobs are expected to be created
-//! suspended, as it leaves them; the fixtures write it); the job webhooks' update checks
-//! (queue-name immutability while running, the elastic toggle, the priority-class label) are
-//! pure functions in [`webhook`], which the harness registers with the fake API server as
-//! in-process validating webhooks. Workload PodSet immutability is not enforced. Not modelled:
-//! Cohort objects and hierarchical cohorts, reclaim and preemption across a cohort, fair sharing,
-//! admission checks, TAS, MultiKueue, `waitForPodsReady`, partial admission, elastic RayJobs
-//! (their custom annotations and `UpdatePodSets`), and the elastic pod scheduling gate with its
-//! ungater (PR 11264 gates at the RayCluster level instead, so no row needs pods gated).
+//! Kueue's webhooks: the defaulting webhooks are not modelled (jobs are expected to be created
+//! as they leave them: suspended, and an elastic job's templates with the elastic scheduling
+//! gate; the fixtures write it); the validating job webhooks' create and update checks and the
+//! Workload webhook's PodSet immutability are pure functions in [`webhook`], which the harness
+//! registers with the fake API server as in-process validating webhooks. Not modelled:
+//! hierarchical cohorts (Cohort `parentName`), `borrowWithinCohort`, fair sharing,
+//! admission checks, TAS, MultiKueue, `waitForPodsReady`, partial admission, and elastic RayJobs
+//! (their custom annotations and `UpdatePodSets`).
 
 pub mod jobs;
 pub mod objects;
 pub mod podsets;
 pub mod scheduler;
+pub mod ungater;
 pub mod webhook;
 
 use crate::Clock;
@@ -86,6 +91,16 @@ pub enum KueueDefect {
     BorrowingPastTheLimit,
     /// A RayJob's PodSets leave out the submitter (`K8sJobMode`), so its pod is never charged.
     RayJobSubmitterNotCounted,
+    /// The elastic ungater grants what the newest slice asks for, admitted or not, so a
+    /// scale-up's pods run before their slice is admitted.
+    UngateBeforeSliceAdmitted,
+    /// `reclaimWithinCohort` is ignored: a ClusterQueue never takes back the quota other
+    /// members of its cohort borrow.
+    NoReclaimWithinCohort,
+    /// A Cohort object's own quota is not lent to its ClusterQueues.
+    CohortQuotaNotLent,
+    /// The Workload webhook lets any change of a reserved Workload's PodSets through.
+    ReservedPodSetsMutable,
 }
 
 /// How the reference Kueue runs.
@@ -224,6 +239,7 @@ impl KueueController {
         let mut again = false;
         again |= self.reconcile_jobs(world).await?;
         again |= self.schedule(world).await?;
+        again |= self.ungate_elastic_pods(world).await?;
         self.write_queue_status(world).await?;
         Ok(again)
     }

@@ -13,12 +13,13 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// Kueue v0.19.2's CRDs (v1beta2 only; pod templates preserved unknown), one manifest each.
-pub const KUEUE_CRD_YAMLS: [&str; 5] = [
+pub const KUEUE_CRD_YAMLS: [&str; 6] = [
     include_str!("../crds/kueue.x-k8s.io_resourceflavors.yaml"),
     include_str!("../crds/kueue.x-k8s.io_clusterqueues.yaml"),
     include_str!("../crds/kueue.x-k8s.io_localqueues.yaml"),
     include_str!("../crds/kueue.x-k8s.io_workloadpriorityclasses.yaml"),
     include_str!("../crds/kueue.x-k8s.io_workloads.yaml"),
+    include_str!("../crds/kueue.x-k8s.io_cohorts.yaml"),
 ];
 
 /// The Kueue CRDs, parsed from [`KUEUE_CRD_YAMLS`] (constant manifests a unit test parses, so
@@ -39,6 +40,8 @@ pub enum Kind {
     ResourceFlavor,
     /// `kueue.x-k8s.io/v1beta2` ClusterQueue (cluster-scoped).
     ClusterQueue,
+    /// `kueue.x-k8s.io/v1beta2` Cohort (cluster-scoped).
+    Cohort,
     /// `kueue.x-k8s.io/v1beta2` LocalQueue.
     LocalQueue,
     /// `kueue.x-k8s.io/v1beta2` WorkloadPriorityClass (cluster-scoped).
@@ -51,19 +54,23 @@ pub enum Kind {
     RayService,
     /// `ray.io/v1` RayJob.
     RayJob,
+    /// `v1` Pod, only those with the `kueue.x-k8s.io/podset` label (the elastic ungater's).
+    Pod,
 }
 
 impl Kind {
     /// Every kind, in the order a pass lists them.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 10] = [
         Kind::ResourceFlavor,
         Kind::ClusterQueue,
+        Kind::Cohort,
         Kind::LocalQueue,
         Kind::WorkloadPriorityClass,
         Kind::Workload,
         Kind::RayCluster,
         Kind::RayService,
         Kind::RayJob,
+        Kind::Pod,
     ];
 
     /// The API resource of the kind.
@@ -71,6 +78,7 @@ impl Kind {
         let (group, version, kind, plural) = match self {
             Kind::ResourceFlavor => ("kueue.x-k8s.io", "v1beta2", "ResourceFlavor", "resourceflavors"),
             Kind::ClusterQueue => ("kueue.x-k8s.io", "v1beta2", "ClusterQueue", "clusterqueues"),
+            Kind::Cohort => ("kueue.x-k8s.io", "v1beta2", "Cohort", "cohorts"),
             Kind::LocalQueue => ("kueue.x-k8s.io", "v1beta2", "LocalQueue", "localqueues"),
             Kind::WorkloadPriorityClass => {
                 ("kueue.x-k8s.io", "v1beta2", "WorkloadPriorityClass", "workloadpriorityclasses")
@@ -79,13 +87,14 @@ impl Kind {
             Kind::RayCluster => ("ray.io", "v1", "RayCluster", "rayclusters"),
             Kind::RayService => ("ray.io", "v1", "RayService", "rayservices"),
             Kind::RayJob => ("ray.io", "v1", "RayJob", "rayjobs"),
+            Kind::Pod => ("", "v1", "Pod", "pods"),
         };
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
     }
 
     /// Whether objects of the kind live in a namespace.
     pub fn namespaced(self) -> bool {
-        !matches!(self, Kind::ResourceFlavor | Kind::ClusterQueue | Kind::WorkloadPriorityClass)
+        !matches!(self, Kind::ResourceFlavor | Kind::ClusterQueue | Kind::Cohort | Kind::WorkloadPriorityClass)
     }
 
     /// The API of the kind in `ns` (all namespaces for `None` or a cluster-scoped kind).
@@ -104,7 +113,13 @@ pub(crate) fn cache(client: &kube::Client, kind: Kind) -> (Store<DynamicObject>,
     let writer = reflector::store::Writer::new(ar.clone());
     let store = writer.as_reader();
     let api = Api::<DynamicObject>::all_with(client.clone(), &ar);
-    let stream = watcher(api, watcher::Config::default()).default_backoff().reflect(writer).map(|_| ()).boxed();
+    // The ungater only looks at pods Kueue stamped at admission (`startJob` sets the PodSet
+    // label with the slice annotations); a pod without the label has no PodSet to be granted.
+    let config = match kind {
+        Kind::Pod => watcher::Config::default().labels(super::PODSET_LABEL),
+        _ => watcher::Config::default(),
+    };
+    let stream = watcher(api, config).default_backoff().reflect(writer).map(|_| ()).boxed();
     (store, stream)
 }
 
@@ -260,7 +275,7 @@ mod tests {
     #[test]
     fn the_kueue_crds_parse_and_serve_v1beta2() {
         let crds = kueue_crds();
-        assert_eq!(crds.len(), 5);
+        assert_eq!(crds.len(), 6);
         for crd in crds {
             assert_eq!(crd.spec.group, "kueue.x-k8s.io");
             assert_eq!(crd.spec.versions.len(), 1);

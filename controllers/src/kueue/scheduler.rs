@@ -1,7 +1,7 @@
 //! Admission (`pkg/scheduler`): per ClusterQueue, pending Workloads in queue order (priority,
 //! then creation time), flavors tried in order against nominal quota, replacement slices
 //! charged only their delta and pinned to the replaced slice's flavors, preemption within the
-//! ClusterQueue; then the ClusterQueue and LocalQueue status (`flavorsReservation`,
+//! ClusterQueue and reclaim from borrowing members of its cohort; then the ClusterQueue and LocalQueue status (`flavorsReservation`,
 //! `flavorsUsage`, the workload counts, `Active`).
 
 use super::jobs::{admitted, evicted, finished, has_quota_reservation, workload_pod_sets};
@@ -86,7 +86,9 @@ struct Limits {
 
 /// One ClusterQueue's quota: per resource group, the covered resources and the flavors in order;
 /// the limits by (flavor, resource); the cohort it belongs to.
+#[derive(Clone)]
 struct Quota {
+    name: String,
     groups: Vec<(Vec<String>, Vec<FlavorQuota>)>,
     limits: BTreeMap<(String, String), Limits>,
     cohort: Option<String>,
@@ -105,15 +107,20 @@ fn max0(q: Quantity) -> Quantity {
 }
 
 /// What a ClusterQueue may use of a flavor's resource (`pkg/cache/scheduler/resource_node.go`,
-/// a cohort of ClusterQueues without Cohort objects above it). Without a cohort: nominal minus
+/// one level of cohort: the member ClusterQueues and the Cohort object of that name with its own
+/// quota, if any; a Cohort's `parentName` is not followed). Without a cohort: nominal minus
 /// usage, at most nominal. In a cohort each member keeps only what its `lendingLimit` holds back
 /// (`localQuota` = nominal − lendingLimit; all of it is lent without one); the cohort pools the
-/// rest; a member may use its local quota plus what the pool has left, the latter capped by its
-/// `borrowingLimit` (`available`, `potentialAvailable`).
+/// rest with the Cohort object's quota; a member may use its local quota plus what the pool has
+/// left, the latter capped by its `borrowingLimit` (`available`, `potentialAvailable`).
+#[derive(Clone)]
 struct Capacity {
     own: Quota,
-    /// The other members of the cohort: their quota and usage.
-    others: Vec<(Quota, Usage)>,
+    /// The other members of the cohort: their name, quota and usage.
+    others: Vec<(String, Quota, Usage)>,
+    /// The quota of the Cohort object named by `cohortName`, when there is one: all of it is
+    /// lent to the members (`SubtreeQuota` of the cohort node).
+    cohort_quota: Option<Quota>,
     /// Defect `BorrowingPastTheLimit`: `borrowingLimit` is not applied.
     unlimited: bool,
 }
@@ -142,7 +149,8 @@ impl Quota {
 }
 
 impl Capacity {
-    fn of(world: &World, cq: &Value, unlimited: bool) -> Capacity {
+    /// The capacity of `cq`; `defects` are the configuration's deliberate bugs that bear on it.
+    fn of(world: &World, cq: &Value, defects: &[KueueDefect]) -> Capacity {
         let own = Quota::of(cq);
         let mut others = Vec::new();
         if let Some(cohort) = &own.cohort {
@@ -161,10 +169,16 @@ impl Capacity {
                         }
                     }
                 }
-                others.push((q, u));
+                others.push((other_name.to_string(), q, u));
             }
         }
-        Capacity { own, others, unlimited }
+        let cohort_quota = own
+            .cohort
+            .as_ref()
+            .and_then(|c| world.get(Kind::Cohort, &(String::new(), c.clone())))
+            .filter(|_| !defects.contains(&KueueDefect::CohortQuotaNotLent))
+            .map(Quota::of);
+        Capacity { own, others, cohort_quota, unlimited: defects.contains(&KueueDefect::BorrowingPastTheLimit) }
     }
 
     /// The cohort's pool and its usage, `own_usage` being this queue's.
@@ -173,11 +187,14 @@ impl Capacity {
         let mut subtree = Quantity::ZERO;
         let mut used = Quantity::ZERO;
         let members = std::iter::once((&self.own, own_usage))
-            .chain(self.others.iter().map(|(q, u)| (q, u.get(&key).copied().unwrap_or(Quantity::ZERO))));
+            .chain(self.others.iter().map(|(_, q, u)| (q, u.get(&key).copied().unwrap_or(Quantity::ZERO))));
         for (q, u) in members {
             let local = q.local(flavor, res);
             subtree = subtree.plus(sub(q.nominal(flavor, res), local));
             used = used.plus(max0(sub(u, local)));
+        }
+        if let Some(c) = &self.cohort_quota {
+            subtree = subtree.plus(c.nominal(flavor, res));
         }
         (subtree, used)
     }
@@ -200,6 +217,55 @@ impl Capacity {
             }
         }
         max0(sub(local, own_usage)).plus(from_pool)
+    }
+
+    /// Takes `usage` off the books of the cohort member `cq` (a preemption target's).
+    fn release(&mut self, cq: &str, usage: &Usage) {
+        if let Some((_, _, u)) = self.others.iter_mut().find(|(n, _, _)| n == cq) {
+            for (k, q) in usage {
+                let e = u.entry(k.clone()).or_insert(Quantity::ZERO);
+                *e = sub(*e, *q);
+            }
+        }
+    }
+
+    /// Whether the cohort member `cq` uses more than its nominal quota of some (flavor,
+    /// resource) in `needed` (`cqIsBorrowing`).
+    fn member_borrowing(&self, cq: &str, needed: &Usage) -> bool {
+        self.others.iter().find(|(n, _, _)| n == cq).is_some_and(|(_, q, u)| {
+            needed
+                .keys()
+                .any(|(f, r)| u.get(&(f.clone(), r.clone())).copied().unwrap_or(Quantity::ZERO) > q.nominal(f, r))
+        })
+    }
+
+    /// Whether admitting `assignments` on top of the queue's `usage` takes it over its nominal
+    /// quota of some (flavor, resource).
+    fn borrows(&self, usage: &Usage, assignments: &[Value]) -> bool {
+        let mut after = usage.clone();
+        for a in assignments {
+            for (res, q) in podsets::from_json(a.get("resourceUsage")) {
+                add(&mut after, a.pointer(&format!("/flavors/{res}")).and_then(Value::as_str).unwrap_or(""), &res, q);
+            }
+        }
+        after.iter().any(|((f, r), q)| *q > self.own.nominal(f, r))
+    }
+
+    /// `buildCQPath`: `/<cohort>/<cq>`, or `/<cq>` outside a cohort.
+    fn path(&self, cq: &str) -> String {
+        let cohort = if cq == self.own_name() {
+            self.own.cohort.as_deref()
+        } else {
+            self.others.iter().find(|(n, _, _)| n == cq).and_then(|(_, q, _)| q.cohort.as_deref())
+        };
+        match cohort {
+            Some(c) => format!("/{c}/{cq}"),
+            None => format!("/{cq}"),
+        }
+    }
+
+    fn own_name(&self) -> &str {
+        &self.own.name
     }
 
     /// `PotentialAvailable`: the most the queue could ever hold.
@@ -252,7 +318,7 @@ impl Quota {
             groups.push((covered, flavors));
         }
         let cohort = Some(str_at(cq, "/spec/cohortName").to_string()).filter(|c| !c.is_empty());
-        Quota { groups, limits, cohort }
+        Quota { name: str_at(cq, "/metadata/name").to_string(), groups, limits, cohort }
     }
 }
 
@@ -388,29 +454,43 @@ fn assign(
 
 impl KueueController {
     /// One scheduling cycle over every ClusterQueue.
+    ///
+    /// A cycle takes the heads of every ClusterQueue and tries those that fit without borrowing
+    /// first (`entryOrdering`): so a first round admits, queue by queue, the leading Workloads
+    /// that fit within nominal quota, and the second does everything else (borrowing, pending,
+    /// preemption). Otherwise a Workload that reclaims its queue's nominal quota from a borrower
+    /// could lose it again to the evicted borrower, requeued in a queue looked at first.
     pub(super) async fn schedule(&self, world: &mut World) -> Result<bool, KueueError> {
         let mut again = false;
         let cqs: Vec<Value> = world.all(Kind::ClusterQueue).into_iter().cloned().collect();
-        for cq in cqs {
-            match self.schedule_queue(world, &cq).await {
-                Ok(a) => again |= a,
-                Err(e) => {
-                    tracing::debug!(error = %e, "kueue scheduling");
-                    again = true;
+        for borrowing in [false, true] {
+            for cq in &cqs {
+                let Some(cq) = world.get(Kind::ClusterQueue, &key_of(cq)).cloned() else { continue };
+                match self.schedule_queue(world, &cq, borrowing).await {
+                    Ok(a) => again |= a,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "kueue scheduling");
+                        again = true;
+                    }
                 }
             }
         }
         Ok(again)
     }
 
-    async fn schedule_queue(&self, world: &mut World, cq: &Value) -> Result<bool, KueueError> {
+    /// Schedules one ClusterQueue's pending Workloads in queue order; without `borrowing` it
+    /// stops at the first that does not fit within the queue's nominal quota.
+    async fn schedule_queue(&self, world: &mut World, cq: &Value, borrowing: bool) -> Result<bool, KueueError> {
         let cq_name = str_at(cq, "/metadata/name").to_string();
         if !matches!(str_at(cq, "/spec/stopPolicy"), "" | "None") {
             return Ok(false);
         }
-        let cap = Capacity::of(world, cq, self.config.defective(KueueDefect::BorrowingPastTheLimit));
+        let defects: Vec<KueueDefect> = [KueueDefect::BorrowingPastTheLimit, KueueDefect::CohortQuotaNotLent]
+            .into_iter()
+            .filter(|d| self.config.defective(*d))
+            .collect();
+        let cap = Capacity::of(world, cq, &defects);
         let strict = str_at(cq, "/spec/queueingStrategy") == "StrictFIFO";
-        let policy = str_at(cq, "/spec/preemption/withinClusterQueue").to_string();
         let mut pending: Vec<Value> = world
             .all(Kind::Workload)
             .into_iter()
@@ -462,14 +542,17 @@ impl KueueController {
                     }
                 }
             }
-            match assign(world, &cap, &usage, &wl, &pinned) {
+            let fit = assign(world, &cap, &usage, &wl, &pinned);
+            if !borrowing && !matches!(&fit, Fit::Fits(a) if !cap.borrows(&usage, a)) {
+                break;
+            }
+            match fit {
                 Fit::Fits(assignments) => {
                     self.admit(world, &wl, &cq_name, assignments, replaced.as_ref()).await?;
                 }
                 Fit::NoFit(message) => {
-                    let preempting = self
-                        .preempt(world, &cap, &usage, &wl, &admitted_here, replaced.as_ref(), &pinned, &policy)
-                        .await?;
+                    let preempting =
+                        self.preempt(world, &cap, &usage, &wl, &admitted_here, replaced.as_ref(), &pinned, cq).await?;
                     let message = if preempting > 0 {
                         format!("Pending the preemption of {preempting} workload(s)")
                     } else {
@@ -565,9 +648,13 @@ impl KueueController {
         Ok(())
     }
 
-    /// Preemption within the ClusterQueue (`LowerPriority`, `LowerOrNewerEqualPriority`):
-    /// the lowest-priority, newest admitted Workloads are evicted until `wl` would fit. The
-    /// replaced slice is never a target. Returns how many targets are being preempted.
+    /// Classical preemption (`pkg/scheduler/preemption`): candidates are the ClusterQueue's own
+    /// admitted Workloads its `withinClusterQueue` policy allows and, in a cohort, the Workloads
+    /// of members that borrow, as `reclaimWithinCohort` allows (`findCandidates`); ordered
+    /// evicted first, other queues' before the own, lowest priority, then newest
+    /// (`CandidatesOrdering`). They are taken off the books one by one, a member's only while it
+    /// still borrows (`candidateIsValid`), until `wl` fits. The replaced slice is never a
+    /// target. Returns how many targets are being preempted.
     #[allow(clippy::too_many_arguments)]
     async fn preempt(
         &self,
@@ -578,59 +665,108 @@ impl KueueController {
         admitted_here: &[Value],
         replaced: Option<&Value>,
         pinned: &BTreeMap<(String, String), String>,
-        policy: &str,
+        cq: &Value,
     ) -> Result<usize, KueueError> {
-        if !matches!(policy, "LowerPriority" | "LowerOrNewerEqualPriority") {
-            return Ok(0);
-        }
+        let within = str_at(cq, "/spec/preemption/withinClusterQueue");
+        let reclaim = str_at(cq, "/spec/preemption/reclaimWithinCohort");
+        let own = cap.own_name().to_string();
         let p = priority(wl);
         let created = str_at(wl, "/metadata/creationTimestamp");
-        let mut candidates: Vec<&Value> = admitted_here
+        // `SatisfiesPreemptionPolicy`.
+        let allows = |policy: &str, w: &Value| match policy {
+            "Any" => true,
+            "LowerPriority" => priority(w) < p,
+            "LowerOrNewerEqualPriority" => {
+                priority(w) < p || (priority(w) == p && str_at(w, "/metadata/creationTimestamp") > created)
+            }
+            _ => false,
+        };
+        let mut candidates: Vec<(Value, String)> = admitted_here
             .iter()
             .filter(|w| replaced.is_none_or(|r| key_of(r) != key_of(w)))
-            .filter(|w| {
-                priority(w) < p
-                    || (policy == "LowerOrNewerEqualPriority"
-                        && priority(w) == p
-                        && str_at(w, "/metadata/creationTimestamp") > created)
-            })
+            .filter(|w| allows(within, w))
+            .map(|w| (w.clone(), own.clone()))
             .collect();
-        candidates.sort_by(|a, b| {
-            priority(a)
-                .cmp(&priority(b))
+        // The (flavor, resource) pairs `wl` could use: those a member must borrow in to be
+        // reclaimed from.
+        let requested: Resources = workload_pod_sets(wl)
+            .iter()
+            .flat_map(|ps| podsets::times(&podsets::pod_requests(&ps.template), ps.count))
+            .collect();
+        let mut needed = Usage::new();
+        for (covered, flavors) in &cap.own.groups {
+            for (flavor, _) in flavors {
+                for res in covered.iter().filter(|r| requested.contains_key(*r)) {
+                    needed.insert((flavor.clone(), res.clone()), Quantity::ZERO);
+                }
+            }
+        }
+        if cap.own.cohort.is_some()
+            && !matches!(reclaim, "" | "Never")
+            && !self.config.defective(KueueDefect::NoReclaimWithinCohort)
+        {
+            for w in world.all(Kind::Workload) {
+                let at = str_at(w, "/status/admission/clusterQueue");
+                if charges(w) && at != own && cap.member_borrowing(at, &needed) && allows(reclaim, w) {
+                    candidates.push((w.clone(), at.to_string()));
+                }
+            }
+        }
+        candidates.sort_by(|(a, qa), (b, qb)| {
+            evicted(b)
+                .cmp(&evicted(a))
+                .then_with(|| (*qa == own).cmp(&(*qb == own)))
+                .then_with(|| priority(a).cmp(&priority(b)))
                 .then_with(|| str_at(b, "/metadata/creationTimestamp").cmp(str_at(a, "/metadata/creationTimestamp")))
         });
+        let mut sim = cap.clone();
         let mut freed = usage.clone();
-        let mut targets = Vec::new();
-        for c in candidates {
-            for ((f, r), q) in workload_usage(c) {
-                let e = freed.entry((f, r)).or_insert(Quantity::ZERO);
-                *e = sub(*e, q);
-            }
-            targets.push(c.clone());
-            if matches!(assign(world, cap, &freed, wl, pinned), Fit::Fits(_)) {
-                let now = self.now();
-                for t in &targets {
-                    if evicted(t) {
-                        continue;
-                    }
-                    let g = generation(t);
-                    let message = format!(
-                        "Preempted to accommodate a workload (UID: {}, JobUID: {}) due to prioritization in the ClusterQueue",
-                        str_at(wl, "/metadata/uid"),
-                        objects::label(wl, JOB_UID_LABEL).unwrap_or("")
-                    );
-                    let mut conds: Vec<Value> =
-                        t.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-                    set_condition(&mut conds, new_condition("Evicted", true, "Preempted", &message, g, &now));
-                    set_condition(&mut conds, new_condition("Preempted", true, "InClusterQueue", &message, g, &now));
-                    let t2 = self
-                        .patch(world, Kind::Workload, t, json!({"status": {"conditions": conds}}), true, true)
-                        .await?;
-                    self.event(Kind::Workload, &t2, EventType::Normal, "Preempted", "Preempted", message).await;
+        let mut targets: Vec<(Value, String)> = Vec::new();
+        for (c, at) in candidates {
+            let charge = workload_usage(&c);
+            if at == own {
+                for (k, q) in &charge {
+                    let e = freed.entry(k.clone()).or_insert(Quantity::ZERO);
+                    *e = sub(*e, *q);
                 }
-                return Ok(targets.len());
+            } else if sim.member_borrowing(&at, &needed) {
+                sim.release(&at, &charge);
+            } else {
+                continue;
             }
+            targets.push((c, at));
+            let Fit::Fits(assignments) = assign(world, &sim, &freed, wl, pinned) else { continue };
+            // Reclaiming keeps the preemptor within its nominal quota, or it borrows as well.
+            let within_nominal = !cap.borrows(&freed, &assignments);
+            let now = self.now();
+            for (t, at) in &targets {
+                if evicted(t) {
+                    continue;
+                }
+                let (reason, why) = if *at == own {
+                    ("InClusterQueue", "prioritization in the ClusterQueue")
+                } else if within_nominal {
+                    ("InCohortReclamation", "reclamation within the cohort")
+                } else {
+                    ("InCohortReclaimWhileBorrowing", "reclamation within the cohort while borrowing")
+                };
+                let g = generation(t);
+                let message = format!(
+                    "Preempted to accommodate a workload (UID: {}, JobUID: {}) due to {why}; preemptor path: {}; preemptee path: {}",
+                    str_at(wl, "/metadata/uid"),
+                    objects::label(wl, JOB_UID_LABEL).unwrap_or(""),
+                    cap.path(&own),
+                    cap.path(at),
+                );
+                let mut conds: Vec<Value> =
+                    t.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+                set_condition(&mut conds, new_condition("Evicted", true, "Preempted", &message, g, &now));
+                set_condition(&mut conds, new_condition("Preempted", true, reason, &message, g, &now));
+                let t2 =
+                    self.patch(world, Kind::Workload, t, json!({"status": {"conditions": conds}}), true, true).await?;
+                self.event(Kind::Workload, &t2, EventType::Normal, "Preempted", "Preempted", message).await;
+            }
+            return Ok(targets.len());
         }
         Ok(0)
     }

@@ -302,6 +302,7 @@ pub(crate) fn create_prepared(
         return Err(ApiError::already_exists(&rt.group, &rt.plural, name));
     }
     let PreparedObject { encoded, preview_rv } = prepared.object?;
+    st.webhooks.admit(&rt.group, &rt.plural, None, || encoded.value_without_resource_version())?;
     if w.dry_run {
         return Ok(Arc::new(encoded.finish(preview_rv)));
     }
@@ -480,9 +481,7 @@ pub(crate) fn update(
     // Validating admission comes after the strategy's validation, before the write; the
     // AdmissionReview of a status update names the subresource, which no webhook here asks for.
     if mode == UpdateMode::Main {
-        for hook in st.webhooks.0.iter().filter(|h| h.handles(&rt.group, &rt.plural)) {
-            hook.validate_update(&old_value, &merged).map_err(|m| ApiError::webhook_denied(hook.name(), &m))?;
-        }
+        st.webhooks.admit(&rt.group, &rt.plural, Some(&old_value), || merged.clone())?;
     }
     if rt.tracks_generation {
         let skip: &[&str] =

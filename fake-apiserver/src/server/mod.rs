@@ -152,8 +152,8 @@ impl ApiServer {
         kube::Client::new(svc, "default")
     }
 
-    /// Registers a validating webhook: from now on every update of the resources it handles is
-    /// checked by it, after the server's own validation (see [`ValidatingWebhook`]).
+    /// Registers a validating webhook: from now on every create and update of the resources it
+    /// handles is checked by it, after the server's own validation (see [`ValidatingWebhook`]).
     ///
     /// [`ValidatingWebhook`]: crate::ValidatingWebhook
     pub fn add_validating_webhook(&self, webhook: std::sync::Arc<dyn crate::ValidatingWebhook>) {

@@ -299,6 +299,16 @@ impl Encoded {
         unreachable!("some placeholder does not occur in the object")
     }
 
+    /// The object as a create's admission sees it: decoded back, without the resourceVersion
+    /// the commit assigns.
+    pub fn value_without_resource_version(&self) -> Value {
+        let mut v: Value = serde_json::from_slice(&self.json).unwrap_or(Value::Null);
+        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+        }
+        v
+    }
+
     /// `value` stored as it is.
     pub fn exact(rt: &dyn StoredResource, value: &Value) -> Self {
         let meta = &value["metadata"];

@@ -26,4 +26,5 @@ mod smoke;
 mod table;
 mod tcp;
 mod watch;
+mod webhooks;
 mod wire;

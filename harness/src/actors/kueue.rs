@@ -7,8 +7,8 @@ use controllers::kueue::{KueueConfig, KueueController};
 use serde_json::Value;
 use std::sync::Arc;
 
-/// One of Kueue's validating job webhooks for a Ray kind, checking updates with
-/// [`controllers::kueue::webhook::validate_ray_job_update`].
+/// One of Kueue's validating job webhooks for a Ray kind, checking creates and updates with
+/// [`controllers::kueue::webhook::validate_ray_job`].
 struct RayJobWebhook {
     resource: &'static str,
     name: &'static str,
@@ -24,8 +24,31 @@ impl fake_apiserver::ValidatingWebhook for RayJobWebhook {
         group == "ray.io" && resource == self.resource
     }
 
-    fn validate_update(&self, old: &Value, new: &Value) -> Result<(), String> {
-        controllers::kueue::webhook::validate_ray_job_update(self.resource, old, new, self.rayservice_upgrade_gate)
+    fn validate(&self, old: Option<&Value>, new: &Value) -> Result<(), String> {
+        controllers::kueue::webhook::validate_ray_job(self.resource, old, new, self.rayservice_upgrade_gate)
+    }
+}
+
+/// Kueue's validating Workload webhook ([`controllers::kueue::webhook::validate_workload`]);
+/// `mutable` is the defect `ReservedPodSetsMutable`, which lets every update through.
+struct WorkloadWebhook {
+    mutable: bool,
+}
+
+impl fake_apiserver::ValidatingWebhook for WorkloadWebhook {
+    fn name(&self) -> &str {
+        controllers::kueue::webhook::WORKLOAD_WEBHOOK
+    }
+
+    fn handles(&self, group: &str, resource: &str) -> bool {
+        group == "kueue.x-k8s.io" && resource == "workloads"
+    }
+
+    fn validate(&self, old: Option<&Value>, new: &Value) -> Result<(), String> {
+        if self.mutable {
+            return Ok(());
+        }
+        controllers::kueue::webhook::validate_workload(old, new)
     }
 }
 
@@ -65,6 +88,9 @@ impl ActorFactory for KueueFactory {
                 Arc::new(RayJobWebhook { resource, name, rayservice_upgrade_gate: gate })
                     as Arc<dyn fake_apiserver::ValidatingWebhook>
             })
+            .chain(std::iter::once(Arc::new(WorkloadWebhook {
+                mutable: self.base.defective(controllers::kueue::KueueDefect::ReservedPodSetsMutable),
+            }) as Arc<dyn fake_apiserver::ValidatingWebhook>))
             .collect()
     }
 

@@ -141,6 +141,17 @@ impl Linter<'_> {
                 ),
             );
         }
+        if row.id.len() > 63 {
+            // A label value (kubeconfig.rs) can be no longer.
+            self.report(
+                at,
+                format!(
+                    "row id {:?} is {} bytes; at most 63 (on a real cluster it is the value of the namespace label kproof.dev/row)",
+                    row.id,
+                    row.id.len()
+                ),
+            );
+        }
         if row.source.trim().is_empty() {
             self.report(at, "empty `source`: name the seed file, URL, PR or issue the row comes from");
         }
@@ -641,6 +652,13 @@ mod tests {
         let issues = lint_one(rows);
         assert!(issues.iter().any(|i| i.contains(needle)), "expected an issue containing {needle:?}, got {issues:#?}");
         issues
+    }
+
+    #[test]
+    fn row_ids_longer_than_a_label_value_are_reported() {
+        let long = "r".repeat(64);
+        assert_issue(&row(&long, EXPECT_POD), "is 64 bytes; at most 63");
+        assert_clean(&row(&"r".repeat(63), EXPECT_POD));
     }
 
     #[test]
