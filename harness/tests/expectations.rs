@@ -248,3 +248,21 @@ fn the_reserved_for_row_fails_when_the_server_accepts_the_extra_entry() {
          status.reservedFor saying \"must have at most 256 items\"), but it succeeded (200)"
     );
 }
+
+#[test]
+fn a_row_past_its_wall_limit_is_ended_with_a_reason() {
+    // A livelock keeps virtual time from moving, so only wall time can end such a row; a zero
+    // limit exercises that path on a row that would otherwise pass.
+    let suite = load_suite_str(
+        Path::new("inline.yaml"),
+        &row(SOURCE, &format!("      - eventually: {{target: {ECHO}, within: 2m}}")),
+    )
+    .unwrap();
+    let backend = InProcessBackend::new().with_actor(Arc::new(EchoControllerFactory));
+    let opts = RunOptions { wall_limit: std::time::Duration::ZERO, ..Default::default() };
+    let r = backend.run_row(&suite, &suite.suite.rows[0], &opts);
+    let message = failed(&r);
+    assert!(message.contains("of wall time") && message.contains("never went idle"), "{message}");
+    let passing = backend.run_row(&suite, &suite.suite.rows[0], &RunOptions::default());
+    assert_eq!(passing.outcome, Outcome::Passed, "{:?}", passing.failure);
+}

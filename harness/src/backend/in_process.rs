@@ -193,7 +193,17 @@ impl Backend for InProcessBackend {
                 exchanges: Default::default(),
                 facts: self.facts(row),
             };
-            let outcome = execute(&ctx, &suite.suite, row).await;
+            let watchdog = WallWatchdog::start(opts.wall_limit);
+            let outcome = tokio::select! {
+                biased;
+                () = watchdog.expired.notified() => Err(RowFailure::plain(format!(
+                    "the row ran for {} of wall time ({} of virtual time) without finishing: the simulated cluster never went idle, so virtual time stopped (two components undoing each other's writes?)",
+                    crate::suite::format_duration(opts.wall_limit),
+                    crate::suite::format_duration(started.elapsed())
+                ))),
+                outcome = execute(&ctx, &suite.suite, row) => outcome,
+            };
+            drop(watchdog);
             let record = if outcome.is_err() { Some(collect_record(&ctx, &logs).await) } else { None };
             let counted = server.request_counts();
             let requests = counted
@@ -206,5 +216,50 @@ impl Backend for InProcessBackend {
         result.requests = requests;
         result.wall_ms = wall.elapsed().as_millis() as u64;
         finish(suite, result, outcome, || record.unwrap_or_default(), opts)
+    }
+}
+
+/// Wakes `expired` once `limit` of wall time has passed, unless dropped first. A thread, not a
+/// timer: the row's runtime has a paused clock.
+struct WallWatchdog {
+    expired: Arc<tokio::sync::Notify>,
+    done: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::Thread>,
+}
+
+impl WallWatchdog {
+    fn start(limit: std::time::Duration) -> Self {
+        let expired = Arc::new(tokio::sync::Notify::new());
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if limit.is_zero() {
+            expired.notify_one();
+            return Self { expired, done, thread: None };
+        }
+        let (e, d) = (expired.clone(), done.clone());
+        let thread = std::thread::Builder::new()
+            .name("kproof-row-watchdog".into())
+            .spawn(move || {
+                let deadline = std::time::Instant::now() + limit;
+                while !d.load(std::sync::atomic::Ordering::Acquire) {
+                    let now = std::time::Instant::now();
+                    if now >= deadline {
+                        e.notify_one();
+                        return;
+                    }
+                    std::thread::park_timeout(deadline - now);
+                }
+            })
+            .ok()
+            .map(|h| h.thread().clone());
+        Self { expired, done, thread }
+    }
+}
+
+impl Drop for WallWatchdog {
+    fn drop(&mut self) {
+        self.done.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(t) = &self.thread {
+            t.unpark();
+        }
     }
 }

@@ -33,6 +33,10 @@ pub struct RunOptions {
     pub flight_dir: Option<PathBuf>,
     pub default_timeout: Duration,
     pub poll: Duration,
+    /// The most wall time one in-process row may take. Virtual time only moves while every
+    /// task waits, so a simulated cluster that never goes idle (two controllers undoing each
+    /// other) would never reach a row's virtual deadlines; this ends such a row instead.
+    pub wall_limit: Duration,
 }
 
 impl Default for RunOptions {
@@ -42,6 +46,7 @@ impl Default for RunOptions {
             flight_dir: None,
             default_timeout: Duration::from_secs(30),
             poll: Duration::from_millis(100),
+            wall_limit: Duration::from_secs(120),
         }
     }
 }
