@@ -25,8 +25,8 @@
 //!   rule fails with upstream's message; over the request budget validation stops with it.
 
 use super::FieldCause;
-use super::schema::{ListType, Node, Type};
 use super::go_values::go_body_value;
+use super::schema::{ListType, Node, Type};
 use apimachinery::cel::ENV;
 use cel::objects::{Key, Map as CelMap};
 use cel::{Context, Program, Value as Cel};
@@ -312,8 +312,7 @@ impl CelPass {
                         _ => None,
                     };
                     // Only map-list items correlate for ratcheting; others ratchet with their list.
-                    let item_ratchet =
-                        ratchet || (node.list_type == Some(ListType::Map) && old_item == Some(x));
+                    let item_ratchet = ratchet || (node.list_type == Some(ListType::Map) && old_item == Some(x));
                     self.walk(item, x, old_item, item_ratchet, &format!("{path}[{i}]"), depth + 1, out);
                 }
             }

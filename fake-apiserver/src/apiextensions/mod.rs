@@ -450,7 +450,8 @@ mod tests {
             "status": {"type": "object", "properties": {"ready": {"type": "integer", "maximum": 5}}}}}));
         let old = json!({"spec": {"replicas": 10, "names": ["long-a", "ok"], "tags": ["long-t"],
             "ports": [{"name": "a", "port": 500}, {"name": "b", "port": 1}]}, "status": {"ready": 1}});
-        let fields = |obj: &Value| -> Vec<String> { s.validate_update(obj, &old).into_iter().map(|c| c.field).collect() };
+        let fields =
+            |obj: &Value| -> Vec<String> { s.validate_update(obj, &old).into_iter().map(|c| c.field).collect() };
         // A status write leaves the whole spec as it was.
         let mut status_only = old.clone();
         status_only["status"]["ready"] = json!(2);
@@ -482,7 +483,10 @@ mod tests {
             "status": {"type": "object", "properties": {"ready": {"type": "integer"}}}}}));
         let old = json!({"spec": {"size": 10, "floor": 9, "items": [{"name": "a", "n": 7}]}, "status": {"ready": 1}});
         let messages = |obj: &Value| -> Vec<String> {
-            s.validate_update(obj, &old).into_iter().map(|c| format!("{} {}: {}", c.reason, c.field, c.message)).collect()
+            s.validate_update(obj, &old)
+                .into_iter()
+                .map(|c| format!("{} {}: {}", c.reason, c.field, c.message))
+                .collect()
         };
         let mut status_only = old.clone();
         status_only["status"]["ready"] = json!(2);

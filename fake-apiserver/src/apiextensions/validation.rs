@@ -277,9 +277,7 @@ impl Validator {
                 // Items correlate by their keys in a map list, by index in a list with no type,
                 // not at all in a set or an atomic list (correlateOldValueForChildAtNewIndex).
                 let before = olds.and_then(|olds| match n.list_type {
-                    Some(ListType::Map) => {
-                        olds.iter().find(|o| n.list_map_keys.iter().all(|k| o.get(k) == v.get(k)))
-                    }
+                    Some(ListType::Map) => olds.iter().find(|o| n.list_map_keys.iter().all(|k| o.get(k) == v.get(k))),
                     None => olds.get(i),
                     Some(ListType::Set | ListType::Atomic) => None,
                 });

@@ -332,8 +332,7 @@ fn same_except(a: &Value, b: &Value, skip: &[&str]) -> bool {
     let a = a.as_object().unwrap_or(&empty);
     let b = b.as_object().unwrap_or(&empty);
     let kept = |m: &Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
-    kept(a) == kept(b)
-        && a.iter().filter(|(k, _)| !skip.contains(&k.as_str())).all(|(k, v)| b.get(k) == Some(v))
+    kept(a) == kept(b) && a.iter().filter(|(k, _)| !skip.contains(&k.as_str())).all(|(k, v)| b.get(k) == Some(v))
 }
 
 /// Update (PUT, and the tail of PATCH): optimistic concurrency, status/spec split, finalizer
