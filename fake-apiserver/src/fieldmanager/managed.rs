@@ -481,7 +481,8 @@ pub(crate) fn track_update(rt: &ResourceType, old: &Value, new: &mut Value, w: &
         None => entries(old),
     };
     let shape = shape_of(rt);
-    let changed = changed_trackable_fields(old, new, shape);
+    let present = trackable(new, false);
+    let changed = changed_fields(&trackable(old, false), &present, shape);
     if !changed.is_empty() {
         for e in &mut list {
             e.fields.subtract(&changed);
@@ -505,72 +506,9 @@ pub(crate) fn track_update(rt: &ResourceType, old: &Value, new: &mut Value, w: &
         }
     }
     for e in &mut list {
-        retain_trackable(&mut e.fields, new);
+        e.fields.retain_existing(&present);
     }
     set_entries(new, &list);
-}
-
-/// `changed_fields(&trackable(old, false), &trackable(new, false), shape)` without copying
-/// either object: the ignored top-level and metadata keys are skipped in place.
-fn changed_trackable_fields(old: &Value, new: &Value, shape: Shape<'_>) -> FieldSet {
-    let (Value::Object(o), Value::Object(n)) = (old, new) else {
-        return changed_fields(&trackable(old, false), &trackable(new, false), shape);
-    };
-    let mut s = FieldSet::default();
-    for (k, x) in n.iter().filter(|(k, _)| !IGNORED_TOP.contains(&k.as_str())) {
-        let mut c = FieldSet::default();
-        match (k.as_str(), x) {
-            ("metadata", Value::Object(meta)) => {
-                let before = o.get(k).and_then(Value::as_object);
-                for (f, y) in meta.iter().filter(|(f, _)| !IGNORED_META.contains(&f.as_str())) {
-                    let mut cc = FieldSet::default();
-                    diff(before.and_then(|b| b.get(f)), y, shape.child(k).child(f), &mut cc);
-                    if !cc.is_empty() {
-                        c.children.insert(format!("f:{f}"), cc);
-                    }
-                }
-            }
-            _ => diff(o.get(k), x, shape.child(k), &mut c),
-        }
-        if !c.is_empty() {
-            s.children.insert(format!("f:{k}"), c);
-        }
-    }
-    s
-}
-
-/// `set.retain_existing(&trackable(v, false))` without copying `v`.
-fn retain_trackable(set: &mut FieldSet, v: &Value) {
-    if !v.is_object() {
-        set.retain_existing(&trackable(v, false));
-        return;
-    }
-    set.children.retain(|k, c| {
-        let Some(field) = k.strip_prefix("f:").filter(|f| !IGNORED_TOP.contains(f)) else { return false };
-        let Some(x) = v.get(field) else { return false };
-        match (field, x) {
-            ("metadata", Value::Object(meta)) => {
-                if meta.keys().all(|f| IGNORED_META.contains(&f.as_str())) {
-                    // trackable() leaves such a metadata out altogether.
-                    return false;
-                }
-                c.children.retain(|mk, cc| {
-                    if mk.strip_prefix("f:").is_some_and(|f| IGNORED_META.contains(&f)) {
-                        return false;
-                    }
-                    match resolve(x, mk) {
-                        Some(y) => {
-                            cc.retain_existing(y);
-                            !cc.is_empty()
-                        }
-                        None => false,
-                    }
-                });
-            }
-            _ => c.retain_existing(x),
-        }
-        !c.is_empty()
-    });
 }
 
 #[cfg(test)]
