@@ -119,6 +119,14 @@ pub(crate) fn render(rt: &ResourceType, obj: &StoredObject) -> Bytes {
     Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
 }
 
+/// The object as served through `rt` ([`render`]), as a value.
+pub(crate) fn served_value(rt: &ResourceType, obj: &StoredObject) -> Value {
+    if served_as_stored(rt, obj) {
+        return obj.value();
+    }
+    serde_json::from_slice(&render(rt, obj)).unwrap_or_else(|_| obj.value())
+}
+
 /// Whether `rt` serves `obj` as its stored bytes (same version, same schema).
 pub(crate) fn served_as_stored(rt: &ResourceType, obj: &StoredObject) -> bool {
     obj.api_version == rt.api_version() && obj.schema_epoch == rt.schema_epoch
@@ -386,7 +394,7 @@ pub(crate) fn update(
         }
         None => {}
     }
-    let old_value = old.value();
+    let old_value = old.shared_value();
     let mut merged = match mode {
         UpdateMode::Main => {
             let mut m = new;
@@ -405,7 +413,7 @@ pub(crate) fn update(
             m
         }
         UpdateMode::Status => {
-            let mut m = old_value.clone();
+            let mut m = Value::clone(&old_value);
             if w.fields.is_none() {
                 // Server-side apply to /status computed the new managedFields.
                 match new["metadata"].get("managedFields") {
@@ -493,7 +501,7 @@ pub(crate) fn update(
     if let Some(fields) = w.fields {
         fields.record_update(rt, &old_value, &mut merged, w);
     }
-    if merged == old_value {
+    if merged == *old_value {
         // Nothing changed: the apiserver skips the write, so no new resourceVersion or event.
         return Ok(old);
     }

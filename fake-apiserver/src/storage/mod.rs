@@ -47,7 +47,14 @@ pub(crate) struct Store {
     dependents: HashMap<String, BTreeSet<ObjectId>>,
     /// How many objects of each collection carry a `deletionTimestamp`.
     deleting: HashMap<StorageKey, usize>,
+    /// How many current objects keep their parsed value ([`StoredObject::shared_value`]).
+    parsed_kept: usize,
 }
+
+/// At most this many objects keep a parsed copy: it saves a parse on every update of an object
+/// that is updated again and again (a status a controller rewrites on each pass), and the bound
+/// keeps memory near the JSON size however many objects there are.
+const PARSED_LIMIT: usize = 4096;
 
 impl Store {
     /// An empty store keeping `history_capacity` changes for watches and `timeline_capacity`
@@ -64,6 +71,7 @@ impl Store {
             unobserved: Vec::new(),
             dependents: HashMap::new(),
             deleting: HashMap::new(),
+            parsed_kept: 0,
         }
     }
 
@@ -110,7 +118,14 @@ impl Store {
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
-        self.commit_encoded(rt, kind, Encoded::exact(rt, &value), ctx, now)
+        let object = self.commit_encoded(rt, kind, Encoded::exact(rt, &value), ctx, now);
+        // An object that was updated is the one likely to be updated next; its bytes are the
+        // serialization of `value`, so `value` is what parsing them would give.
+        if kind == ChangeKind::Modified && self.parsed_kept < PARSED_LIMIT {
+            *object.parsed.lock() = Some(Arc::new(value));
+            self.parsed_kept += 1;
+        }
+        object
     }
 
     /// [`Store::commit`] of an object encoded beforehand (outside the lock) with
@@ -134,6 +149,9 @@ impl Store {
         } else {
             coll.insert((object.namespace.clone(), object.name.clone()), object.clone())
         };
+        if previous.as_ref().is_some_and(|p| p.parsed.lock().take().is_some()) {
+            self.parsed_kept -= 1;
+        }
         let was_deleting = usize::from(previous.as_ref().is_some_and(|o| o.deleting));
         let is_deleting = usize::from(kind != ChangeKind::Deleted && object.deleting);
         if was_deleting != is_deleting {
@@ -196,7 +214,10 @@ impl Store {
 
     /// Drops the collection of `key` (the instances of a deleted CRD).
     pub fn remove_collection(&mut self, key: &StorageKey) {
-        self.collections.remove(key);
+        if let Some(coll) = self.collections.remove(key) {
+            let kept = coll.values().filter(|o| o.parsed.lock().take().is_some()).count();
+            self.parsed_kept -= kept;
+        }
         self.deleting.remove(key);
     }
 

@@ -70,11 +70,30 @@ pub(crate) struct StoredObject {
     pub finalizers: Vec<String>,
     /// `metadata.ownerReferences`, for the garbage collector.
     pub owners: Box<[OwnerRef]>,
+    /// The object already parsed, kept by the store for the current version of an object that
+    /// was updated (the next update reads it, so it is not parsed again); taken away once a newer
+    /// version replaces it. See [`super::Store::commit`].
+    pub(crate) parsed: parking_lot::Mutex<Option<Arc<Value>>>,
 }
 
 impl StoredObject {
     /// The object as a JSON value.
     pub fn value(&self) -> Value {
+        match self.parsed.lock().as_deref() {
+            Some(v) => v.clone(),
+            None => self.parse(),
+        }
+    }
+
+    /// The object as a shared JSON value: the kept one, else parsed.
+    pub fn shared_value(&self) -> Arc<Value> {
+        match &*self.parsed.lock() {
+            Some(v) => v.clone(),
+            None => Arc::new(self.parse()),
+        }
+    }
+
+    fn parse(&self) -> Value {
         serde_json::from_slice(&self.bytes).unwrap_or(Value::Null)
     }
 
@@ -375,6 +394,7 @@ impl Encoded {
             deleting: self.deleting,
             finalizers: self.finalizers,
             owners: self.owners,
+            parsed: parking_lot::Mutex::new(None),
         }
     }
 }
@@ -425,6 +445,41 @@ mod tests {
         let obj = Encoded::exact(rt, &v).finish(rv);
         assert_eq!(obj.bytes, serde_json::to_vec(&v).unwrap());
         obj
+    }
+
+    /// An updated object keeps its parsed value until a newer version replaces it or it goes;
+    /// what it keeps is what parsing its bytes gives.
+    #[test]
+    fn updated_objects_keep_their_parsed_value_until_replaced() {
+        use super::super::{ChangeKind, Store, Verb, WriteContext};
+        let rt = TestResource::new(&[]);
+        let ctx = Arc::new(WriteContext {
+            verb: Verb::Update,
+            subresource: None,
+            user_agent: "t".into(),
+            field_manager: None,
+            user: None,
+        });
+        let now = jiff::Timestamp::UNIX_EPOCH;
+        let mut store = Store::new(10, 0);
+        let obj = |n: i64| json!({"metadata": {"name": "a", "namespace": "x"}, "data": {"n": n, "f": 1.5}});
+        let created = store.commit(&rt, ChangeKind::Added, obj(0), &ctx, now);
+        assert!(created.parsed.lock().is_none(), "a created object is not kept parsed");
+        let first = store.commit(&rt, ChangeKind::Modified, obj(1), &ctx, now);
+        let kept = first.parsed.lock().clone().expect("an updated object is kept parsed");
+        assert_eq!(*kept, serde_json::from_slice::<Value>(&first.bytes).unwrap());
+        assert_eq!(first.value(), *kept);
+        let second = store.commit(&rt, ChangeKind::Modified, obj(2), &ctx, now);
+        assert!(first.parsed.lock().is_none(), "a replaced version gives up its parsed value");
+        assert_eq!(second.shared_value()["data"]["n"], 2);
+        assert_eq!(store.parsed_kept, 1);
+        store.commit(&rt, ChangeKind::Deleted, obj(2), &ctx, now);
+        assert!(second.parsed.lock().is_none());
+        assert_eq!(store.parsed_kept, 0);
+        store.commit(&rt, ChangeKind::Added, obj(0), &ctx, now);
+        store.commit(&rt, ChangeKind::Modified, obj(3), &ctx, now);
+        store.remove_collection(rt.storage_key());
+        assert_eq!(store.parsed_kept, 0);
     }
 
     /// Encoding before the version is known gives the bytes and fields that serializing with

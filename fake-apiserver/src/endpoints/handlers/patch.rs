@@ -10,7 +10,7 @@ use crate::fieldmanager::apply::{ApplyRequest, apply};
 use crate::fieldmanager::patch_meta::Shape;
 use crate::fieldmanager::{go_json_patch, smp};
 use crate::registry::decode::{check_patched, check_type_meta, parse_object};
-use crate::registry::store::{self, UpdateMode, Write, render};
+use crate::registry::store::{self, UpdateMode, Write, render, served_value};
 use crate::storage::Verb;
 use apimachinery::clock::format_time;
 use apimachinery::unstructured::set_nested_field;
@@ -47,7 +47,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let (updated, raised) = call.ctx.write_warned(dry_run, |st| {
         let old = current(st, &call.target, call.name())?;
         // Patch the object as this version serves it (apiVersion, read-time defaults).
-        let served: Value = serde_json::from_slice(&render(rt, &old)).unwrap_or_else(|_| old.value());
+        let served = served_value(rt, &old);
         let shape = Shape::builtin_root(&rt.group, &rt.version, &rt.kind);
         let mut patched = apply_patch(kind, &served, &body, shape)?;
         check_patched(&patched, rt.api_version(), &rt.kind, rt.decode_check)?;
@@ -159,7 +159,7 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
         let w = Write { ctx, now, dry_run, fields: None };
         match st.store.get(rt.storage_key(), &target.namespace, name) {
             Some(old) => {
-                let served: Value = serde_json::from_slice(&render(rt, &old)).unwrap_or_else(|_| old.value());
+                let served = served_value(rt, &old);
                 let mut merged = apply(rt, Some(&served), &applied, &req)?;
                 typed(&merged)?;
                 keep_resource_version(&mut merged, &old);
