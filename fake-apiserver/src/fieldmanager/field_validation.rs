@@ -42,39 +42,64 @@ impl FieldValidation {
 /// The dotted paths of fields in `body` that `rt` does not declare (`spec.foo`,
 /// `spec.containers[0].bar`). `$`-directives of strategic merge patches are not fields.
 pub(crate) fn unknown_fields(rt: &ResourceType, body: &Value) -> Vec<String> {
-    let mut out = Vec::new();
     match &rt.schema {
-        Some(schema) => {
-            let mut copy = body.clone();
-            out = schema.prune(&mut copy);
-            // ObjectMeta is the server's: check it against the built-in table.
-            if let Some(meta) = body.get("metadata") {
-                let shape = Shape::builtin_root("", "v1", "ConfigMap").child("metadata");
-                walk(meta, shape, "metadata", &mut out);
-            }
+        Some(_) => pruned_fields(rt, &mut body.clone()),
+        None => {
+            let mut out = Vec::new();
+            walk(body, super::managed::shape_of(rt), &mut String::new(), &mut out);
+            out
         }
-        None => walk(body, super::managed::shape_of(rt), "", &mut out),
+    }
+}
+
+/// [`unknown_fields`] of an object about to be decoded: a custom resource's are found by
+/// pruning it in place (as kube-apiserver's decoder finds them), which decoding would do anyway.
+fn unknown_fields_decoding(rt: &ResourceType, body: &mut Value) -> Vec<String> {
+    match &rt.schema {
+        Some(_) => pruned_fields(rt, body),
+        None => unknown_fields(rt, body),
+    }
+}
+
+/// Prunes a custom resource by its schema; the pruned paths, then ObjectMeta's unknown fields
+/// (ObjectMeta is the server's: it is checked against the built-in table).
+fn pruned_fields(rt: &ResourceType, body: &mut Value) -> Vec<String> {
+    let Some(schema) = &rt.schema else { return Vec::new() };
+    let mut out = schema.prune(body);
+    if let Some(meta) = body.get("metadata") {
+        let shape = Shape::builtin_root("", "v1", "ConfigMap").child("metadata");
+        walk(meta, shape, &mut String::from("metadata"), &mut out);
     }
     out
 }
 
-fn walk(v: &Value, shape: Shape<'_>, path: &str, out: &mut Vec<String>) {
+/// Adds the paths below `path` that `shape` does not declare; `path` is a buffer the walk
+/// extends and restores, so only reported paths are allocated.
+fn walk(v: &Value, shape: Shape<'_>, path: &mut String, out: &mut Vec<String>) {
+    let len = path.len();
     match v {
         Value::Object(m) => {
             for (k, x) in m {
                 if k.starts_with('$') {
                     continue;
                 }
-                let here = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
-                match shape.declares(k) {
-                    Some(false) => out.push(here),
-                    _ => walk(x, shape.child(k), &here, out),
+                if !path.is_empty() {
+                    path.push('.');
                 }
+                path.push_str(k);
+                match shape.declares(k) {
+                    Some(false) => out.push(path.clone()),
+                    _ => walk(x, shape.child(k), path, out),
+                }
+                path.truncate(len);
             }
         }
         Value::Array(items) => {
             for (i, x) in items.iter().enumerate() {
-                walk(x, shape.item(), &format!("{path}[{i}]"), out);
+                use std::fmt::Write as _;
+                let _ = write!(path, "[{i}]");
+                walk(x, shape.item(), path, out);
+                path.truncate(len);
             }
         }
         _ => {}
@@ -86,7 +111,19 @@ pub(crate) fn check(rt: &ResourceType, how: FieldValidation, body: &Value) -> Ap
     if how == FieldValidation::Ignore {
         return Ok(Vec::new());
     }
-    let unknown = unknown_fields(rt, body);
+    verdict(rt, how, unknown_fields(rt, body))
+}
+
+/// [`check`] of an object about to be decoded (a create's or an update's body), which may
+/// prune it on the way.
+pub(crate) fn check_decoding(rt: &ResourceType, how: FieldValidation, body: &mut Value) -> ApiResult<Vec<String>> {
+    if how == FieldValidation::Ignore {
+        return Ok(Vec::new());
+    }
+    verdict(rt, how, unknown_fields_decoding(rt, body))
+}
+
+fn verdict(rt: &ResourceType, how: FieldValidation, unknown: Vec<String>) -> ApiResult<Vec<String>> {
     if unknown.is_empty() {
         return Ok(Vec::new());
     }

@@ -190,6 +190,14 @@ impl ApiServer {
         self.ctx.state.read().store.resource_version
     }
 
+    /// The resourceVersion of the last write that could change how objects of `kind` read: a
+    /// write of that kind, or of a CustomResourceDefinition (its schema defaults and versions
+    /// shape how custom resources are served).
+    pub fn resource_version_of_kind(&self, kind: &str) -> u64 {
+        let st = self.ctx.state.read();
+        st.store.kind_version(kind).max(st.store.kind_version("CustomResourceDefinition"))
+    }
+
     /// Every write recorded so far (bounded by [`Config::timeline_capacity`]), oldest first.
     pub fn timeline(&self) -> Vec<TimelineEntry> {
         let records: Vec<_> = self.ctx.state.read().store.timeline.iter().cloned().collect();

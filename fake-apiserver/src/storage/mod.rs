@@ -49,6 +49,8 @@ pub(crate) struct Store {
     deleting: HashMap<StorageKey, usize>,
     /// How many current objects keep their parsed value ([`StoredObject::shared_value`]).
     parsed_kept: usize,
+    /// The resourceVersion of the last write of each kind.
+    kind_versions: HashMap<Arc<str>, u64>,
 }
 
 /// At most this many objects keep a parsed copy: it saves a parse on every update of an object
@@ -72,12 +74,18 @@ impl Store {
             dependents: HashMap::new(),
             deleting: HashMap::new(),
             parsed_kept: 0,
+            kind_versions: HashMap::new(),
         }
     }
 
     /// The current object at `key/namespace/name`.
     pub fn get(&self, key: &StorageKey, namespace: &str, name: &str) -> Option<Arc<StoredObject>> {
         self.collections.get(key)?.get(object_key(&(namespace, name))).cloned()
+    }
+
+    /// The resourceVersion of the last write of an object of `kind` (0 if none).
+    pub fn kind_version(&self, kind: &str) -> u64 {
+        self.kind_versions.get(kind).copied().unwrap_or(0)
     }
 
     /// Every object stored under `key`, by `(namespace, name)`.
@@ -143,6 +151,12 @@ impl Store {
         let rv = self.resource_version;
         let object = Arc::new(encoded.finish(rv));
         let key = rt.storage_key();
+        match self.kind_versions.get_mut(rt.shared_kind()) {
+            Some(v) => *v = rv,
+            None => {
+                self.kind_versions.insert(rt.shared_kind().clone(), rv);
+            }
+        }
         let coll = self.collections.entry(key.clone()).or_default();
         let previous = if kind == ChangeKind::Deleted {
             coll.remove(object_key(&(&object.namespace, &object.name)))

@@ -40,6 +40,10 @@ impl Timeline for ServerTimeline {
         Some(self.server.resource_version())
     }
 
+    fn revision_of(&self, kind: &str) -> Option<u64> {
+        Some(self.server.resource_version_of_kind(kind))
+    }
+
     fn entries(&self) -> crate::engine::runner::TimelineEntries {
         let mut read = self.read.lock();
         let (seen, entries) = &mut *read;

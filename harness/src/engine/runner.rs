@@ -69,6 +69,13 @@ pub trait Timeline: Send + Sync {
     fn revision(&self) -> Option<u64> {
         None
     }
+
+    /// A number that moves whenever a write lands that could change how objects of `kind`
+    /// read; by default [`Timeline::revision`], which moves with every write.
+    fn revision_of(&self, kind: &str) -> Option<u64> {
+        let _ = kind;
+        self.revision()
+    }
 }
 
 /// Turns knobs of simulated actors and controllers.
@@ -528,27 +535,40 @@ impl RowRun<'_> {
 
     /// The objects a reference names, oldest first (one object, or a selector's set).
     async fn fetch(&mut self, t: &ObjectRef) -> Result<Vec<Value>, RowFailure> {
+        // Read as JSON values straight away: expectations match on values, and going through
+        // DynamicObject would parse each object and then serialize it back.
         let (api, _) = self.api_for(&t.api_version, &t.kind, t.namespace.as_deref()).await?;
+        let request = kube::core::Request::new(api.resource_url());
         match (&t.name, &t.selector) {
-            (Some(name), _) => Ok(api
-                .get_opt(name)
-                .await
-                .map_err(|e| api_error(&format!("get {} {name}", t.kind), e))?
-                .map(|o| serde_json::to_value(o).unwrap_or(Value::Null))
-                .into_iter()
-                .collect()),
+            (Some(name), _) => {
+                let get = request
+                    .get(name, &kube::api::GetParams::default())
+                    .map_err(|e| RowFailure::plain(format!("get {} {name}: {e}", t.kind)))?;
+                match self.ctx.client.request::<Value>(get).await {
+                    Ok(o) => Ok(vec![o]),
+                    Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Vec::new()),
+                    Err(e) => Err(api_error(&format!("get {} {name}", t.kind), e)),
+                }
+            }
             (None, sel) => {
                 let mut lp = sel.as_deref().map(|s| ListParams::default().labels(s)).unwrap_or_default();
                 if let Some(f) = &t.field_selector {
                     lp = lp.fields(f);
                 }
-                let mut items: Vec<DynamicObject> =
-                    api.list(&lp).await.map_err(|e| api_error(&format!("list {}", t.kind), e))?.items;
-                items.sort_by(|a, b| {
-                    (a.metadata.creation_timestamp.as_ref().map(|t| t.0), &a.metadata.name)
-                        .cmp(&(b.metadata.creation_timestamp.as_ref().map(|t| t.0), &b.metadata.name))
-                });
-                Ok(items.into_iter().map(|o| serde_json::to_value(o).unwrap_or(Value::Null)).collect())
+                let list = request.list(&lp).map_err(|e| RowFailure::plain(format!("list {}: {e}", t.kind)))?;
+                let mut list: Value =
+                    self.ctx.client.request(list).await.map_err(|e| api_error(&format!("list {}", t.kind), e))?;
+                let mut items = match list.get_mut("items").map(Value::take) {
+                    Some(Value::Array(items)) => items,
+                    _ => Vec::new(),
+                };
+                // Oldest first, then by name (RFC 3339 timestamps of one cluster sort as text).
+                let order = |o: &Value| {
+                    let meta = &o["metadata"];
+                    (meta["creationTimestamp"].as_str().map(str::to_string), meta["name"].as_str().map(str::to_string))
+                };
+                items.sort_by_cached_key(order);
+                Ok(items)
             }
         }
     }
@@ -634,7 +654,7 @@ impl RowRun<'_> {
                 let mut checked_at: Option<u64> = None;
                 let mut last = (String::new(), Vec::new());
                 loop {
-                    let revision = self.ctx.timeline.revision();
+                    let revision = self.ctx.timeline.revision_of(&object.target.kind);
                     if revision.is_none() || revision != checked_at {
                         checked_at = revision;
                         last = match self.check_objects(object).await? {
@@ -658,7 +678,7 @@ impl RowRun<'_> {
                 let until = Instant::now() + duration.0;
                 let mut checked_at: Option<u64> = None;
                 loop {
-                    let revision = self.ctx.timeline.revision();
+                    let revision = self.ctx.timeline.revision_of(&object.target.kind);
                     let unchanged = revision.is_some() && revision == checked_at;
                     checked_at = revision;
                     let outcome = if unchanged { Ok(()) } else { self.check_objects(object).await? };

@@ -306,13 +306,19 @@ impl RayServiceReconciler {
     /// resourceVersion).
     async fn write_status(&self, rs: &mut RayService, status: RayServiceStatuses) -> Result<(), RayServiceError> {
         let api: Api<RayService> = Api::namespaced(self.client.clone(), &rs.namespace().unwrap_or_default());
-        let mut updated = rs.clone();
-        updated.status = Some(status);
-        *rs = api
-            .replace_status(&rs.name_any(), &PostParams::default(), &updated)
-            .await
-            .map_err(api_err("update the RayService status"))?;
-        Ok(())
+        // The object is sent with the new status in place (not copied first); a refused write
+        // leaves it as it was.
+        let previous = std::mem::replace(&mut rs.status, Some(status));
+        match api.replace_status(&rs.name_any(), &PostParams::default(), rs).await {
+            Ok(written) => {
+                *rs = written;
+                Ok(())
+            }
+            Err(e) => {
+                rs.status = previous;
+                Err(api_err("update the RayService status")(e))
+            }
+        }
     }
 
     /// Writes the status when `InconsistentRayServiceStatuses` says it changed, stamping

@@ -34,8 +34,8 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let format = object_format(&call.parts.headers)?;
     let body = call.body().await?;
     let dry_run = call.query.dry_run("CreateOptions")?;
-    let obj = parse_object(&body, format == BodyFormat::Yaml)?;
-    let warnings = call.unknown_fields(&obj)?;
+    let mut obj = parse_object(&body, format == BodyFormat::Yaml)?;
+    let warnings = call.unknown_fields_decoding(&mut obj)?;
     let ctx = call.write_context(Verb::Create);
     let now = call.ctx.clock.now();
     let w = Write { ctx: &ctx, now, dry_run, fields: Some(&UpdateOwnership) };

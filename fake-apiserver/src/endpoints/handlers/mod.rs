@@ -89,13 +89,22 @@ impl Call {
 
     /// `fieldValidation` on a request body: Strict refuses unknown fields, Warn returns them.
     fn unknown_fields(&self, body: &Value) -> ApiResult<Vec<String>> {
+        field_validation::check(&self.target.rt, self.field_validation()?, body)
+    }
+
+    /// [`Call::unknown_fields`] of an object the request then decodes (a create's or an
+    /// update's body); a custom resource is pruned on the way.
+    fn unknown_fields_decoding(&self, body: &mut Value) -> ApiResult<Vec<String>> {
+        field_validation::check_decoding(&self.target.rt, self.field_validation()?, body)
+    }
+
+    fn field_validation(&self) -> ApiResult<FieldValidation> {
         let options = match self.parts.method {
             http::Method::POST => "CreateOptions",
             http::Method::PUT => "UpdateOptions",
             _ => "PatchOptions",
         };
-        let how = FieldValidation::parse(self.query.field_validation.as_deref(), options)?;
-        field_validation::check(&self.target.rt, how, body)
+        FieldValidation::parse(self.query.field_validation.as_deref(), options)
     }
 }
 

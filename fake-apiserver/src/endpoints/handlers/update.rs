@@ -20,8 +20,8 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let format = object_format(&call.parts.headers)?;
     let body = call.body().await?;
     let dry_run = call.query.dry_run("UpdateOptions")?;
-    let obj = parse_object(&body, format == BodyFormat::Yaml)?;
-    let mut warnings = call.unknown_fields(&obj)?;
+    let mut obj = parse_object(&body, format == BodyFormat::Yaml)?;
+    let mut warnings = call.unknown_fields_decoding(&mut obj)?;
     let rt = &call.target.rt;
     let mode = update_mode(rt, call.subresource)?;
     let ctx = call.write_context(Verb::Update);
