@@ -308,7 +308,7 @@ impl RayServiceReconciler {
         let api: Api<RayService> = Api::namespaced(self.client.clone(), &rs.namespace().unwrap_or_default());
         // The object is sent with the new status in place (not copied first); a refused write
         // leaves it as it was.
-        let previous = std::mem::replace(&mut rs.status, Some(status));
+        let previous = rs.status.replace(status);
         match api.replace_status(&rs.name_any(), &PostParams::default(), rs).await {
             Ok(written) => {
                 *rs = written;
