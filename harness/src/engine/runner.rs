@@ -72,8 +72,7 @@ pub trait Timeline: Send + Sync {
 
     /// A number that moves whenever a write lands that could change how objects of `kind`
     /// read; by default [`Timeline::revision`], which moves with every write.
-    fn revision_of(&self, kind: &str) -> Option<u64> {
-        let _ = kind;
+    fn revision_of(&self, _kind: &str) -> Option<u64> {
         self.revision()
     }
 }
