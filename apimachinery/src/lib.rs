@@ -8,6 +8,7 @@ pub mod cel;
 pub mod clock;
 pub mod duration;
 pub mod go;
+pub mod json;
 pub mod names;
 pub mod quantity;
 pub mod selector;

@@ -605,10 +605,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let needs = kproof::suite::Needs { settings: settings_from_flags(&args.settings)?, ..Default::default() };
         let clock = server.clock();
         let network = controllers::sim::SimNetwork::new();
-        let actors =
-            kproof::actors::start_actors(&factories, |name| server.client_as(name.as_str()), clock, &needs, &network)
-                .await
-                .map_err(|e| anyhow::anyhow!(e))?;
+        let actors = kproof::actors::start_actors(
+            &factories,
+            |name| server.controller_client(name.as_str()),
+            clock,
+            &needs,
+            &network,
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
         let running = actors.names();
         let facts: std::collections::BTreeMap<String, String> =
             factories.iter().flat_map(|f| f.facts(&needs)).collect();

@@ -177,7 +177,7 @@ impl Backend for InProcessBackend {
             for hook in factories.iter().flat_map(|f| f.webhooks()) {
                 server.add_validating_webhook(hook);
             }
-            let client_for = |name: crate::suite::ActorName| server.client_as(name.as_str());
+            let client_for = |name: crate::suite::ActorName| server.controller_client(name.as_str());
             let network = controllers::sim::SimNetwork::new();
             let actors = match start_actors(&factories, client_for, clock, &row.needs, &network).await {
                 Ok(a) => a,

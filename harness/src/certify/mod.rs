@@ -161,7 +161,7 @@ impl Cluster {
         }
         let actors = start_actors(
             &dra_factories(),
-            |name| server.client_as(name.as_str()),
+            |name| server.controller_client(name.as_str()),
             server.clock(),
             &needs,
             &controllers::sim::SimNetwork::new(),
