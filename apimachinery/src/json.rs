@@ -48,19 +48,17 @@ fn same_members(x: &Map<String, Value>, y: &Map<String, Value>) -> bool {
 /// there is nothing to cut, or the text is not JSON this scanner can follow: the caller keeps
 /// the text as it is. Nothing else changes, byte for byte.
 pub fn strip_managed_fields(text: &[u8]) -> Option<Vec<u8>> {
-    const NEEDLE: &[u8] = b"\"managedFields\"";
-    if !text.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
-        return None;
-    }
-    let mut scan = Scanner { text, at: 0, depth: 0, cuts: Vec::new() };
-    loop {
+    let first = memchr::memmem::find(text, NEEDLE)?;
+    let mut scan = Scanner { text, at: 0, next_needle: first, cuts: Vec::new() };
+    let scanned = (|| loop {
         scan.skip_space();
+        scan.check_needle()?;
         if scan.at >= text.len() {
-            break;
+            return Ok(());
         }
         scan.value(Context::Document)?;
-    }
-    if scan.cuts.is_empty() {
+    })();
+    if scanned == Err(Stop::Malformed) || scan.cuts.is_empty() {
         return None;
     }
     let mut out = Vec::with_capacity(text.len());
@@ -73,8 +71,11 @@ pub fn strip_managed_fields(text: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// What a value is to the cut: only the metadata of an object at the top of a document (or of
-/// its list items, or of its watch event) loses `managedFields`.
+/// The key that is cut: where none is left in the text, the scan ends.
+const NEEDLE: &[u8] = b"\"managedFields\"";
+
+/// What an object is to the cut: only the metadata of an object at the top of a document (or
+/// of its list items, or of its watch event) loses `managedFields`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Context {
     /// A whole document: an object, a list or a watch event.
@@ -83,133 +84,160 @@ enum Context {
     Object,
     /// The `metadata` of an object: its `managedFields` member goes.
     Metadata,
-    /// The `items` of a list: each is an object of the API.
-    Items,
-    /// Anything else: copied as it is.
-    Other,
 }
 
-/// Deeper text is left alone (serde_json itself refuses more than 128 levels).
-const MAX_DEPTH: usize = 256;
+/// Why a scan ends before the end of the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The text is not JSON this scanner follows: nothing is cut.
+    Malformed,
+    /// No `"managedFields"` is left in the rest of the text: the cuts so far are all.
+    Finished,
+}
+
+type Scan = Result<(), Stop>;
 
 struct Scanner<'a> {
     text: &'a [u8],
     at: usize,
-    /// How many arrays and objects the scanner is inside (bounded: it recurses).
-    depth: usize,
+    /// Where the next `"managedFields"` at or after `at` starts, as last looked up.
+    next_needle: usize,
     /// Byte ranges to leave out, in order.
     cuts: Vec<(usize, usize)>,
 }
 
 impl Scanner<'_> {
-    fn peek(&self) -> Option<u8> {
-        self.text.get(self.at).copied()
+    fn peek(&self) -> Result<u8, Stop> {
+        self.text.get(self.at).copied().ok_or(Stop::Malformed)
+    }
+
+    /// Ends the scan when no `"managedFields"` is left ahead: what follows is copied as it is,
+    /// unread (most answers hold one object whose metadata comes first).
+    fn check_needle(&mut self) -> Scan {
+        if self.at > self.next_needle {
+            match memchr::memmem::find(&self.text[self.at..], NEEDLE) {
+                Some(i) => self.next_needle = self.at + i,
+                None => return Err(Stop::Finished),
+            }
+        }
+        Ok(())
     }
 
     fn skip_space(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+        while matches!(self.text.get(self.at), Some(b' ' | b'\n' | b'\r' | b'\t')) {
             self.at += 1;
         }
     }
 
-    fn value(&mut self, ctx: Context) -> Option<()> {
+    /// A value in `ctx`: objects the cut looks into are read member by member, anything else
+    /// is skipped.
+    fn value(&mut self, ctx: Context) -> Scan {
+        if self.peek()? == b'{' { self.object(ctx) } else { self.skip_value() }
+    }
+
+    /// Moves past one value without looking into it: strings by their quotes, arrays and objects
+    /// by counting its kind of brackets outside strings (no recursion, so no depth limit is needed).
+    fn skip_value(&mut self) -> Scan {
+        let text = self.text;
+        let mut at = self.at;
         match self.peek()? {
-            b'{' | b'[' if self.depth >= MAX_DEPTH => None,
-            b'{' => {
-                self.depth += 1;
-                let done = self.object(ctx);
-                self.depth -= 1;
-                done
-            }
-            b'[' => {
-                self.depth += 1;
-                let done = self.array(if ctx == Context::Items { Context::Object } else { Context::Other });
-                self.depth -= 1;
-                done
-            }
-            b'"' => self.string().map(|_| ()),
-            _ => {
-                let start = self.at;
-                while let Some(c) = self.peek() {
-                    if matches!(c, b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t') {
-                        break;
+            b'"' => at = skip_string(text, at).ok_or(Stop::Malformed)?,
+            open @ (b'{' | b'[') => {
+                // Only this kind of bracket counts (the other kind nests inside balanced).
+                let close = if open == b'{' { b'}' } else { b']' };
+                let mut depth = 0usize;
+                loop {
+                    let found = at + memchr::memchr3(b'"', open, close, &text[at..]).ok_or(Stop::Malformed)?;
+                    match text[found] {
+                        b'"' => {
+                            at = skip_string(text, found).ok_or(Stop::Malformed)?;
+                            continue;
+                        }
+                        c if c == open => depth += 1,
+                        _ => {
+                            depth = depth.checked_sub(1).ok_or(Stop::Malformed)?;
+                            if depth == 0 {
+                                at = found + 1;
+                                break;
+                            }
+                        }
                     }
-                    self.at += 1;
+                    at = found + 1;
                 }
-                (self.at > start).then_some(())
+            }
+            _ => {
+                let start = at;
+                while text.get(at).is_some_and(|c| !matches!(c, b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t')) {
+                    at += 1;
+                }
+                if at == start {
+                    return Err(Stop::Malformed);
+                }
             }
         }
+        self.at = at;
+        Ok(())
     }
 
-    /// A string; the raw bytes between its quotes.
-    fn string(&mut self) -> Option<&[u8]> {
-        let start = self.at + 1;
-        self.at = start;
-        loop {
-            match self.peek()? {
-                b'"' => {
-                    self.at += 1;
-                    return Some(&self.text[start..self.at - 1]);
-                }
-                b'\\' => self.at += 2,
-                _ => self.at += 1,
-            }
+    /// An array whose items are objects of the API (a list's `items`).
+    fn objects(&mut self) -> Scan {
+        if self.peek()? != b'[' {
+            return self.skip_value();
         }
-    }
-
-    /// An array; its items are copied as they are (or, for a list's `items`, are objects).
-    fn array(&mut self, item: Context) -> Option<()> {
         self.at += 1;
         self.skip_space();
         if self.peek()? == b']' {
             self.at += 1;
-            return Some(());
+            return Ok(());
         }
         loop {
             self.skip_space();
-            self.value(item)?;
+            self.check_needle()?;
+            self.value(Context::Object)?;
             self.skip_space();
             match self.peek()? {
                 b',' => self.at += 1,
                 b']' => {
                     self.at += 1;
-                    return Some(());
+                    return Ok(());
                 }
-                _ => return None,
+                _ => return Err(Stop::Malformed),
             }
         }
     }
 
-    fn object(&mut self, ctx: Context) -> Option<()> {
+    fn object(&mut self, ctx: Context) -> Scan {
         self.at += 1;
         self.skip_space();
         if self.peek()? == b'}' {
             self.at += 1;
-            return Some(());
+            return Ok(());
         }
         // Where the comma before the current member is, if it has one that is still in the text.
         let mut comma_before: Option<usize> = None;
         loop {
             self.skip_space();
+            self.check_needle()?;
             let member_start = self.at;
             if self.peek()? != b'"' {
-                return None;
+                return Err(Stop::Malformed);
             }
-            let key = self.string()?;
-            let child = match (ctx, key) {
-                (Context::Document | Context::Object, b"metadata") => Context::Metadata,
-                (Context::Document, b"object") => Context::Object,
-                (Context::Document, b"items") => Context::Items,
-                _ => Context::Other,
-            };
-            let cut = ctx == Context::Metadata && key == b"managedFields";
+            let key_end = skip_string(self.text, self.at).ok_or(Stop::Malformed)?;
+            let key = &self.text[self.at + 1..key_end - 1];
+            self.at = key_end;
             self.skip_space();
             if self.peek()? != b':' {
-                return None;
+                return Err(Stop::Malformed);
             }
             self.at += 1;
             self.skip_space();
-            self.value(child)?;
+            match (ctx, key) {
+                (Context::Document | Context::Object, b"metadata") => self.value(Context::Metadata)?,
+                (Context::Document, b"object") => self.value(Context::Object)?,
+                (Context::Document, b"items") => self.objects()?,
+                _ => self.skip_value()?,
+            }
+            let cut = ctx == Context::Metadata && key == b"managedFields";
             let member_end = self.at;
             self.skip_space();
             let next = self.peek()?;
@@ -228,11 +256,23 @@ impl Scanner<'_> {
                 }
                 b'}' => {
                     self.at += 1;
-                    return Some(());
+                    return Ok(());
                 }
-                _ => return None,
+                _ => return Err(Stop::Malformed),
             }
         }
+    }
+}
+
+/// The index just past the string whose opening quote is at `at`.
+fn skip_string(text: &[u8], at: usize) -> Option<usize> {
+    let mut from = at + 1;
+    loop {
+        let found = from + memchr::memchr2(b'"', b'\\', text.get(from..)?)?;
+        if text[found] == b'"' {
+            return Some(found + 1);
+        }
+        from = found + 2;
     }
 }
 

@@ -28,6 +28,7 @@ use super::FieldCause;
 use super::go_values::go_body_value;
 use super::schema::{ListType, Node, Type};
 use apimachinery::cel::ENV;
+use apimachinery::json::same;
 use cel::objects::{Key, Map as CelMap};
 use cel::{Context, Program, Value as Cel};
 use serde_json::Value;
@@ -275,7 +276,7 @@ impl CelPass {
         if self.exhausted || depth > super::MAX_DEPTH || v.is_null() {
             return;
         }
-        let ratchet = ratchet || old == Some(v);
+        let ratchet = ratchet || old.is_some_and(|o| same(o, v));
         for rule in node.rules.iter() {
             let before = out.len();
             self.run(node, rule, v, old, path, out);
@@ -312,7 +313,8 @@ impl CelPass {
                         _ => None,
                     };
                     // Only map-list items correlate for ratcheting; others ratchet with their list.
-                    let item_ratchet = ratchet || (node.list_type == Some(ListType::Map) && old_item == Some(x));
+                    let item_ratchet =
+                        ratchet || (node.list_type == Some(ListType::Map) && old_item.is_some_and(|o| same(o, x)));
                     self.walk(item, x, old_item, item_ratchet, &format!("{path}[{i}]"), depth + 1, out);
                 }
             }

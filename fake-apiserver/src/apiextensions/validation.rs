@@ -6,6 +6,7 @@ use super::go_values::{Num, go_body_value, go_float, num_of};
 use super::schema::{Additional, ListType, Node, Pattern, is_meta_field};
 use super::{FieldCause, MAX_DEPTH};
 use apimachinery::go::quote;
+use apimachinery::json::same;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -86,7 +87,7 @@ impl Validator {
         mode: Mode,
         out: &mut Vec<FieldCause>,
     ) {
-        if old == Some(v) {
+        if old.is_some_and(|o| same(o, v)) {
             return;
         }
         if self.budget == 0 {

@@ -7,6 +7,7 @@
 //! changed, and take those fields from every other manager. Server-side apply (see
 //! [`super::apply`]) records `Apply` entries itself.
 
+use apimachinery::json::same;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
@@ -323,16 +324,9 @@ fn collect(v: &Value, shape: Shape<'_>, node: &mut FieldSet) {
     }
 }
 
-/// The fields `new` sets that `old` does not have with the same value.
-pub(crate) fn changed_fields(old: &Value, new: &Value, shape: Shape<'_>) -> FieldSet {
-    let mut s = FieldSet::default();
-    diff(Some(old), new, shape, &mut s);
-    s.member = false;
-    s
-}
-
+/// The fields `new` sets that `old` does not have with the same value, into `node`.
 fn diff(old: Option<&Value>, new: &Value, shape: Shape<'_>, node: &mut FieldSet) {
-    if old == Some(new) {
+    if old.is_some_and(|o| same(o, new)) {
         return;
     }
     match (old, new) {
@@ -396,6 +390,18 @@ impl Entry {
         self.manager == manager && self.operation == operation && self.subresource.as_deref() == subresource
     }
 
+    /// An entry of a `managedFields` list; `None` when it names no manager or operation.
+    fn from_json(e: &Value) -> Option<Entry> {
+        Some(Entry {
+            manager: e.get("manager")?.as_str()?.to_string(),
+            operation: e.get("operation")?.as_str()?.to_string(),
+            api_version: e.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
+            time: e.get("time").and_then(Value::as_str).map(str::to_string),
+            subresource: e.get("subresource").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string),
+            fields: FieldSet::from_fields_v1(e.get("fieldsV1").unwrap_or(&Value::Null)),
+        })
+    }
+
     fn to_json(&self) -> Value {
         let mut m = Map::new();
         m.insert("manager".into(), json!(self.manager));
@@ -421,18 +427,7 @@ pub(crate) fn entries(obj: &Value) -> Vec<Entry> {
 /// The entries of a `managedFields` list.
 fn entries_in(list: &Value) -> Vec<Entry> {
     let Some(list) = list.as_array() else { return Vec::new() };
-    list.iter()
-        .filter_map(|e| {
-            Some(Entry {
-                manager: e.get("manager")?.as_str()?.to_string(),
-                operation: e.get("operation")?.as_str()?.to_string(),
-                api_version: e.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
-                time: e.get("time").and_then(Value::as_str).map(str::to_string),
-                subresource: e.get("subresource").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string),
-                fields: FieldSet::from_fields_v1(e.get("fieldsV1").unwrap_or(&Value::Null)),
-            })
-        })
-        .collect()
+    list.iter().filter_map(Entry::from_json).collect()
 }
 
 /// Writes entries back (empty ones dropped; no key at all when none is left).
@@ -475,45 +470,326 @@ pub(crate) fn track_create(rt: &ResourceType, obj: &mut Value, w: &Writer<'_>) {
 /// Records an update from `old` to `new`: the writer's Update entry gains the changed fields,
 /// which every other manager loses; fields that are gone are dropped from everyone.
 /// A `managedFields` the request left out keeps the stored one; an empty list clears it.
+///
+/// Only the entries the write touches are decoded and encoded again: the writer's own entry
+/// when it changed something, and entries owning a field that changed or went away. The
+/// others stay as stored (every stored entry was encoded here, so it reads back the same). A
+/// request that sends a list of its own has every entry of that list read and written anew.
 pub(crate) fn track_update(rt: &ResourceType, old: &Value, new: &mut Value, w: &Writer<'_>) {
-    let mut list = match new["metadata"].get("managedFields").filter(|v| !v.is_null()) {
-        Some(sent) => entries_in(sent),
-        None => entries(old),
+    track_update_in(shape_of(rt), old, new, w);
+}
+
+fn track_update_in(shape: Shape<'_>, old: &Value, new: &mut Value, w: &Writer<'_>) {
+    let stored = old["metadata"].get("managedFields").filter(|v| !v.is_null());
+    let sent = new["metadata"].get("managedFields").filter(|v| !v.is_null());
+    let rewrite_all = sent.is_some_and(|s| !stored.is_some_and(|o| same(o, s)));
+    let changed = tracked_changes(old, new, shape);
+    let mut gone = FieldSet::default();
+    removed_fields(old, new, shape, &mut gone);
+    let mut list = match (sent, stored) {
+        (Some(_), _) => match new.get_mut("metadata").and_then(|m| m.get_mut("managedFields")) {
+            Some(l) => std::mem::take(l),
+            None => Value::Null,
+        },
+        (None, Some(l)) => l.clone(),
+        (None, None) => Value::Null,
     };
-    let shape = shape_of(rt);
-    let present = trackable(new, false);
-    let changed = changed_fields(&trackable(old, false), &present, shape);
-    if !changed.is_empty() {
-        for e in &mut list {
-            e.fields.subtract(&changed);
+    let mut entries: Vec<Value> = match &mut list {
+        Value::Array(items) => std::mem::take(items),
+        _ => Vec::new(),
+    };
+    let mut mine_seen = false;
+    let mut kept = Vec::with_capacity(entries.len() + 1);
+    for e in entries.drain(..) {
+        let mine = !mine_seen && w.manager.is_some_and(|m| is_entry_of(&e, m, "Update", w.subresource));
+        mine_seen |= mine;
+        let fields = e.get("fieldsV1").unwrap_or(&Value::Null);
+        let touched = rewrite_all
+            || (mine && !changed.is_empty())
+            || (!changed.is_empty() && overlaps(fields, &changed))
+            || overlaps(fields, &gone);
+        if !touched {
+            kept.push(e);
+            continue;
         }
-        if let Some(manager) = w.manager {
-            match list.iter_mut().find(|e| e.same_owner(manager, "Update", w.subresource)) {
-                Some(e) => {
-                    e.fields.union(&changed);
-                    e.time = Some(w.time.clone());
-                    e.api_version = w.api_version.to_string();
-                }
-                None => list.push(Entry {
-                    manager: manager.to_string(),
-                    operation: "Update".into(),
-                    api_version: w.api_version.to_string(),
-                    time: Some(w.time.clone()),
-                    subresource: w.subresource.map(str::to_string),
-                    fields: changed,
-                }),
+        let Some(mut entry) = Entry::from_json(&e) else { continue };
+        if !changed.is_empty() {
+            entry.fields.subtract(&changed);
+            if mine {
+                entry.fields.union(&changed);
+                entry.time = Some(w.time.clone());
+                entry.api_version = w.api_version.to_string();
             }
         }
+        retain_tracked(&mut entry.fields, new);
+        if !entry.fields.is_empty() {
+            kept.push(entry.to_json());
+        }
     }
-    for e in &mut list {
-        e.fields.retain_existing(&present);
+    if !mine_seen
+        && !changed.is_empty()
+        && let Some(manager) = w.manager
+    {
+        kept.push(
+            Entry {
+                manager: manager.to_string(),
+                operation: "Update".into(),
+                api_version: w.api_version.to_string(),
+                time: Some(w.time.clone()),
+                subresource: w.subresource.map(str::to_string),
+                fields: changed,
+            }
+            .to_json(),
+        );
     }
-    set_entries(new, &list);
+    let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) else { return };
+    if kept.is_empty() {
+        meta.remove("managedFields");
+    } else {
+        meta.insert("managedFields".into(), Value::Array(kept));
+    }
+}
+
+/// Whether the `managedFields` entry `e` is the one of this manager, operation and subresource.
+fn is_entry_of(e: &Value, manager: &str, operation: &str, subresource: Option<&str>) -> bool {
+    let text = |k: &str| e.get(k).and_then(Value::as_str);
+    text("manager") == Some(manager)
+        && text("operation") == Some(operation)
+        && text("subresource").filter(|s| !s.is_empty()) == subresource
+}
+
+/// Whether FieldsV1 JSON `fields` holds a path that is in `set`, lies below one of its paths, or
+/// has one of them below it.
+fn overlaps(fields: &Value, set: &FieldSet) -> bool {
+    let Value::Object(m) = fields else { return false };
+    set.children.iter().any(|(k, c)| match m.get(k) {
+        None => false,
+        Some(sub) => c.member || fields_member(sub) || overlaps(sub, c),
+    })
+}
+
+/// Whether a FieldsV1 node is itself a member (a leaf `{}`, or one marked `"."`).
+fn fields_member(node: &Value) -> bool {
+    node.as_object().is_none_or(|m| m.is_empty() || m.contains_key("."))
+}
+
+/// The fields `new` sets that `old` does not have with the same value, both seen as
+/// [`trackable`] shows them (without the fields nobody owns), without making those copies.
+fn tracked_changes(old: &Value, new: &Value, shape: Shape<'_>) -> FieldSet {
+    let mut s = FieldSet::default();
+    let Value::Object(n) = new else { return s };
+    for (k, x) in n {
+        if IGNORED_TOP.contains(&k.as_str()) {
+            continue;
+        }
+        let mut c = FieldSet::default();
+        if k == "metadata" {
+            let tracked = |v: Option<&Value>| -> Map<String, Value> {
+                v.and_then(Value::as_object)
+                    .map(|m| {
+                        m.iter()
+                            .filter(|(f, _)| !IGNORED_META.contains(&f.as_str()))
+                            .map(|(f, y)| (f.clone(), y.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let (before, after) = (tracked(old.get(k)), tracked(Some(x)));
+            if after.is_empty() {
+                continue;
+            }
+            let before = (!before.is_empty()).then(|| Value::Object(before));
+            diff(before.as_ref(), &Value::Object(after), shape.child(k), &mut c);
+        } else {
+            diff(old.get(k), x, shape.child(k), &mut c);
+        }
+        if !c.is_empty() {
+            s.children.insert(format!("f:{k}"), c);
+        }
+    }
+    s
+}
+
+/// Marks in `node` where `old` holds fields that `new` no longer has: a member that went, a
+/// list-map item or set value that went, a value of another kind. It may mark more than went
+/// (a changed scalar); what it marks only decides which entries are looked at again.
+fn removed_fields(old: &Value, new: &Value, shape: Shape<'_>, node: &mut FieldSet) {
+    if same(old, new) {
+        return;
+    }
+    match (old, new) {
+        (Value::Object(o), Value::Object(n)) if !shape.map_atomic() => {
+            for (k, x) in o {
+                let mut c = FieldSet::default();
+                match n.get(k) {
+                    None => c.member = true,
+                    Some(y) => removed_fields(x, y, shape.child(k), &mut c),
+                }
+                if !c.is_empty() {
+                    node.children.insert(format!("f:{k}"), c);
+                }
+            }
+        }
+        (Value::Array(o), Value::Array(n)) => match shape.list_type() {
+            ListType::Atomic => {}
+            ListType::Set => {
+                for x in o.iter().filter(|x| !n.contains(x)) {
+                    node.children.entry(format!("v:{x}")).or_default().member = true;
+                }
+            }
+            ListType::Map(keys) => {
+                for x in o {
+                    let Some(k) = item_key(x, &keys) else {
+                        node.member = true;
+                        continue;
+                    };
+                    let mut c = FieldSet::default();
+                    match n.iter().find(|y| item_key(y, &keys).as_deref() == Some(k.as_str())) {
+                        None => c.member = true,
+                        Some(y) => removed_fields(x, y, shape.item(), &mut c),
+                    }
+                    if !c.is_empty() {
+                        node.children.insert(k, c);
+                    }
+                }
+            }
+        },
+        _ => node.member = true,
+    }
+}
+
+/// [`FieldSet::retain_existing`] against `obj` as [`trackable`] shows it: the fields nobody
+/// owns do not count as existing.
+fn retain_tracked(set: &mut FieldSet, obj: &Value) {
+    set.children.retain(|k, c| {
+        let name = k.strip_prefix("f:").unwrap_or_default();
+        if IGNORED_TOP.contains(&name) {
+            return false;
+        }
+        let Some(x) = resolve(obj, k) else { return false };
+        if name == "metadata" {
+            c.children.retain(|k2, c2| {
+                !IGNORED_META.contains(&k2.strip_prefix("f:").unwrap_or_default())
+                    && resolve(x, k2).is_some_and(|y| {
+                        c2.retain_existing(y);
+                        !c2.is_empty()
+                    })
+            });
+        } else {
+            c.retain_existing(x);
+        }
+        !c.is_empty()
+    });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The update as it was done before only touched entries were rewritten: every entry
+    /// decoded, changed, pruned and encoded again.
+    fn track_update_rebuilt(shape: Shape<'_>, old: &Value, new: &mut Value, w: &Writer<'_>) {
+        let mut list = match new["metadata"].get("managedFields").filter(|v| !v.is_null()) {
+            Some(sent) => entries_in(sent),
+            None => entries(old),
+        };
+        let present = trackable(new, false);
+        let mut changed = FieldSet::default();
+        diff(Some(&trackable(old, false)), &present, shape, &mut changed);
+        changed.member = false;
+        if !changed.is_empty() {
+            for e in &mut list {
+                e.fields.subtract(&changed);
+            }
+            if let Some(manager) = w.manager {
+                match list.iter_mut().find(|e| e.same_owner(manager, "Update", w.subresource)) {
+                    Some(e) => {
+                        e.fields.union(&changed);
+                        e.time = Some(w.time.clone());
+                        e.api_version = w.api_version.to_string();
+                    }
+                    None => list.push(Entry {
+                        manager: manager.to_string(),
+                        operation: "Update".into(),
+                        api_version: w.api_version.to_string(),
+                        time: Some(w.time.clone()),
+                        subresource: w.subresource.map(str::to_string),
+                        fields: changed,
+                    }),
+                }
+            }
+        }
+        for e in &mut list {
+            e.fields.retain_existing(&present);
+        }
+        set_entries(new, &list);
+    }
+
+    #[test]
+    fn rewriting_only_touched_entries_gives_what_rewriting_all_does() {
+        let shape = Shape::builtin_root("apps", "v1", "Deployment");
+        let writer = |manager: &'static str, subresource: Option<&'static str>| Writer {
+            manager: Some(manager),
+            subresource,
+            api_version: "apps/v1",
+            time: "2026-01-01T00:01:00Z".into(),
+        };
+        let created = |obj: Value| {
+            let mut v = obj;
+            let w = Writer { time: "2026-01-01T00:00:00Z".into(), ..writer("kubectl", None) };
+            let mut list = Vec::new();
+            list.push(Entry {
+                manager: "kubectl".into(),
+                operation: "Update".into(),
+                api_version: w.api_version.into(),
+                time: Some(w.time.clone()),
+                subresource: None,
+                fields: fields_of(&trackable(&v, true), shape),
+            });
+            if v.get("status").is_some() {
+                let mut st = FieldSet::default();
+                st.children.insert("f:status".into(), fields_of(&v, shape).children["f:status"].clone());
+                list.push(Entry {
+                    manager: "controller".into(),
+                    operation: "Update".into(),
+                    api_version: w.api_version.into(),
+                    time: Some(w.time.clone()),
+                    subresource: Some("status".into()),
+                    fields: st,
+                });
+            }
+            set_entries(&mut v, &list);
+            v
+        };
+        let base = created(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "n", "resourceVersion": "5", "labels": {"a": "1", "b": "2"}, "finalizers": ["x"]},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"a": "1"}},
+                "template": {"metadata": {"labels": {"a": "1"}}, "spec": {"containers": [{"name": "c", "image": "i", "args": ["1"]}, {"name": "d", "image": "j"}]}}},
+            "status": {"replicas": 2, "conditions": [{"type": "Available", "status": "True"}]}}));
+        let edits: Vec<(&str, Box<dyn Fn(&mut Value)>, Writer)> = vec![
+            ("status changed by its owner", Box::new(|v| v["status"]["replicas"] = json!(3)), writer("controller", Some("status"))),
+            ("status field removed", Box::new(|v| { v["status"].as_object_mut().unwrap().remove("conditions"); }), writer("controller", Some("status"))),
+            ("status taken by another manager", Box::new(|v| v["status"]["replicas"] = json!(1)), writer("other", Some("status"))),
+            ("a label removed", Box::new(|v| { v["metadata"]["labels"].as_object_mut().unwrap().remove("b"); }), writer("kubectl", None)),
+            ("a label taken over", Box::new(|v| v["metadata"]["labels"]["a"] = json!("9")), writer("labeller", None)),
+            ("a list-map item removed", Box::new(|v| { v["spec"]["template"]["spec"]["containers"].as_array_mut().unwrap().remove(1); }), writer("kubectl", None)),
+            ("a list-map item renamed", Box::new(|v| v["spec"]["template"]["spec"]["containers"][0]["name"] = json!("e")), writer("other", None)),
+            ("an atomic list emptied", Box::new(|v| v["spec"]["template"]["spec"]["containers"][0]["args"] = json!([])), writer("other", None)),
+            ("a set value removed", Box::new(|v| v["metadata"]["finalizers"] = json!([])), writer("kubectl", None)),
+            ("nothing changed", Box::new(|_| {}), writer("kubectl", None)),
+            ("managedFields sent empty", Box::new(|v| v["metadata"]["managedFields"] = json!([])), writer("kubectl", None)),
+            ("managedFields sent with an unreadable entry and an ignored field", Box::new(|v| v["metadata"]["managedFields"] = json!([{"manager": "x", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:kind": {}, "f:metadata": {"f:name": {}, "f:labels": {"f:a": {}}}}}, {"fieldsV1": {}}])), writer("kubectl", None)),
+            ("managedFields left out", Box::new(|v| { v["metadata"].as_object_mut().unwrap().remove("managedFields"); v["spec"]["replicas"] = json!(4); }), writer("scaler", None)),
+        ];
+        for (what, edit, w) in edits {
+            let mut fast = base.clone();
+            edit(&mut fast);
+            let mut rebuilt = fast.clone();
+            track_update_in(shape, &base, &mut fast, &w);
+            track_update_rebuilt(shape, &base, &mut rebuilt, &w);
+            assert_eq!(fast["metadata"].get("managedFields"), rebuilt["metadata"].get("managedFields"), "{what}");
+        }
+    }
 
     #[test]
     fn fields_v1_round_trip_and_paths() {

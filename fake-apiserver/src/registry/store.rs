@@ -12,6 +12,7 @@ use crate::registry::rbac::authorizer::{self, Attributes, ResourceAttributes};
 use crate::storage::{ChangeKind, Encoded, StoredObject, Subresource, Verb, WriteContext, parse_rv, preview, value_rv};
 use apimachinery::clock::format_time;
 use apimachinery::go::quote;
+use apimachinery::json::same;
 use apimachinery::unstructured::set_nested_field;
 use bytes::Bytes;
 use jiff::Timestamp;
@@ -340,7 +341,8 @@ fn same_except(a: &Value, b: &Value, skip: &[&str]) -> bool {
     let a = a.as_object().unwrap_or(&empty);
     let b = b.as_object().unwrap_or(&empty);
     let kept = |m: &Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
-    kept(a) == kept(b) && a.iter().filter(|(k, _)| !skip.contains(&k.as_str())).all(|(k, v)| b.get(k) == Some(v))
+    kept(a) == kept(b)
+        && a.iter().filter(|(k, _)| !skip.contains(&k.as_str())).all(|(k, v)| b.get(k).is_some_and(|w| same(v, w)))
 }
 
 /// Update (PUT, and the tail of PATCH): optimistic concurrency, status/spec split, finalizer
@@ -413,7 +415,23 @@ pub(crate) fn update(
             m
         }
         UpdateMode::Status => {
-            let mut m = Value::clone(&old_value);
+            // The stored object with the request's status in place of its own (moved, not
+            // copied: the rest of the request is dropped).
+            let mut status = new.as_object_mut().and_then(|o| o.remove("status"));
+            let mut m = match &*old_value {
+                Value::Object(o) => Value::Object(
+                    o.iter()
+                        .filter_map(|(k, v)| match k.as_str() {
+                            "status" => status.take().map(|s| (k.clone(), s)),
+                            _ => Some((k.clone(), v.clone())),
+                        })
+                        .collect(),
+                ),
+                other => other.clone(),
+            };
+            if let Some(s) = status {
+                set_nested_field(&mut m, &["status"], s);
+            }
             if w.fields.is_none() {
                 // Server-side apply to /status computed the new managedFields.
                 match new["metadata"].get("managedFields") {
@@ -424,16 +442,6 @@ pub(crate) fn update(
                         if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
                             meta.remove("managedFields");
                         }
-                    }
-                }
-            }
-            match new.get("status") {
-                Some(s) => {
-                    set_nested_field(&mut m, &["status"], s.clone());
-                }
-                None => {
-                    if let Some(o) = m.as_object_mut() {
-                        o.remove("status");
                     }
                 }
             }
@@ -490,7 +498,9 @@ pub(crate) fn update(
     if mode == UpdateMode::Main {
         st.webhooks.admit(&rt.group, &rt.plural, Some(&old_value), || merged.clone())?;
     }
-    if rt.tracks_generation {
+    // Only a write of the main resource can move the generation: a status write keeps
+    // everything but the status as stored.
+    if rt.tracks_generation && mode == UpdateMode::Main {
         let skip: &[&str] =
             if rt.status { &["metadata", "status", "apiVersion", "kind"] } else { &["metadata", "apiVersion", "kind"] };
         if !same_except(&merged, &old_value, skip) {
@@ -501,7 +511,7 @@ pub(crate) fn update(
     if let Some(fields) = w.fields {
         fields.record_update(rt, &old_value, &mut merged, w);
     }
-    if merged == *old_value {
+    if same(&merged, &old_value) {
         // Nothing changed: the apiserver skips the write, so no new resourceVersion or event.
         return Ok(old);
     }
