@@ -766,7 +766,8 @@ mod tests {
             "spec": {"replicas": 2, "selector": {"matchLabels": {"a": "1"}},
                 "template": {"metadata": {"labels": {"a": "1"}}, "spec": {"containers": [{"name": "c", "image": "i", "args": ["1"]}, {"name": "d", "image": "j"}]}}},
             "status": {"replicas": 2, "conditions": [{"type": "Available", "status": "True"}]}}));
-        let edits: Vec<(&str, Box<dyn Fn(&mut Value)>, Writer)> = vec![
+        type Edit = Box<dyn Fn(&mut Value)>;
+        let edits: Vec<(&str, Edit, Writer)> = vec![
             ("status changed by its owner", Box::new(|v| v["status"]["replicas"] = json!(3)), writer("controller", Some("status"))),
             ("status field removed", Box::new(|v| { v["status"].as_object_mut().unwrap().remove("conditions"); }), writer("controller", Some("status"))),
             ("status taken by another manager", Box::new(|v| v["status"]["replicas"] = json!(1)), writer("other", Some("status"))),
