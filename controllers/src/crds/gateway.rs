@@ -22,8 +22,11 @@ pub const GATEWAY_API_CRD_YAMLS: [&str; 3] = [
 
 /// The GatewayClass, Gateway and HTTPRoute CRDs, parsed from [`GATEWAY_API_CRD_YAMLS`].
 pub fn gateway_api_crds() -> Vec<CustomResourceDefinition> {
-    // Constant manifests checked by a unit test below, so parsing cannot fail at run time.
-    GATEWAY_API_CRD_YAMLS.iter().map(|y| serde_saphyr::from_str(y).unwrap_or_default()).collect()
+    // Parsed once per process: every row with a gateway installs them.
+    static PARSED: std::sync::LazyLock<Vec<CustomResourceDefinition>> = std::sync::LazyLock::new(|| {
+        GATEWAY_API_CRD_YAMLS.iter().map(|y| serde_saphyr::from_str(y).unwrap_or_default()).collect()
+    });
+    PARSED.clone()
 }
 
 /// `GatewayClass.spec`.

@@ -8,8 +8,11 @@ pub const RAYJOB_CRD_YAML: &str = include_str!("ray.io_rayjobs.yaml");
 
 /// The RayJob CRD, parsed from [`RAYJOB_CRD_YAML`].
 pub fn rayjob_crd() -> CustomResourceDefinition {
-    // A constant manifest checked by a unit test below, so parsing cannot fail at run time.
-    serde_saphyr::from_str(RAYJOB_CRD_YAML).unwrap_or_default()
+    // Parsed once per process (every row of a run installs it); a unit test parses the
+    // constant manifest, so parsing cannot fail at run time.
+    static PARSED: std::sync::LazyLock<CustomResourceDefinition> =
+        std::sync::LazyLock::new(|| serde_saphyr::from_str(RAYJOB_CRD_YAML).unwrap_or_default());
+    PARSED.clone()
 }
 
 #[cfg(test)]

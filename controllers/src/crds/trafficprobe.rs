@@ -11,8 +11,11 @@ pub const TRAFFICPROBE_CRD_YAML: &str = include_str!("kproof.dev_trafficprobes.y
 
 /// The TrafficProbe CRD, parsed from [`TRAFFICPROBE_CRD_YAML`].
 pub fn trafficprobe_crd() -> CustomResourceDefinition {
-    // A constant manifest checked by a unit test below, so parsing cannot fail at run time.
-    serde_saphyr::from_str(TRAFFICPROBE_CRD_YAML).unwrap_or_default()
+    // Parsed once per process (every row of a run installs it); a unit test parses the
+    // constant manifest, so parsing cannot fail at run time.
+    static PARSED: std::sync::LazyLock<CustomResourceDefinition> =
+        std::sync::LazyLock::new(|| serde_saphyr::from_str(TRAFFICPROBE_CRD_YAML).unwrap_or_default());
+    PARSED.clone()
 }
 
 /// `TrafficProbe.spec`.

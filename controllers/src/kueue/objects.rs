@@ -25,7 +25,9 @@ pub const KUEUE_CRD_YAMLS: [&str; 6] = [
 /// The Kueue CRDs, parsed from [`KUEUE_CRD_YAMLS`] (constant manifests a unit test parses, so
 /// none is dropped at run time).
 pub fn kueue_crds() -> Vec<CustomResourceDefinition> {
-    KUEUE_CRD_YAMLS.iter().filter_map(|y| serde_saphyr::from_str(y).ok()).collect()
+    static PARSED: std::sync::LazyLock<Vec<CustomResourceDefinition>> =
+        std::sync::LazyLock::new(|| KUEUE_CRD_YAMLS.iter().filter_map(|y| serde_saphyr::from_str(y).ok()).collect());
+    PARSED.clone()
 }
 
 /// Installs the Kueue CRDs and waits until they are Established.

@@ -768,19 +768,70 @@ mod tests {
             "status": {"replicas": 2, "conditions": [{"type": "Available", "status": "True"}]}}));
         type Edit = Box<dyn Fn(&mut Value)>;
         let edits: Vec<(&str, Edit, Writer)> = vec![
-            ("status changed by its owner", Box::new(|v| v["status"]["replicas"] = json!(3)), writer("controller", Some("status"))),
-            ("status field removed", Box::new(|v| { v["status"].as_object_mut().unwrap().remove("conditions"); }), writer("controller", Some("status"))),
-            ("status taken by another manager", Box::new(|v| v["status"]["replicas"] = json!(1)), writer("other", Some("status"))),
-            ("a label removed", Box::new(|v| { v["metadata"]["labels"].as_object_mut().unwrap().remove("b"); }), writer("kubectl", None)),
+            (
+                "status changed by its owner",
+                Box::new(|v| v["status"]["replicas"] = json!(3)),
+                writer("controller", Some("status")),
+            ),
+            (
+                "status field removed",
+                Box::new(|v| {
+                    v["status"].as_object_mut().unwrap().remove("conditions");
+                }),
+                writer("controller", Some("status")),
+            ),
+            (
+                "status taken by another manager",
+                Box::new(|v| v["status"]["replicas"] = json!(1)),
+                writer("other", Some("status")),
+            ),
+            (
+                "a label removed",
+                Box::new(|v| {
+                    v["metadata"]["labels"].as_object_mut().unwrap().remove("b");
+                }),
+                writer("kubectl", None),
+            ),
             ("a label taken over", Box::new(|v| v["metadata"]["labels"]["a"] = json!("9")), writer("labeller", None)),
-            ("a list-map item removed", Box::new(|v| { v["spec"]["template"]["spec"]["containers"].as_array_mut().unwrap().remove(1); }), writer("kubectl", None)),
-            ("a list-map item renamed", Box::new(|v| v["spec"]["template"]["spec"]["containers"][0]["name"] = json!("e")), writer("other", None)),
-            ("an atomic list emptied", Box::new(|v| v["spec"]["template"]["spec"]["containers"][0]["args"] = json!([])), writer("other", None)),
+            (
+                "a list-map item removed",
+                Box::new(|v| {
+                    v["spec"]["template"]["spec"]["containers"].as_array_mut().unwrap().remove(1);
+                }),
+                writer("kubectl", None),
+            ),
+            (
+                "a list-map item renamed",
+                Box::new(|v| v["spec"]["template"]["spec"]["containers"][0]["name"] = json!("e")),
+                writer("other", None),
+            ),
+            (
+                "an atomic list emptied",
+                Box::new(|v| v["spec"]["template"]["spec"]["containers"][0]["args"] = json!([])),
+                writer("other", None),
+            ),
             ("a set value removed", Box::new(|v| v["metadata"]["finalizers"] = json!([])), writer("kubectl", None)),
             ("nothing changed", Box::new(|_| {}), writer("kubectl", None)),
-            ("managedFields sent empty", Box::new(|v| v["metadata"]["managedFields"] = json!([])), writer("kubectl", None)),
-            ("managedFields sent with an unreadable entry and an ignored field", Box::new(|v| v["metadata"]["managedFields"] = json!([{"manager": "x", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:kind": {}, "f:metadata": {"f:name": {}, "f:labels": {"f:a": {}}}}}, {"fieldsV1": {}}])), writer("kubectl", None)),
-            ("managedFields left out", Box::new(|v| { v["metadata"].as_object_mut().unwrap().remove("managedFields"); v["spec"]["replicas"] = json!(4); }), writer("scaler", None)),
+            (
+                "managedFields sent empty",
+                Box::new(|v| v["metadata"]["managedFields"] = json!([])),
+                writer("kubectl", None),
+            ),
+            (
+                "managedFields sent with an unreadable entry and an ignored field",
+                Box::new(
+                    |v| v["metadata"]["managedFields"] = json!([{"manager": "x", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:kind": {}, "f:metadata": {"f:name": {}, "f:labels": {"f:a": {}}}}}, {"fieldsV1": {}}]),
+                ),
+                writer("kubectl", None),
+            ),
+            (
+                "managedFields left out",
+                Box::new(|v| {
+                    v["metadata"].as_object_mut().unwrap().remove("managedFields");
+                    v["spec"]["replicas"] = json!(4);
+                }),
+                writer("scaler", None),
+            ),
         ];
         for (what, edit, w) in edits {
             let mut fast = base.clone();
