@@ -273,7 +273,7 @@ impl CelPass {
         depth: usize,
         out: &mut Vec<FieldCause>,
     ) {
-        if self.exhausted || depth > super::MAX_DEPTH || v.is_null() {
+        if !node.rules_below || self.exhausted || depth > super::MAX_DEPTH || v.is_null() {
             return;
         }
         let ratchet = ratchet || old.is_some_and(|o| same(o, v));

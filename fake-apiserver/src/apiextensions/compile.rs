@@ -87,6 +87,10 @@ impl Compiler {
                 "must not be empty if x-kubernetes-list-type is map",
             ));
         }
+        n.rules_below = !n.rules.is_empty()
+            || n.properties.iter().any(|(_, c)| c.rules_below)
+            || matches!(&n.additional, Some(Additional::Schema(s)) if s.rules_below)
+            || n.items.as_ref().is_some_and(|i| i.rules_below);
         Ok(n)
     }
 

@@ -131,6 +131,9 @@ pub(super) struct Node {
     pub(super) default: Option<Value>,
     /// `x-kubernetes-validations`, compiled.
     pub(super) rules: std::sync::Arc<Vec<super::cel::Rule>>,
+    /// Whether this node or one below it (through properties, additionalProperties or items,
+    /// the ways a CEL pass descends) has rules: a pass skips values with none to run.
+    pub(super) rules_below: bool,
 }
 
 impl Node {

@@ -326,17 +326,19 @@ fn collect(v: &Value, shape: Shape<'_>, node: &mut FieldSet) {
 
 /// The fields `new` sets that `old` does not have with the same value, into `node`.
 fn diff(old: Option<&Value>, new: &Value, shape: Shape<'_>, node: &mut FieldSet) {
-    if old.is_some_and(|o| same(o, new)) {
-        return;
-    }
+    // Containers are not compared whole: their members are, one by one, so an unchanged part
+    // is compared once however deep the change below it lies.
     match (old, new) {
         (Some(Value::Object(o)), Value::Object(n)) if !shape.map_atomic() && !n.is_empty() => {
             for (k, x) in n {
-                let key = format!("f:{k}");
+                let before = o.get(k);
+                if before.is_some_and(|b| same(b, x)) {
+                    continue;
+                }
                 let mut c = FieldSet::default();
-                diff(o.get(k), x, shape.child(k), &mut c);
+                diff(before, x, shape.child(k), &mut c);
                 if !c.is_empty() {
-                    node.children.insert(key, c);
+                    node.children.insert(format!("f:{k}"), c);
                 }
             }
         }
@@ -347,14 +349,17 @@ fn diff(old: Option<&Value>, new: &Value, shape: Shape<'_>, node: &mut FieldSet)
                 }
             }
             ListType::Map(keys) => {
+                // Each old item's key once, not once per new item.
+                let old_keys: Vec<Option<String>> = o.iter().map(|y| item_key(y, &keys)).collect();
                 for x in n {
                     let Some(k) = item_key(x, &keys) else {
                         node.member = true;
                         continue;
                     };
-                    let before = o.iter().find(|y| item_key(y, &keys).as_deref() == Some(k.as_str()));
+                    let before = old_keys.iter().position(|ok| ok.as_deref() == Some(k.as_str())).map(|i| &o[i]);
                     let mut c = FieldSet::default();
                     match before {
+                        Some(b) if same(b, x) => {}
                         Some(b) => diff(Some(b), x, shape.item(), &mut c),
                         None => {
                             c.member = true;
@@ -366,10 +371,16 @@ fn diff(old: Option<&Value>, new: &Value, shape: Shape<'_>, node: &mut FieldSet)
                     }
                 }
             }
+            ListType::Atomic if same_list(o, n) => {}
             ListType::Atomic => node.member = true,
         },
+        (Some(o), n) if same(o, n) => {}
         _ => collect(new, shape, node),
     }
+}
+
+fn same_list(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
 }
 
 /// One `managedFields` entry.
@@ -614,15 +625,14 @@ fn tracked_changes(old: &Value, new: &Value, shape: Shape<'_>) -> FieldSet {
 /// list-map item or set value that went, a value of another kind. It may mark more than went
 /// (a changed scalar); what it marks only decides which entries are looked at again.
 fn removed_fields(old: &Value, new: &Value, shape: Shape<'_>, node: &mut FieldSet) {
-    if same(old, new) {
-        return;
-    }
+    // As in `diff`: members are compared one by one, containers never whole.
     match (old, new) {
         (Value::Object(o), Value::Object(n)) if !shape.map_atomic() => {
             for (k, x) in o {
                 let mut c = FieldSet::default();
                 match n.get(k) {
                     None => c.member = true,
+                    Some(y) if same(x, y) => continue,
                     Some(y) => removed_fields(x, y, shape.child(k), &mut c),
                 }
                 if !c.is_empty() {
@@ -638,14 +648,16 @@ fn removed_fields(old: &Value, new: &Value, shape: Shape<'_>, node: &mut FieldSe
                 }
             }
             ListType::Map(keys) => {
+                let new_keys: Vec<Option<String>> = n.iter().map(|y| item_key(y, &keys)).collect();
                 for x in o {
                     let Some(k) = item_key(x, &keys) else {
                         node.member = true;
                         continue;
                     };
                     let mut c = FieldSet::default();
-                    match n.iter().find(|y| item_key(y, &keys).as_deref() == Some(k.as_str())) {
+                    match new_keys.iter().position(|nk| nk.as_deref() == Some(k.as_str())).map(|i| &n[i]) {
                         None => c.member = true,
+                        Some(y) if same(x, y) => continue,
                         Some(y) => removed_fields(x, y, shape.item(), &mut c),
                     }
                     if !c.is_empty() {
@@ -654,6 +666,7 @@ fn removed_fields(old: &Value, new: &Value, shape: Shape<'_>, node: &mut FieldSe
                 }
             }
         },
+        _ if same(old, new) => {}
         _ => node.member = true,
     }
 }

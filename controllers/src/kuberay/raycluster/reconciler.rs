@@ -326,7 +326,8 @@ impl RayClusterReconciler {
             .owns_stream(pods)
             .owns_stream(services)
             .run(
-                |rc, me: Arc<Self>| async move { me.reconcile(&rc).await },
+                // Boxed: a pass is a large future, which the runner would copy to spawn it.
+                |rc, me: Arc<Self>| async move { Box::pin(me.reconcile(&rc)).await },
                 |rc, err, me: Arc<Self>| {
                     tracing::info!(error = %err, "RayCluster reconcile failed; requeue");
                     let mut failures = me.failures.lock();

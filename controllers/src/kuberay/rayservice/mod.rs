@@ -265,7 +265,9 @@ impl RayServiceReconciler {
             .run(
                 |rs, me: Arc<Self>| async move {
                     let key = format!("{}/{}", rs.namespace().unwrap_or_default(), rs.name_any());
-                    let result = me.reconcile(&rs).await;
+                    // Boxed: the pass is a large future, and the controller's runner spawns (and
+                    // so copies) the future this closure returns for every pass.
+                    let result = Box::pin(me.reconcile(&rs)).await;
                     if result.is_ok() {
                         me.failures.lock().remove(&key);
                     }
@@ -337,6 +339,8 @@ impl RayServiceReconciler {
     }
 
     /// One reconcile pass for the RayService `key` names (read from the informer, as `r.Get` does).
+    /// The steps' futures are boxed: inlined, each would be built on the stack and copied into
+    /// this pass's (much larger) state on every await.
     pub async fn reconcile(&self, key: &RayService) -> Result<Action, RayServiceError> {
         if self.paused.load(Ordering::SeqCst) {
             return Ok(Action::requeue(Duration::from_secs(1)));
@@ -361,7 +365,7 @@ impl RayServiceReconciler {
             return Ok(Action::await_change());
         }
         self.clean_up_serve_config_cache(&rs, &status);
-        let has_clusters_to_clean = self.clean_up_ray_cluster_instance(&rs, &status).await?;
+        let has_clusters_to_clean = Box::pin(self.clean_up_ray_cluster_instance(&rs, &status)).await?;
 
         if rs.metadata.deletion_timestamp.is_some() {
             if !has_clusters_to_clean {
@@ -398,14 +402,14 @@ impl RayServiceReconciler {
                 generation,
             );
             status.last_update_time = Some(now);
-            self.write_status(&mut rs, status).await?;
+            Box::pin(self.write_status(&mut rs, status)).await?;
             return Ok(Action::await_change());
         }
 
         // Like upstream, the status is written even when the suspend step failed; the step's
         // error wins.
-        let suspended = self.handle_suspend(&rs, &mut status).await;
-        let written = self.write_status_if_changed(&mut rs, &original, &mut status).await;
+        let suspended = Box::pin(self.handle_suspend(&rs, &mut status)).await;
+        let written = Box::pin(self.write_status_if_changed(&mut rs, &original, &mut status)).await;
         let outcome = suspended?;
         written?;
         if let SuspendOutcome::Stop(action) = outcome {
@@ -422,7 +426,7 @@ impl RayServiceReconciler {
             });
         }
 
-        let (active, pending) = match self.reconcile_ray_cluster(&rs, &status).await {
+        let (active, pending) = match Box::pin(self.reconcile_ray_cluster(&rs, &status)).await {
             Ok(pair) => pair,
             Err(e) if e.is_not_found() => return Ok(Action::requeue(SERVICE_DEFAULT_REQUEUE)),
             Err(e) => return Err(e),
@@ -447,13 +451,13 @@ impl RayServiceReconciler {
             }
         }
 
-        self.update_head_pod_serve_label(&rs, active.as_ref()).await?;
-        self.update_head_pod_serve_label(&rs, pending.as_ref()).await?;
+        Box::pin(self.update_head_pod_serve_label(&rs, active.as_ref())).await?;
+        Box::pin(self.update_head_pod_serve_label(&rs, pending.as_ref())).await?;
 
         let (mut active_ready, mut pending_ready) = (false, false);
         let (mut active_apps, mut pending_apps) = (None, None);
         if let Some(p) = &pending {
-            (pending_ready, pending_apps) = self.reconcile_serve(&rs, &mut status, p).await?;
+            (pending_ready, pending_apps) = Box::pin(self.reconcile_serve(&rs, &mut status, p)).await?;
         }
         // The active cluster's Serve is read when no pending cluster exists and none is about to
         // be prepared, or in incremental mode alongside the pending one.
@@ -462,19 +466,19 @@ impl RayServiceReconciler {
                 && !cluster::should_prepare_new_cluster(&rs, &status, Some(a), None, false, &self.config)
                 || pending.is_some() && incremental)
         {
-            (active_ready, active_apps) = self.reconcile_serve(&rs, &mut status, a).await?;
+            (active_ready, active_apps) = Box::pin(self.reconcile_serve(&rs, &mut status, a)).await?;
         }
 
         let mut route = None;
         if incremental {
-            self.reconcile_per_cluster_serve_service(&rs, active.as_ref()).await?;
-            self.reconcile_per_cluster_serve_service(&rs, pending.as_ref()).await?;
-            match self.reconcile_gateway(&rs).await {
+            Box::pin(self.reconcile_per_cluster_serve_service(&rs, active.as_ref())).await?;
+            Box::pin(self.reconcile_per_cluster_serve_service(&rs, pending.as_ref())).await?;
+            match Box::pin(self.reconcile_gateway(&rs)).await {
                 Ok(()) => {}
                 Err(e) if e.is_not_found() => return Ok(Action::requeue(SERVICE_DEFAULT_REQUEUE)),
                 Err(e) => return Err(e),
             }
-            route = match self.reconcile_http_route(&rs, &status, pending_ready).await {
+            route = match Box::pin(self.reconcile_http_route(&rs, &status, pending_ready)).await {
                 Ok(r) => r,
                 Err(e) if e.is_not_found() => return Ok(Action::requeue(SERVICE_DEFAULT_REQUEUE)),
                 Err(e) => return Err(e),
@@ -488,7 +492,7 @@ impl RayServiceReconciler {
             let Some(target) = target else {
                 return Err(RayServiceError::State(format!("{id}: no cluster to point the services at")));
             };
-            services = Some(self.reconcile_services_to_ready_cluster(&rs, target).await?);
+            services = Some(Box::pin(self.reconcile_services_to_ready_cluster(&rs, target)).await?);
         }
 
         let now = self.now();
@@ -508,7 +512,7 @@ impl RayServiceReconciler {
         if let Some(message) = timed_out {
             self.event(&rs, EventType::Warning, "RayServiceInitializingTimeout", message).await;
         }
-        self.write_status_if_changed(&mut rs, &original, &mut status).await?;
+        Box::pin(self.write_status_if_changed(&mut rs, &original, &mut status)).await?;
         Ok(Action::requeue(SERVICE_DEFAULT_REQUEUE))
     }
 
