@@ -21,12 +21,12 @@ pub const GATEWAY_API_CRD_YAMLS: [&str; 3] = [
 ];
 
 /// The GatewayClass, Gateway and HTTPRoute CRDs, parsed from [`GATEWAY_API_CRD_YAMLS`].
-pub fn gateway_api_crds() -> Vec<CustomResourceDefinition> {
+pub fn gateway_api_crds() -> &'static [CustomResourceDefinition] {
     // Parsed once per process: every row with a gateway installs them.
     static PARSED: std::sync::LazyLock<Vec<CustomResourceDefinition>> = std::sync::LazyLock::new(|| {
         GATEWAY_API_CRD_YAMLS.iter().map(|y| serde_saphyr::from_str(y).unwrap_or_default()).collect()
     });
-    PARSED.clone()
+    &PARSED
 }
 
 /// `GatewayClass.spec`.
@@ -316,7 +316,7 @@ mod tests {
                 "httproutes.gateway.networking.k8s.io"
             ]
         );
-        for crd in &crds {
+        for crd in crds {
             let stored: Vec<_> = crd.spec.versions.iter().filter(|v| v.storage).map(|v| v.name.as_str()).collect();
             assert_eq!(stored, ["v1"]);
             assert_eq!(crd.spec.versions.len(), 2);

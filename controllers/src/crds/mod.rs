@@ -39,15 +39,27 @@ pub enum CrdInstallError {
 /// Installs CRDs (create, or update the spec of one already there) and waits until the server
 /// reports each Established, so its kinds can be written right after. A cluster that already
 /// has them (a real one, with the upstream CRDs) keeps working: only the spec is merged.
-pub async fn install(client: &kube::Client, crds: &[CustomResourceDefinition]) -> Result<(), CrdInstallError> {
+///
+/// The answers are read only as far as needed (a CRD's schema can be hundreds of kilobytes,
+/// and every in-process row installs its CRDs): a create's not at all, a read's only its
+/// conditions.
+pub async fn install<'a>(
+    client: &kube::Client,
+    crds: impl IntoIterator<Item = &'a CustomResourceDefinition>,
+) -> Result<(), CrdInstallError> {
+    let crds: Vec<&CustomResourceDefinition> = crds.into_iter().collect();
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crds {
+    let url = kube::core::Request::new(api.resource_url());
+    for crd in &crds {
         let name = crd.name_any();
         let err = |what| {
             let name = name.clone();
             move |source| CrdInstallError::Api { what, name, source }
         };
-        match api.create(&PostParams::default(), crd).await {
+        let body = serde_json::to_vec(crd).map_err(|e| err("create")(kube::Error::SerdeError(e)))?;
+        let create =
+            url.create(&PostParams::default(), body).map_err(|e| err("create")(kube::Error::BuildRequest(e)))?;
+        match client.request::<serde::de::IgnoredAny>(create).await {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 409 => {
                 let patch = serde_json::json!({"spec": crd.spec});
@@ -56,24 +68,20 @@ pub async fn install(client: &kube::Client, crds: &[CustomResourceDefinition]) -
             Err(e) => return Err(err("create")(e)),
         }
     }
-    for crd in crds {
+    for crd in &crds {
         let name = crd.name_any();
-        let established = |c: &CustomResourceDefinition| {
-            c.status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"))
-        };
+        let read = |source| CrdInstallError::Api { what: "read", name: name.clone(), source };
         let mut ok = false;
         for _ in 0..600 {
-            let found = api.get_opt(&name).await.map_err(|source| CrdInstallError::Api {
-                what: "read",
-                name: name.clone(),
-                source,
-            })?;
-            if found.as_ref().is_some_and(established) {
-                ok = true;
-                break;
+            let get = url.get(&name, &Default::default()).map_err(|e| read(kube::Error::BuildRequest(e)))?;
+            match client.request::<ConditionsOnly>(get).await {
+                Ok(found) if found.established() => {
+                    ok = true;
+                    break;
+                }
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(read(e)),
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -82,4 +90,32 @@ pub async fn install(client: &kube::Client, crds: &[CustomResourceDefinition]) -
         }
     }
     Ok(())
+}
+
+/// A CRD read for its conditions only (serde skips the rest without building it).
+#[derive(serde::Deserialize)]
+struct ConditionsOnly {
+    #[serde(default)]
+    status: Option<ConditionsOnlyStatus>,
+}
+
+#[derive(serde::Deserialize)]
+struct ConditionsOnlyStatus {
+    #[serde(default)]
+    conditions: Vec<ConditionOnly>,
+}
+
+#[derive(serde::Deserialize)]
+struct ConditionOnly {
+    #[serde(rename = "type")]
+    type_: String,
+    status: String,
+}
+
+impl ConditionsOnly {
+    fn established(&self) -> bool {
+        self.status
+            .as_ref()
+            .is_some_and(|s| s.conditions.iter().any(|c| c.type_ == "Established" && c.status == "True"))
+    }
 }

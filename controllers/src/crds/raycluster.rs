@@ -17,12 +17,12 @@ use std::collections::BTreeMap;
 pub const RAYCLUSTER_CRD_YAML: &str = include_str!("ray.io_rayclusters.yaml");
 
 /// The RayCluster CRD, parsed from [`RAYCLUSTER_CRD_YAML`].
-pub fn raycluster_crd() -> CustomResourceDefinition {
+pub fn raycluster_crd() -> &'static CustomResourceDefinition {
     // Parsed once per process (every row of a run installs it); a unit test parses the
     // constant manifest, so parsing cannot fail at run time.
     static PARSED: std::sync::LazyLock<CustomResourceDefinition> =
         std::sync::LazyLock::new(|| serde_saphyr::from_str(RAYCLUSTER_CRD_YAML).unwrap_or_default());
-    PARSED.clone()
+    &PARSED
 }
 
 /// `RayCluster.spec`.

@@ -7,12 +7,12 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 pub const RAYJOB_CRD_YAML: &str = include_str!("ray.io_rayjobs.yaml");
 
 /// The RayJob CRD, parsed from [`RAYJOB_CRD_YAML`].
-pub fn rayjob_crd() -> CustomResourceDefinition {
+pub fn rayjob_crd() -> &'static CustomResourceDefinition {
     // Parsed once per process (every row of a run installs it); a unit test parses the
     // constant manifest, so parsing cannot fail at run time.
     static PARSED: std::sync::LazyLock<CustomResourceDefinition> =
         std::sync::LazyLock::new(|| serde_saphyr::from_str(RAYJOB_CRD_YAML).unwrap_or_default());
-    PARSED.clone()
+    &PARSED
 }
 
 #[cfg(test)]

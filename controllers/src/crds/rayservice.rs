@@ -16,12 +16,12 @@ use std::collections::BTreeMap;
 pub const RAYSERVICE_CRD_YAML: &str = include_str!("ray.io_rayservices.yaml");
 
 /// The RayService CRD, parsed from [`RAYSERVICE_CRD_YAML`].
-pub fn rayservice_crd() -> CustomResourceDefinition {
+pub fn rayservice_crd() -> &'static CustomResourceDefinition {
     // Parsed once per process (every row of a run installs it); a unit test parses the
     // constant manifest, so parsing cannot fail at run time.
     static PARSED: std::sync::LazyLock<CustomResourceDefinition> =
         std::sync::LazyLock::new(|| serde_saphyr::from_str(RAYSERVICE_CRD_YAML).unwrap_or_default());
-    PARSED.clone()
+    &PARSED
 }
 
 /// `spec.upgradeStrategy.type` values (`RayServiceUpgradeType`). The CRD has no enum: the

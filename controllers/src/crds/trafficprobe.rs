@@ -10,12 +10,12 @@ use serde::{Deserialize, Serialize};
 pub const TRAFFICPROBE_CRD_YAML: &str = include_str!("kproof.dev_trafficprobes.yaml");
 
 /// The TrafficProbe CRD, parsed from [`TRAFFICPROBE_CRD_YAML`].
-pub fn trafficprobe_crd() -> CustomResourceDefinition {
+pub fn trafficprobe_crd() -> &'static CustomResourceDefinition {
     // Parsed once per process (every row of a run installs it); a unit test parses the
     // constant manifest, so parsing cannot fail at run time.
     static PARSED: std::sync::LazyLock<CustomResourceDefinition> =
         std::sync::LazyLock::new(|| serde_saphyr::from_str(TRAFFICPROBE_CRD_YAML).unwrap_or_default());
-    PARSED.clone()
+    &PARSED
 }
 
 /// `TrafficProbe.spec`.

@@ -100,7 +100,7 @@ impl RayJobReconciler {
 
     /// Installs the RayJob CRD and waits until it is Established.
     pub async fn install_crd(client: &kube::Client) -> Result<(), crate::crds::CrdInstallError> {
-        crate::crds::install(client, &[crate::crds::rayjob::rayjob_crd()]).await
+        crate::crds::install(client, [crate::crds::rayjob::rayjob_crd()]).await
     }
 
     /// Runs until a watch ends: a pass over every RayJob after each change of a RayJob or a

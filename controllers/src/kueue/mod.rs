@@ -186,7 +186,7 @@ impl KueueController {
         objects::install_crds(client).await?;
         crate::crds::install(
             client,
-            &[
+            [
                 crate::crds::raycluster::raycluster_crd(),
                 crate::crds::rayservice::rayservice_crd(),
                 crate::crds::rayjob::rayjob_crd(),

@@ -24,15 +24,15 @@ pub const KUEUE_CRD_YAMLS: [&str; 6] = [
 
 /// The Kueue CRDs, parsed from [`KUEUE_CRD_YAMLS`] (constant manifests a unit test parses, so
 /// none is dropped at run time).
-pub fn kueue_crds() -> Vec<CustomResourceDefinition> {
+pub fn kueue_crds() -> &'static [CustomResourceDefinition] {
     static PARSED: std::sync::LazyLock<Vec<CustomResourceDefinition>> =
         std::sync::LazyLock::new(|| KUEUE_CRD_YAMLS.iter().filter_map(|y| serde_saphyr::from_str(y).ok()).collect());
-    PARSED.clone()
+    &PARSED
 }
 
 /// Installs the Kueue CRDs and waits until they are Established.
 pub async fn install_crds(client: &kube::Client) -> Result<(), crate::crds::CrdInstallError> {
-    crate::crds::install(client, &kueue_crds()).await
+    crate::crds::install(client, kueue_crds()).await
 }
 
 /// The kinds a pass reads.

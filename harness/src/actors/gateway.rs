@@ -46,7 +46,7 @@ impl ActorFactory for GatewayFactory {
         let install = !self.crds_installed;
         Box::pin(async move {
             if install {
-                controllers::crds::install(&client, &gateway_api_crds()).await.map_err(|e| e.to_string())?;
+                controllers::crds::install(&client, gateway_api_crds()).await.map_err(|e| e.to_string())?;
             }
             let api: Api<GatewayClass> = Api::all(client);
             let class = GatewayClass::new(

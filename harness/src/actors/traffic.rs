@@ -26,7 +26,7 @@ impl ActorFactory for TrafficFactory {
 
     fn setup(&self, client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {
         Box::pin(
-            async move { controllers::crds::install(&client, &[trafficprobe_crd()]).await.map_err(|e| e.to_string()) },
+            async move { controllers::crds::install(&client, [trafficprobe_crd()]).await.map_err(|e| e.to_string()) },
         )
     }
 

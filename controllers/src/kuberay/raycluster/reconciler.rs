@@ -303,7 +303,7 @@ impl RayClusterReconciler {
     /// Installs the RayCluster CRD (create, or replace if present) and waits until the server
     /// reports it Established, so RayClusters can be written right after.
     pub async fn install_crd(client: &kube::Client) -> Result<(), ReconcileError> {
-        crate::crds::install(client, &[crate::crds::raycluster::raycluster_crd()])
+        crate::crds::install(client, [crate::crds::raycluster::raycluster_crd()])
             .await
             .map_err(|e| ReconcileError::Requeue(e.to_string()))
     }

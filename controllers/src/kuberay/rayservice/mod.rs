@@ -217,7 +217,7 @@ impl RayServiceReconciler {
 
     /// Installs the RayService CRD and waits until it is Established.
     pub async fn install_crd(client: &kube::Client) -> Result<(), crate::crds::CrdInstallError> {
-        crate::crds::install(client, &[crate::crds::rayservice::rayservice_crd()]).await
+        crate::crds::install(client, [crate::crds::rayservice::rayservice_crd()]).await
     }
 
     /// Runs the controller until the watches end (the API server goes away).
