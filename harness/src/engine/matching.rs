@@ -62,10 +62,48 @@ fn scalar_string(v: &Value) -> String {
     }
 }
 
+/// What a path is looked up in: an object, by its top-level members.
+pub trait Members {
+    /// The top-level member `key`, if there is one.
+    fn member(&self, key: &str) -> Option<&Value>;
+    /// The whole object (what an empty path names).
+    fn whole(&self) -> &Value;
+}
+
+impl Members for Value {
+    fn member(&self, key: &str) -> Option<&Value> {
+        self.get(key)
+    }
+
+    fn whole(&self) -> &Value {
+        self
+    }
+}
+
+/// A timeline entry's object decodes only the members a path reads.
+impl Members for crate::engine::runner::TimelineItem {
+    fn member(&self, key: &str) -> Option<&Value> {
+        crate::engine::runner::TimelineItem::member(self, key)
+    }
+
+    fn whole(&self) -> &Value {
+        self.object()
+    }
+}
+
 /// Looks up a path (`status.conditions[type=Ready].status`, `spec.items[0].name`).
-pub fn lookup<'a>(obj: &'a Value, path: &str) -> Result<Option<&'a Value>, String> {
-    let mut cur = obj;
-    for seg in parse_path(path)? {
+pub fn lookup<'a, M: Members + ?Sized>(obj: &'a M, path: &str) -> Result<Option<&'a Value>, String> {
+    let mut segments = parse_path(path)?.into_iter();
+    let mut cur = match segments.next() {
+        Some(Segment::Key(k)) => match obj.member(&k) {
+            Some(v) => v,
+            None => return Ok(None),
+        },
+        // An object has no items: an index or a filter finds nothing at its top.
+        Some(_) => return Ok(None),
+        None => return Ok(Some(obj.whole())),
+    };
+    for seg in segments {
         let next = match seg {
             Segment::Key(k) => cur.get(&k),
             Segment::Index(i) => cur.get(i),
@@ -98,7 +136,7 @@ fn equal(expected: &Value, actual: &Value) -> bool {
 }
 
 /// Checks one condition. `Ok(())` when it holds, `Err(line)` describing expected against observed.
-pub fn check_field(obj: &Value, m: &FieldMatch) -> Result<(), String> {
+pub fn check_field<M: Members + ?Sized>(obj: &M, m: &FieldMatch) -> Result<(), String> {
     let actual = lookup(obj, &m.path)?;
     let shown = |a: Option<&Value>| a.map(|v| v.to_string()).unwrap_or_else(|| "<absent>".into());
     let fail = |want: String| Err(format!("{}: expected {want}, observed {}", m.path, shown(actual)));
@@ -153,7 +191,7 @@ pub fn check_field(obj: &Value, m: &FieldMatch) -> Result<(), String> {
 }
 
 /// Checks every condition; returns the failing ones.
-pub fn check_fields(obj: &Value, fields: &[FieldMatch]) -> Vec<String> {
+pub fn check_fields<M: Members + ?Sized>(obj: &M, fields: &[FieldMatch]) -> Vec<String> {
     fields.iter().filter_map(|f| check_field(obj, f).err()).collect()
 }
 
@@ -168,7 +206,7 @@ pub fn event_matches(write: &crate::engine::runner::TimelineItem, m: &EventMatch
         && m.subresource.as_deref().is_none_or(|sub| s("subresource") == sub)
         && m.actor.as_deref().is_none_or(|a| s("userAgent").contains(a))
         && m.user.as_deref().is_none_or(|u| s("user") == u)
-        && (m.fields.is_empty() || check_fields(write.object(), &m.fields).is_empty())
+        && (m.fields.is_empty() || check_fields(write, &m.fields).is_empty())
 }
 
 #[cfg(test)]

@@ -32,23 +32,64 @@ pub struct TimelineItem {
     pub meta: Value,
     json: bytes::Bytes,
     object: std::sync::OnceLock<Value>,
+    /// The object's top-level members as byte ranges of `json`, each decoded when first read:
+    /// expectations read one or two members of objects of many kilobytes.
+    members: std::sync::OnceLock<Vec<(String, std::ops::Range<usize>, std::sync::OnceLock<Value>)>>,
 }
 
 impl TimelineItem {
     /// An entry whose object is already decoded.
     pub fn decoded(meta: Value, object: Value) -> Self {
-        Self { meta, json: bytes::Bytes::new(), object: std::sync::OnceLock::from(object) }
+        Self {
+            meta,
+            json: bytes::Bytes::new(),
+            object: std::sync::OnceLock::from(object),
+            members: std::sync::OnceLock::new(),
+        }
     }
 
     /// An entry whose object is JSON, decoded when first read.
     pub fn encoded(meta: Value, json: bytes::Bytes) -> Self {
-        Self { meta, json, object: std::sync::OnceLock::new() }
+        Self { meta, json, object: std::sync::OnceLock::new(), members: std::sync::OnceLock::new() }
     }
 
     /// The object as written (`null` if its JSON does not parse).
     pub fn object(&self) -> &Value {
         self.object.get_or_init(|| serde_json::from_slice(&self.json).unwrap_or(Value::Null))
     }
+
+    /// The object's top-level member `key`, decoding only that member (the whole object when it
+    /// was decoded already, or its JSON is not an object this can split).
+    pub fn member(&self, key: &str) -> Option<&Value> {
+        if let Some(object) = self.object.get() {
+            return object.get(key);
+        }
+        let members = self.members.get_or_init(|| top_level_members(&self.json).unwrap_or_default());
+        if members.is_empty() {
+            return self.object().get(key);
+        }
+        let (_, range, value) = members.iter().find(|(k, ..)| k == key)?;
+        Some(value.get_or_init(|| serde_json::from_slice(&self.json[range.clone()]).unwrap_or(Value::Null)))
+    }
+}
+
+/// Where each top-level member of a JSON object lies in `json` (serde skips the values without
+/// building them).
+fn top_level_members(json: &[u8]) -> Option<Vec<(String, std::ops::Range<usize>, std::sync::OnceLock<Value>)>> {
+    let raw: Vec<(String, &serde_json::value::RawValue)> =
+        serde_json::from_slice::<std::collections::BTreeMap<String, &serde_json::value::RawValue>>(json)
+            .ok()?
+            .into_iter()
+            .collect();
+    let base = json.as_ptr() as usize;
+    Some(
+        raw.into_iter()
+            .map(|(k, v)| {
+                let start = v.get().as_ptr() as usize - base;
+                (k, start..start + v.get().len(), std::sync::OnceLock::new())
+            })
+            .collect(),
+    )
 }
 
 /// The writes a backend observed during a row, oldest first.
@@ -768,10 +809,11 @@ impl RowRun<'_> {
         let paths: Vec<String> = seq.paths.iter().map(|p| substitute_str(p, &self.bindings)).collect();
         // Observed values with the time each was first written, consecutive repeats folded.
         let mut observed: Vec<(Value, String)> = Vec::new();
-        for (meta, obj) in entries.iter().filter(|w| event_matches(w, event)).map(|w| (&w.meta, w.object())) {
+        for w in entries.iter().filter(|w| event_matches(w, event)) {
+            let meta = &w.meta;
             let mut tuple = Vec::with_capacity(paths.len());
             for p in &paths {
-                let v = crate::engine::matching::lookup(obj, p).map_err(RowFailure::plain)?;
+                let v = crate::engine::matching::lookup(w, p).map_err(RowFailure::plain)?;
                 tuple.push(v.cloned().unwrap_or(Value::Null));
             }
             let value = if tuple.len() == 1 { tuple.remove(0) } else { Value::Array(tuple) };

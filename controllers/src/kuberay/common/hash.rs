@@ -20,60 +20,51 @@ pub fn spec_hash(spec: &RayClusterSpec) -> String {
 /// [`spec_hash`], or, for a configuration built with a deliberate [`Defect`](crate::kuberay::Defect), the defective hash.
 pub fn spec_hash_with(spec: &RayClusterSpec, config: &crate::kuberay::KubeRayConfig) -> String {
     let keep_replicas = config.defective(crate::kuberay::Defect::HashIncludesReplicas);
-    let mut masked = spec.clone();
-    masked.upgrade_strategy = None;
-    mask_template(&mut masked.head_group_spec.template);
-    for group in &mut masked.worker_group_specs {
-        if !keep_replicas {
-            group.replicas = None;
+    // Masked on the JSON rather than on a copy of the spec: every field masked here is left
+    // out of the JSON when unset, so removing it gives the JSON of the masked spec.
+    let mut value = serde_json::to_value(spec).unwrap_or(Value::Null);
+    if let Some(m) = value.as_object_mut() {
+        m.remove("upgradeStrategy");
+    }
+    if let Some(t) = value.get_mut("headGroupSpec").and_then(|h| h.get_mut("template")) {
+        mask_template(t);
+    }
+    if let Some(groups) = value.get_mut("workerGroupSpecs").and_then(Value::as_array_mut) {
+        for group in groups {
+            let Some(g) = group.as_object_mut() else { continue };
+            if let Some(t) = g.get_mut("template") {
+                mask_template(t);
+            }
+            if !keep_replicas {
+                g.remove("replicas");
+            }
+            // Go's ScaleStrategy is a struct, present whether or not the user wrote it: with its
+            // one field masked, written and unwritten must hash alike.
+            for masked in ["minReplicas", "maxReplicas", "scaleStrategy"] {
+                g.remove(masked);
+            }
         }
-        group.min_replicas = None;
-        group.max_replicas = None;
-        // Go's ScaleStrategy is a struct, present whether or not the user wrote it: with its
-        // one field masked, written and unwritten must hash alike.
-        group.scale_strategy = None;
-        mask_template(&mut group.template);
     }
-    let value = serde_json::to_value(&masked).unwrap_or(Value::Null);
-    let mut canonical = String::new();
-    write_canonical(&value, &mut canonical);
-    base32_hex(&Sha1::digest(canonical.as_bytes()))
+    sort_keys(&mut value);
+    base32_hex(&Sha1::digest(serde_json::to_vec(&value).unwrap_or_default()))
 }
 
-fn mask_template(t: &mut k8s_openapi::api::core::v1::PodTemplateSpec) {
-    if let Some(spec) = t.spec.as_mut() {
-        spec.tolerations = None;
-        spec.scheduling_gates = None;
+fn mask_template(t: &mut Value) {
+    if let Some(spec) = t.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.remove("tolerations");
+        spec.remove("schedulingGates");
     }
 }
 
-fn write_canonical(v: &Value, out: &mut String) {
+/// Sorts every object's keys, so the JSON does not depend on the order fields were written in.
+fn sort_keys(v: &mut Value) {
     match v {
         Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(&m[k], out);
-            }
-            out.push('}');
+            m.sort_keys();
+            m.values_mut().for_each(sort_keys);
         }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(x, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
+        Value::Array(a) => a.iter_mut().for_each(sort_keys),
+        _ => {}
     }
 }
 
