@@ -34,8 +34,11 @@ pub struct TimelineItem {
     object: std::sync::OnceLock<Value>,
     /// The object's top-level members as byte ranges of `json`, each decoded when first read:
     /// expectations read one or two members of objects of many kilobytes.
-    members: std::sync::OnceLock<Vec<(String, std::ops::Range<usize>, std::sync::OnceLock<Value>)>>,
+    members: std::sync::OnceLock<Vec<Member>>,
 }
+
+/// A top-level member of a timeline object: its name, where its JSON lies, its value once read.
+type Member = (String, std::ops::Range<usize>, std::sync::OnceLock<Value>);
 
 impl TimelineItem {
     /// An entry whose object is already decoded.
@@ -75,7 +78,7 @@ impl TimelineItem {
 
 /// Where each top-level member of a JSON object lies in `json` (serde skips the values without
 /// building them).
-fn top_level_members(json: &[u8]) -> Option<Vec<(String, std::ops::Range<usize>, std::sync::OnceLock<Value>)>> {
+fn top_level_members(json: &[u8]) -> Option<Vec<Member>> {
     let raw: Vec<(String, &serde_json::value::RawValue)> =
         serde_json::from_slice::<std::collections::BTreeMap<String, &serde_json::value::RawValue>>(json)
             .ok()?
