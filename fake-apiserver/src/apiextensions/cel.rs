@@ -276,7 +276,16 @@ impl CelPass {
         if !node.rules_below || self.exhausted || depth > super::MAX_DEPTH || v.is_null() {
             return;
         }
-        let ratchet = ratchet || old.is_some_and(|o| same(o, v));
+        // Whether this value is unchanged is only needed where a rule runs, or where it must be
+        // handed down to items that correlate with nothing (of a list that is not a map or a
+        // set): below an unchanged value, every correlated value is unchanged too, and finds so
+        // itself where it matters. Comparing at every level would compare the object once per
+        // level of its depth.
+        let needs_ratchet = !node.rules.is_empty()
+            || (v.is_array()
+                && !matches!(node.list_type, Some(ListType::Map | ListType::Set))
+                && node.items.as_deref().is_some_and(|i| i.rules_below));
+        let ratchet = ratchet || (needs_ratchet && old.is_some_and(|o| same(o, v)));
         for rule in node.rules.iter() {
             let before = out.len();
             self.run(node, rule, v, old, path, out);
@@ -312,10 +321,8 @@ impl CelPass {
                         (Some(ListType::Set), Some(Value::Array(olds))) => olds.iter().find(|o| *o == x),
                         _ => None,
                     };
-                    // Only map-list items correlate for ratcheting; others ratchet with their list.
-                    let item_ratchet =
-                        ratchet || (node.list_type == Some(ListType::Map) && old_item.is_some_and(|o| same(o, x)));
-                    self.walk(item, x, old_item, item_ratchet, &format!("{path}[{i}]"), depth + 1, out);
+                    // An item with rules finds for itself whether it is unchanged (see above).
+                    self.walk(item, x, old_item, ratchet, &format!("{path}[{i}]"), depth + 1, out);
                 }
             }
             _ => {}

@@ -75,7 +75,12 @@ impl Validator {
     /// Validates `v` against `n` at `path`, pushing every cause into `out`. `old` is the value
     /// `v` correlates with in the object being updated: a value equal to it is not validated,
     /// as CRD validation ratcheting (GA in 1.33) drops every error raised on an unchanged value
-    /// (apiextensions-apiserver `validation/ratcheting.go`).
+    /// (apiextensions-apiserver `validation/ratcheting.go`). Answers whether `v` is unchanged.
+    ///
+    /// An object, or a list whose items correlate (a map list, or one with no type), is not
+    /// compared whole: its members are, one by one, and only those that changed are looked
+    /// into; when none did, what the value reported itself is taken back. Comparing whole at
+    /// every level would compare an object once per level of its depth.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn node(
         &mut self,
@@ -86,18 +91,25 @@ impl Validator {
         depth: usize,
         mode: Mode,
         out: &mut Vec<FieldCause>,
-    ) {
-        if old.is_some_and(|o| same(o, v)) {
-            return;
+    ) -> bool {
+        let by_members = match (v, old) {
+            (Value::Object(_), Some(Value::Object(_))) => true,
+            (Value::Array(_), Some(Value::Array(_))) => {
+                n.items.is_some() && matches!(n.list_type, Some(ListType::Map) | None)
+            }
+            _ => false,
+        };
+        if !by_members && old.is_some_and(|o| same(o, v)) {
+            return true;
         }
         if self.budget == 0 {
             self.exhausted = true;
-            return;
+            return false;
         }
         self.budget -= 1;
         if depth > MAX_DEPTH {
             out.push(cause_invalid(path, "\"\"", &format!("too deeply nested (more than {MAX_DEPTH} levels)")));
-            return;
+            return false;
         }
         if v.is_null() {
             // kube-openapi only runs the type and enum checks on null.
@@ -110,23 +122,30 @@ impl Validator {
                 ));
             }
             self.check_enum(n, v, path, out);
-            return;
+            return false;
         }
+        let start = out.len();
         self.check_type(n, v, path, out);
         self.check_junctors(n, v, path, depth, out);
+        let mut unchanged = false;
         match v {
             Value::String(s) => check_string(n, s, path, out),
             Value::Number(num) => check_number(n, num_of(num), path, out),
-            Value::Array(a) => self.check_array(n, a, old, path, depth, mode, out),
+            Value::Array(a) => unchanged = self.check_array(n, a, old, path, depth, mode, out),
             _ => {}
         }
         self.check_enum(n, v, path, out);
         if let Value::Object(m) = v {
-            self.check_object(n, m, old, path, depth, mode, out);
+            unchanged = self.check_object(n, m, old, path, depth, mode, out);
             if n.embedded && !mode.root && !mode.junctor {
                 check_embedded(m, path, out);
             }
         }
+        if by_members && unchanged {
+            out.truncate(start);
+            return true;
+        }
+        false
     }
 
     fn check_type(&self, n: &Node, v: &Value, path: &str, out: &mut Vec<FieldCause>) {
@@ -261,6 +280,8 @@ impl Validator {
         out.push(FieldCause::new(FieldCause::NOT_SUPPORTED, path, msg));
     }
 
+    /// Validates a list; answers whether it is unchanged, item by item (only asked of lists
+    /// whose items correlate).
     #[allow(clippy::too_many_arguments)]
     fn check_array(
         &mut self,
@@ -271,19 +292,30 @@ impl Validator {
         depth: usize,
         mode: Mode,
         out: &mut Vec<FieldCause>,
-    ) {
+    ) -> bool {
+        let olds = old.and_then(Value::as_array);
+        let mut unchanged = olds.is_some_and(|o| o.len() == a.len());
         if let Some(items) = &n.items {
-            let olds = old.and_then(Value::as_array);
             for (i, v) in a.iter().enumerate() {
                 // Items correlate by their keys in a map list, by index in a list with no type,
                 // not at all in a set or an atomic list (correlateOldValueForChildAtNewIndex).
                 let before = olds.and_then(|olds| match n.list_type {
-                    Some(ListType::Map) => olds.iter().find(|o| n.list_map_keys.iter().all(|k| o.get(k) == v.get(k))),
-                    None => olds.get(i),
+                    Some(ListType::Map) => olds
+                        .iter()
+                        .position(|o| n.list_map_keys.iter().all(|k| o.get(k) == v.get(k)))
+                        .map(|j| (j, &olds[j])),
+                    None => olds.get(i).map(|o| (i, o)),
                     Some(ListType::Set | ListType::Atomic) => None,
                 });
+                // Unchanged as a list: every item unchanged and where it was.
+                unchanged &= before.is_some_and(|(j, _)| j == i);
+                if before.is_some_and(|(_, o)| same(o, v)) {
+                    continue;
+                }
+                unchanged = false;
                 let p = format!("{path}[{i}]");
-                self.node(items, v, before, &p, depth + 1, Mode { root: false, junctor: mode.junctor }, out);
+                let correlated = before.map(|(_, o)| o);
+                self.node(items, v, correlated, &p, depth + 1, Mode { root: false, junctor: mode.junctor }, out);
             }
         }
         let size = a.len() as u64;
@@ -302,7 +334,7 @@ impl Validator {
             out.push(too_many(path, size, max));
         }
         if mode.junctor {
-            return;
+            return unchanged;
         }
         match n.list_type {
             Some(ListType::Set) => {
@@ -315,8 +347,10 @@ impl Validator {
             Some(ListType::Map) => check_list_map(&n.list_map_keys, a, path, out),
             Some(ListType::Atomic) | None => {}
         }
+        unchanged
     }
 
+    /// Validates an object's members; answers whether it is unchanged, member by member.
     #[allow(clippy::too_many_arguments)]
     fn check_object(
         &mut self,
@@ -327,7 +361,9 @@ impl Validator {
         depth: usize,
         mode: Mode,
         out: &mut Vec<FieldCause>,
-    ) {
+    ) -> bool {
+        let olds = old.and_then(Value::as_object);
+        let same_as_old = || olds.is_some_and(|o| same_members_of(m, o));
         let count = m.len() as u64;
         // kube-openapi stops at a property-count failure.
         if let Some(min) = n.min_properties
@@ -338,26 +374,38 @@ impl Validator {
                 &count.to_string(),
                 &format!("{path} in body should have at least {min} properties"),
             ));
-            return;
+            return same_as_old();
         }
         if let Some(max) = n.max_properties
             && count > max
         {
             out.push(too_many(path, count, max));
-            return;
+            return same_as_old();
         }
         let child_mode = Mode { root: false, junctor: mode.junctor };
+        let mut unchanged = olds.is_some_and(|o| o.len() == m.len());
+        // Members that are not validated (the server's at the root, or ones no schema covers)
+        // still count for whether the object is unchanged: compared last, only if it matters.
+        let mut unvalidated: Vec<(&String, &Value)> = Vec::new();
         for (k, v) in m {
-            if mode.root && is_meta_field(k) {
-                continue;
-            }
-            let before = old.and_then(|o| o.get(k));
-            if let Some(p) = n.prop(k) {
-                self.node(p, v, before, &child_path(path, k), depth + 1, child_mode, out);
-                continue;
-            }
-            if let Some(Additional::Schema(s)) = &n.additional {
-                self.node(s, v, before, &child_path(path, k), depth + 1, child_mode, out);
+            let before = olds.and_then(|o| o.get(k));
+            let schema = if mode.root && is_meta_field(k) {
+                None
+            } else {
+                n.prop(k).or(match &n.additional {
+                    Some(Additional::Schema(s)) => Some(&**s),
+                    _ => None,
+                })
+            };
+            match schema {
+                // A member equal to its old value is not looked into (compared here once, not
+                // again by each level below it).
+                Some(_) if before.is_some_and(|b| same(b, v)) => {}
+                Some(s) => {
+                    self.node(s, v, before, &child_path(path, k), depth + 1, child_mode, out);
+                    unchanged = false;
+                }
+                None => unvalidated.push((k, v)),
             }
         }
         for r in &n.required {
@@ -368,7 +416,13 @@ impl Validator {
                 out.push(FieldCause::new(FieldCause::REQUIRED, &child_path(path, r), "Required value".to_string()));
             }
         }
+        unchanged && unvalidated.into_iter().all(|(k, v)| olds.and_then(|o| o.get(k)).is_some_and(|o| same(o, v)))
     }
+}
+
+/// Whether two objects have the same members (in any order).
+fn same_members_of(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| same(v, w)))
 }
 
 fn too_many(path: &str, actual: u64, max: u64) -> FieldCause {
