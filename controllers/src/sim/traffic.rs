@@ -181,23 +181,36 @@ fn split(n: i64, backends: &[Backend], current: &mut BTreeMap<String, i64>) -> V
     if total <= 0 {
         return counts;
     }
+    // The running weight of each backend key (two refs to one Service share one), looked up
+    // once here and kept in `current` between ticks.
+    let mut keys: Vec<String> = Vec::new();
+    let slot: Vec<usize> = backends
+        .iter()
+        .map(|b| {
+            let key = format!("{}/{}", b.namespace, b.name);
+            keys.iter().position(|k| *k == key).unwrap_or_else(|| {
+                keys.push(key);
+                keys.len() - 1
+            })
+        })
+        .collect();
+    let mut running: Vec<i64> = keys.iter().map(|k| current.get(k).copied().unwrap_or(0)).collect();
     for _ in 0..n {
         let mut pick = 0;
         let mut pick_value = i64::MIN;
         for (i, b) in backends.iter().enumerate() {
-            let key = format!("{}/{}", b.namespace, b.name);
-            let v = current.entry(key).or_insert(0);
+            let v = &mut running[slot[i]];
             *v += b.weight;
             if *v > pick_value {
                 pick_value = *v;
                 pick = i;
             }
         }
-        let key = format!("{}/{}", backends[pick].namespace, backends[pick].name);
-        if let Some(v) = current.get_mut(&key) {
-            *v -= total;
-        }
+        running[slot[pick]] -= total;
         counts[pick] += 1;
+    }
+    for (k, v) in keys.into_iter().zip(running) {
+        current.insert(k, v);
     }
     counts
 }

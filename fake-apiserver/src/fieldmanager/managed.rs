@@ -523,6 +523,20 @@ fn track_update_in(shape: Shape<'_>, old: &Value, new: &mut Value, w: &Writer<'_
             kept.push(e);
             continue;
         }
+        if mine && !rewrite_all && !overlaps(fields, &gone) && covers(fields, &changed) {
+            // The writer changed only fields it already owns (a controller writing its status
+            // again): its fields stay as they are, only the entry's time and version move.
+            if let Some(entry) = e.as_object()
+                && entry.contains_key("time")
+                && entry.contains_key("apiVersion")
+            {
+                let mut e = e;
+                e["time"] = Value::String(w.time.clone());
+                e["apiVersion"] = Value::String(w.api_version.to_string());
+                kept.push(e);
+                continue;
+            }
+        }
         let Some(mut entry) = Entry::from_json(&e) else { continue };
         if !changed.is_empty() {
             entry.fields.subtract(&changed);
@@ -579,6 +593,12 @@ fn overlaps(fields: &Value, set: &FieldSet) -> bool {
     })
 }
 
+/// Whether FieldsV1 JSON `fields` holds every path of `set` (as a member where `set` has one).
+fn covers(fields: &Value, set: &FieldSet) -> bool {
+    let Value::Object(m) = fields else { return set.children.is_empty() };
+    set.children.iter().all(|(k, c)| m.get(k).is_some_and(|sub| (!c.member || fields_member(sub)) && covers(sub, c)))
+}
+
 /// Whether a FieldsV1 node is itself a member (a leaf `{}`, or one marked `"."`).
 fn fields_member(node: &Value) -> bool {
     node.as_object().is_none_or(|m| m.is_empty() || m.contains_key("."))
@@ -622,8 +642,9 @@ fn tracked_changes(old: &Value, new: &Value, shape: Shape<'_>) -> FieldSet {
 }
 
 /// Marks in `node` where `old` holds fields that `new` no longer has: a member that went, a
-/// list-map item or set value that went, a value of another kind. It may mark more than went
-/// (a changed scalar); what it marks only decides which entries are looked at again.
+/// list-map item or set value that went, a container replaced by a value of another kind. It
+/// may mark more than went (an atomic map replaced); what it marks only decides which entries
+/// are looked at again.
 fn removed_fields(old: &Value, new: &Value, shape: Shape<'_>, node: &mut FieldSet) {
     // As in `diff`: members are compared one by one, containers never whole.
     match (old, new) {
@@ -667,7 +688,10 @@ fn removed_fields(old: &Value, new: &Value, shape: Shape<'_>, node: &mut FieldSe
             }
         },
         _ if same(old, new) => {}
-        _ => node.member = true,
+        // A container replaced by something else: what was below it went.
+        (Value::Object(_) | Value::Array(_), _) => node.member = true,
+        // A scalar changed: its path is still there.
+        _ => {}
     }
 }
 
@@ -784,6 +808,19 @@ mod tests {
             (
                 "status changed by its owner",
                 Box::new(|v| v["status"]["replicas"] = json!(3)),
+                writer("controller", Some("status")),
+            ),
+            (
+                "status changed by its owner, a new field among the changes",
+                Box::new(|v| {
+                    v["status"]["replicas"] = json!(3);
+                    v["status"]["readyReplicas"] = json!(1);
+                }),
+                writer("controller", Some("status")),
+            ),
+            (
+                "a condition of the status changed by its owner",
+                Box::new(|v| v["status"]["conditions"][0]["status"] = json!("False")),
                 writer("controller", Some("status")),
             ),
             (
