@@ -80,6 +80,17 @@ impl Members for Value {
     }
 }
 
+/// An object read from the API decodes only the members a path reads.
+impl Members for crate::engine::runner::LazyObject {
+    fn member(&self, key: &str) -> Option<&Value> {
+        crate::engine::runner::LazyObject::member(self, key)
+    }
+
+    fn whole(&self) -> &Value {
+        self.object()
+    }
+}
+
 /// A timeline entry's object decodes only the members a path reads.
 impl Members for crate::engine::runner::TimelineItem {
     fn member(&self, key: &str) -> Option<&Value> {

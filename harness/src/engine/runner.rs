@@ -30,39 +30,72 @@ pub type TimelineEntries = Arc<Vec<TimelineItem>>;
 #[derive(Debug, Clone)]
 pub struct TimelineItem {
     pub meta: Value,
-    json: bytes::Bytes,
-    object: std::sync::OnceLock<Value>,
-    /// The object's top-level members as byte ranges of `json`, each decoded when first read:
-    /// expectations read one or two members of objects of many kilobytes.
-    members: std::sync::OnceLock<Vec<Member>>,
+    object: LazyObject,
 }
-
-/// A top-level member of a timeline object: its name, where its JSON lies, its value once read.
-type Member = (String, std::ops::Range<usize>, std::sync::OnceLock<Value>);
 
 impl TimelineItem {
     /// An entry whose object is already decoded.
     pub fn decoded(meta: Value, object: Value) -> Self {
+        Self { meta, object: LazyObject::decoded(object) }
+    }
+
+    /// An entry whose object is JSON, decoded when first read.
+    pub fn encoded(meta: Value, json: bytes::Bytes) -> Self {
+        Self { meta, object: LazyObject::encoded(json) }
+    }
+
+    /// The object as written (`null` if its JSON does not parse).
+    pub fn object(&self) -> &Value {
+        self.object.object()
+    }
+
+    /// The object's top-level member `key` (see [`LazyObject::member`]).
+    pub fn member(&self, key: &str) -> Option<&Value> {
+        self.object.member(key)
+    }
+}
+
+/// An object read as JSON and decoded as far as it is read: expectations read one or two
+/// top-level members of objects of many kilobytes, so each member is decoded when first read,
+/// and the whole object only when asked for.
+#[derive(Debug, Clone)]
+pub struct LazyObject {
+    json: bytes::Bytes,
+    object: std::sync::OnceLock<Value>,
+    members: std::sync::OnceLock<Vec<Member>>,
+}
+
+/// A top-level member of a lazy object: its name, where its JSON lies, its value once read.
+type Member = (String, std::ops::Range<usize>, std::sync::OnceLock<Value>);
+
+impl LazyObject {
+    /// An object already decoded.
+    pub fn decoded(object: Value) -> Self {
         Self {
-            meta,
             json: bytes::Bytes::new(),
             object: std::sync::OnceLock::from(object),
             members: std::sync::OnceLock::new(),
         }
     }
 
-    /// An entry whose object is JSON, decoded when first read.
-    pub fn encoded(meta: Value, json: bytes::Bytes) -> Self {
-        Self { meta, json, object: std::sync::OnceLock::new(), members: std::sync::OnceLock::new() }
+    /// An object as JSON, decoded when read.
+    pub fn encoded(json: bytes::Bytes) -> Self {
+        Self { json, object: std::sync::OnceLock::new(), members: std::sync::OnceLock::new() }
     }
 
-    /// The object as written (`null` if its JSON does not parse).
+    /// The whole object (`null` if its JSON does not parse).
     pub fn object(&self) -> &Value {
         self.object.get_or_init(|| serde_json::from_slice(&self.json).unwrap_or(Value::Null))
     }
 
-    /// The object's top-level member `key`, decoding only that member (the whole object when it
-    /// was decoded already, or its JSON is not an object this can split).
+    /// The whole object, owned.
+    pub fn into_value(self) -> Value {
+        let LazyObject { json, object, .. } = self;
+        object.into_inner().unwrap_or_else(|| serde_json::from_slice(&json).unwrap_or(Value::Null))
+    }
+
+    /// The top-level member `key`, decoding only that member (the whole object when it was
+    /// decoded already, or its JSON is not an object this can split).
     pub fn member(&self, key: &str) -> Option<&Value> {
         if let Some(object) = self.object.get() {
             return object.get(key);
@@ -79,16 +112,11 @@ impl TimelineItem {
 /// Where each top-level member of a JSON object lies in `json` (serde skips the values without
 /// building them).
 fn top_level_members(json: &[u8]) -> Option<Vec<Member>> {
-    let raw: Vec<(String, &serde_json::value::RawValue)> =
-        serde_json::from_slice::<std::collections::BTreeMap<String, &serde_json::value::RawValue>>(json)
-            .ok()?
-            .into_iter()
-            .collect();
-    let base = json.as_ptr() as usize;
+    let raw: std::collections::BTreeMap<String, &serde_json::value::RawValue> = serde_json::from_slice(json).ok()?;
     Some(
         raw.into_iter()
             .map(|(k, v)| {
-                let start = v.get().as_ptr() as usize - base;
+                let start = v.get().as_ptr() as usize - json.as_ptr() as usize;
                 (k, start..start + v.get().len(), std::sync::OnceLock::new())
             })
             .collect(),
@@ -479,7 +507,7 @@ impl RowRun<'_> {
                         .fetch(&t)
                         .await?
                         .iter()
-                        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_string))
+                        .filter_map(|o| o.member("metadata").and_then(|m| m["name"].as_str()).map(str::to_string))
                         .collect();
                     for name in names {
                         let one = Step::Patch {
@@ -576,10 +604,9 @@ impl RowRun<'_> {
         }
     }
 
-    /// The objects a reference names, oldest first (one object, or a selector's set).
-    async fn fetch(&mut self, t: &ObjectRef) -> Result<Vec<Value>, RowFailure> {
-        // Read as JSON values straight away: expectations match on values, and going through
-        // DynamicObject would parse each object and then serialize it back.
+    /// The objects a reference names, oldest first (one object, or a selector's set), each
+    /// decoded only as far as an expectation reads it.
+    async fn fetch(&mut self, t: &ObjectRef) -> Result<Vec<LazyObject>, RowFailure> {
         let (api, _) = self.api_for(&t.api_version, &t.kind, t.namespace.as_deref()).await?;
         let request = kube::core::Request::new(api.resource_url());
         match (&t.name, &t.selector) {
@@ -587,8 +614,8 @@ impl RowRun<'_> {
                 let get = request
                     .get(name, &kube::api::GetParams::default())
                     .map_err(|e| RowFailure::plain(format!("get {} {name}: {e}", t.kind)))?;
-                match self.ctx.client.request::<Value>(get).await {
-                    Ok(o) => Ok(vec![o]),
+                match self.ctx.client.request_text(get).await {
+                    Ok(text) => Ok(vec![LazyObject::encoded(bytes::Bytes::from(text))]),
                     Err(kube::Error::Api(status)) if status.is_not_found() => Ok(Vec::new()),
                     Err(e) => Err(api_error(&format!("get {} {name}", t.kind), e)),
                 }
@@ -599,16 +626,30 @@ impl RowRun<'_> {
                     lp = lp.fields(f);
                 }
                 let list = request.list(&lp).map_err(|e| RowFailure::plain(format!("list {}: {e}", t.kind)))?;
-                let mut list: Value =
-                    self.ctx.client.request(list).await.map_err(|e| api_error(&format!("list {}", t.kind), e))?;
-                let mut items = match list.get_mut("items").map(Value::take) {
-                    Some(Value::Array(items)) => items,
-                    _ => Vec::new(),
-                };
+                let text =
+                    self.ctx.client.request_text(list).await.map_err(|e| api_error(&format!("list {}", t.kind), e))?;
+                let text = bytes::Bytes::from(text);
+                /// A list whose items are kept as JSON.
+                #[derive(serde::Deserialize)]
+                struct RawList<'a> {
+                    #[serde(borrow, default)]
+                    items: Vec<&'a serde_json::value::RawValue>,
+                }
+                let raw: RawList<'_> = serde_json::from_slice(&text)
+                    .map_err(|e| RowFailure::plain(format!("list {}: the answer is not a list: {e}", t.kind)))?;
+                let mut items: Vec<LazyObject> = raw
+                    .items
+                    .iter()
+                    .map(|item| {
+                        let start = item.get().as_ptr() as usize - text.as_ptr() as usize;
+                        LazyObject::encoded(text.slice(start..start + item.get().len()))
+                    })
+                    .collect();
                 // Oldest first, then by name (RFC 3339 timestamps of one cluster sort as text).
-                let order = |o: &Value| {
-                    let meta = &o["metadata"];
-                    (meta["creationTimestamp"].as_str().map(str::to_string), meta["name"].as_str().map(str::to_string))
+                let order = |o: &LazyObject| {
+                    let meta = o.member("metadata");
+                    let field = |k: &str| meta.and_then(|m| m[k].as_str()).map(str::to_string);
+                    (field("creationTimestamp"), field("name"))
                 };
                 items.sort_by_cached_key(order);
                 Ok(items)
@@ -617,7 +658,7 @@ impl RowRun<'_> {
     }
 
     /// Checks an object expectation once: `Ok` or the lines that failed plus what was observed.
-    async fn check_objects(&mut self, m: &ObjectMatch) -> Result<Result<(), (String, Vec<Value>)>, RowFailure> {
+    async fn check_objects(&mut self, m: &ObjectMatch) -> Result<Result<(), (String, Vec<LazyObject>)>, RowFailure> {
         let t = substitute_ref(&m.target, &self.bindings);
         let objs = self.fetch(&t).await?;
         let what = format!(
@@ -642,8 +683,16 @@ impl RowRun<'_> {
         } else {
             objs.iter()
                 .map(|o| {
-                    let name = o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-                    check_fields(o, &fields).into_iter().map(|l| format!("{} {name}: {l}", t.kind)).collect()
+                    let failed = check_fields(o, &fields);
+                    if failed.is_empty() {
+                        return failed;
+                    }
+                    // A named object's name is known without decoding its metadata.
+                    let name = match &t.name {
+                        Some(n) => n.as_str(),
+                        None => o.member("metadata").and_then(|m| m["name"].as_str()).unwrap_or_default(),
+                    };
+                    failed.into_iter().map(|l| format!("{} {name}: {l}", t.kind)).collect()
                 })
                 .collect()
         };
@@ -675,6 +724,12 @@ impl RowRun<'_> {
 
     fn mismatch(&self, e: &Expectation, diff: String, observed: Vec<Value>) -> Mismatch {
         Mismatch { expectation: yaml(e), diff, observed, at_ms: self.elapsed_ms() }
+    }
+
+    /// [`RowRun::mismatch`] with objects read from the API, decoded whole only now (a wait
+    /// fails many checks before one of them is the last).
+    fn mismatch_of(&self, e: &Expectation, diff: String, observed: Vec<LazyObject>) -> Mismatch {
+        self.mismatch(e, diff, observed.into_iter().map(LazyObject::into_value).collect())
     }
 
     async fn expect(&mut self, e: &Expectation) -> Result<(), RowFailure> {
@@ -710,7 +765,7 @@ impl RowRun<'_> {
                         return Err(RowFailure {
                             message: format!("{summary}\n{}", last.0),
                             summary,
-                            mismatches: vec![self.mismatch(e, last.0, last.1)],
+                            mismatches: vec![self.mismatch_of(e, last.0, last.1)],
                             part: None,
                         });
                     }
@@ -734,7 +789,7 @@ impl RowRun<'_> {
                         return Err(RowFailure {
                             message: format!("{summary}\n{diff}"),
                             summary,
-                            mismatches: vec![self.mismatch(e, diff, observed)],
+                            mismatches: vec![self.mismatch_of(e, diff, observed)],
                             part: None,
                         });
                     }
