@@ -230,12 +230,18 @@ impl EventRecorder {
 
     /// `recordEvent`: a series is patched onto the existing event (or created whole if that
     /// event is gone); a singleton is created.
+    ///
+    /// The server's answers are not decoded: the recorder only needs to know whether a write
+    /// was taken.
     async fn record(&self, cached: &Cached) -> Result<(), kube::Error> {
         let api: Api<Event> = Api::namespaced(self.client.clone(), &cached.namespace());
         if let Some((count, last)) = cached.series {
             let series = json!({"count": count, "lastObservedTime": format_micro_time(last)});
             let patch = json!({"series": series});
-            match api.patch(&cached.name(), &PatchParams::default(), &Patch::Strategic(&patch)).await {
+            let request = kube::core::Request::new(api.resource_url())
+                .patch(&cached.name(), &PatchParams::default(), &Patch::Strategic(&patch))
+                .map_err(kube::Error::BuildRequest)?;
+            match self.client.request::<serde::de::IgnoredAny>(request).await {
                 Ok(_) => return Ok(()),
                 Err(kube::Error::Api(s)) if s.code == 404 => {
                     let mut whole = cached.event.clone();
@@ -249,8 +255,13 @@ impl EventRecorder {
     }
 
     async fn create(&self, api: &Api<Event>, event: Value) -> Result<(), kube::Error> {
+        // Sent as the typed Event serializes, in its fields' order, as client-go sends it.
         let event: Event = serde_json::from_value(event).map_err(kube::Error::SerdeError)?;
-        match api.create(&PostParams::default(), &event).await {
+        let body = serde_json::to_vec(&event).map_err(kube::Error::SerdeError)?;
+        let request = kube::core::Request::new(api.resource_url())
+            .create(&PostParams::default(), body)
+            .map_err(kube::Error::BuildRequest)?;
+        match self.client.request::<serde::de::IgnoredAny>(request).await {
             Ok(_) => Ok(()),
             // client-go drops an event whose name is taken.
             Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),

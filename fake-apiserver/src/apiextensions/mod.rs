@@ -216,6 +216,23 @@ impl StructuralSchema {
         defaulting::default_value(&self.root, obj, 0);
     }
 
+    /// [`Self::prune`] and [`Self::apply_defaults`] of the top-level `member` alone, when that
+    /// gives what doing the whole object gives for it: the schema declares it (the root not
+    /// preserving unknown fields) and the object holds it as an object. Answers whether it did;
+    /// when not, nothing was changed.
+    pub fn canonicalize_member(&self, obj: &mut Value, member: &str) -> bool {
+        if self.root.preserve_unknown {
+            return false;
+        }
+        let Some(node) = self.root.prop(member) else { return false };
+        let Some(value) = obj.get_mut(member).filter(|v| v.is_object()) else { return false };
+        let mut path = member.to_string();
+        prune::prune_value(Some(node), value, &mut path, &mut Vec::new(), 1, false);
+        defaulting::prune_nulls(Some(node), value, 1);
+        defaulting::default_value(node, value, 1);
+        true
+    }
+
     /// Validate the whole object against the schema and return every cause, in
     /// document order. The root's `apiVersion`, `kind` and `metadata` are not
     /// validated here (the server validates ObjectMeta). Run [`Self::prune`] and

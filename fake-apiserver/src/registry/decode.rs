@@ -105,6 +105,16 @@ fn decode_body(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
 /// does not declare and gets its defaults, a custom resource is pruned and defaulted by its
 /// schema, so managedFields and validation see the object as it will be stored.
 pub(crate) fn decode_object(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+    decode(rt, obj, false)
+}
+
+/// [`decode_object`] of the body of a status write: the kind may canonicalize only what the
+/// write keeps ([`Strategy::canonicalize_status_write`](super::Strategy::canonicalize_status_write)).
+pub(crate) fn decode_status_write(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+    decode(rt, obj, true)
+}
+
+fn decode(rt: &ResourceType, obj: &mut Value, status_write: bool) -> ApiResult<()> {
     check_type_meta(rt, obj)?;
     check_meta_shape(rt, obj)?;
     decode_body(rt, obj)?;
@@ -117,7 +127,11 @@ pub(crate) fn decode_object(rt: &ResourceType, obj: &mut Value) -> ApiResult<()>
             restore(obj, &path, value);
         }
     }
-    rt.strategy.canonicalize(rt, obj);
+    if status_write {
+        rt.strategy.canonicalize_status_write(rt, obj);
+    } else {
+        rt.strategy.canonicalize(rt, obj);
+    }
     rt.strategy.default(rt, obj);
     Ok(())
 }

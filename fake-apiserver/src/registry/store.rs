@@ -357,7 +357,10 @@ pub(crate) fn update(
     w: &Write,
 ) -> ApiResult<Arc<StoredObject>> {
     // The handler decodes the body and checks it against the URL before the store looks at it.
-    decode_object(rt, &mut new)?;
+    match mode {
+        UpdateMode::Main => decode_object(rt, &mut new)?,
+        UpdateMode::Status => super::decode::decode_status_write(rt, &mut new)?,
+    }
     let meta = meta_mut(&mut new)?;
     match meta.get("name").and_then(Value::as_str) {
         Some(n) if !n.is_empty() && n != name => {

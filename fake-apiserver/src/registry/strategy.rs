@@ -49,6 +49,12 @@ pub(crate) trait Strategy: Sync + std::fmt::Debug {
     /// `registry::decode`, then get [`Strategy::default`]).
     fn canonicalize(&self, _rt: &ResourceType, _obj: &mut Value) {}
 
+    /// [`Strategy::canonicalize`] of the body of a status write, of which only the status is
+    /// kept: a kind may leave the rest as it came.
+    fn canonicalize_status_write(&self, rt: &ResourceType, obj: &mut Value) {
+        self.canonicalize(rt, obj);
+    }
+
     /// The kind's defaults (`SetDefaults_<Kind>` of `pkg/apis/<group>/v1/defaults.go`),
     /// applied to every decoded body, so managedFields and validation see them.
     fn default(&self, _rt: &ResourceType, _obj: &mut Value) {}

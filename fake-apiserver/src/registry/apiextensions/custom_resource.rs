@@ -19,6 +19,15 @@ impl Strategy for CustomResourceStrategy {
         }
     }
 
+    /// Only the status is pruned and defaulted: the rest of the body is dropped.
+    fn canonicalize_status_write(&self, rt: &ResourceType, obj: &mut Value) {
+        if let Some(schema) = &rt.schema
+            && !schema.canonicalize_member(obj, "status")
+        {
+            self.canonicalize(rt, obj);
+        }
+    }
+
     fn validate(&self, rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
         let Some(schema) = &rt.schema else { return Vec::new() };
         causes(schema.validate(obj))
