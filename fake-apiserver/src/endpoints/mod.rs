@@ -19,6 +19,7 @@ mod tables;
 use crate::controllers;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::State;
+use crate::storage::StorageKey;
 use crate::storage::UserInfo;
 use apimachinery::Clock;
 use axum::Router;
@@ -52,8 +53,9 @@ pub(crate) struct Settings {
 pub(crate) struct Context {
     /// The objects and the served resource types, behind one lock.
     pub state: RwLock<State>,
-    /// Carries the latest resourceVersion; watches wake on it.
-    pub changed: watch::Sender<u64>,
+    /// Per collection, the resourceVersion of its latest write: a watch wakes only on writes
+    /// to its own collection (every write waking every watch cost more than the writes).
+    changed: parking_lot::Mutex<HashMap<StorageKey, watch::Sender<u64>>>,
     pub clock: Clock,
     pub settings: Settings,
     /// Requests being handled now (see [`Settings::max_requests_in_flight`]).
@@ -154,7 +156,7 @@ pub(crate) struct ListenerStop(pub watch::Receiver<bool>);
 impl Context {
     /// A context serving `state`.
     pub fn new(state: State, clock: Clock, settings: Settings) -> Self {
-        let (changed, _) = watch::channel(state.store.resource_version);
+        let changed = Default::default();
         let admin_token = random_token();
         let admin = Arc::new(UserInfo::user("kproof-admin", &[crate::storage::MASTERS]));
         Context {
@@ -188,21 +190,37 @@ impl Context {
     /// triggers, then wakes the watches.
     pub fn write<T>(&self, dry_run: bool, f: impl FnOnce(&mut State) -> ApiResult<T>) -> ApiResult<T> {
         let now = self.clock.now();
-        let (out, rv) = {
+        let (out, rv, written) = {
             let mut st = self.state.write();
             st.warnings.clear();
             let out = f(&mut st);
             if out.is_ok() && !dry_run {
                 controllers::reconcile(&mut st, now);
             }
-            (out, st.store.resource_version)
+            (out, st.store.resource_version, st.store.take_written())
         };
-        self.changed.send_if_modified(|cur| {
-            let moved = *cur != rv;
-            *cur = rv;
-            moved
-        });
+        if !written.is_empty() {
+            let changed = self.changed.lock();
+            for key in &written {
+                if let Some(tx) = changed.get(key) {
+                    tx.send_replace(rv);
+                }
+            }
+        }
         out
+    }
+
+    /// Wakes on every write to the collection `key` (see [`Context::write`]).
+    pub fn subscribe_writes(&self, key: &StorageKey) -> watch::Receiver<u64> {
+        let mut changed = self.changed.lock();
+        match changed.get(key) {
+            Some(tx) => tx.subscribe(),
+            None => {
+                let (tx, rx) = watch::channel(0);
+                changed.insert(key.clone(), tx);
+                rx
+            }
+        }
     }
 }
 

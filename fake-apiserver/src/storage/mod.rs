@@ -51,6 +51,12 @@ pub(crate) struct Store {
     parsed_kept: usize,
     /// The resourceVersion of the last write of each kind.
     kind_versions: HashMap<Arc<str>, u64>,
+    /// The resourceVersion of the last write of each collection.
+    key_versions: HashMap<StorageKey, u64>,
+    /// The collections written since the last [`Store::take_written`]: whose watches to wake.
+    written: Vec<StorageKey>,
+    /// Per collection, the resourceVersion of its latest change that left the history window.
+    compacted_versions: HashMap<StorageKey, u64>,
 }
 
 /// At most this many objects keep a parsed copy: it saves a parse on every update of an object
@@ -75,6 +81,9 @@ impl Store {
             deleting: HashMap::new(),
             parsed_kept: 0,
             kind_versions: HashMap::new(),
+            key_versions: HashMap::new(),
+            written: Vec::new(),
+            compacted_versions: HashMap::new(),
         }
     }
 
@@ -106,6 +115,22 @@ impl Store {
     /// Whether any object's owner references name `uid`.
     pub fn has_dependents(&self, uid: &str) -> bool {
         self.dependents.get(uid).is_some_and(|d| !d.is_empty())
+    }
+
+    /// The collections written since the last call.
+    pub fn take_written(&mut self) -> Vec<StorageKey> {
+        std::mem::take(&mut self.written)
+    }
+
+    /// The resourceVersion of the last write to collection `key` (0: none yet).
+    pub fn key_version(&self, key: &StorageKey) -> u64 {
+        self.key_versions.get(key).copied().unwrap_or(0)
+    }
+
+    /// The resourceVersion of the latest change to collection `key` that is no longer in the
+    /// history window (0: none): a watch of `key` that looked last at or after it missed nothing.
+    pub fn compacted_version(&self, key: &StorageKey) -> u64 {
+        self.compacted_versions.get(key).copied().unwrap_or(0)
     }
 
     /// The changes committed since the last call, oldest first.
@@ -157,6 +182,15 @@ impl Store {
                 self.kind_versions.insert(rt.shared_kind().clone(), rv);
             }
         }
+        match self.key_versions.get_mut(key) {
+            Some(v) => *v = rv,
+            None => {
+                self.key_versions.insert(key.clone(), rv);
+            }
+        }
+        if !self.written.contains(key) {
+            self.written.push(key.clone());
+        }
         let coll = self.collections.entry(key.clone()).or_default();
         let previous = if kind == ChangeKind::Deleted {
             coll.remove(object_key(&(&object.namespace, &object.name)))
@@ -180,6 +214,7 @@ impl Store {
         while self.log.len() > self.history_capacity {
             if let Some(old) = self.log.pop_front() {
                 self.compacted = old.resource_version;
+                self.compacted_versions.insert(old.key.clone(), old.resource_version);
             }
         }
         if self.timeline_capacity > 0 {
@@ -237,7 +272,9 @@ impl Store {
 
     /// Drops the whole watch history: every watch or exact list from an older version gets 410.
     pub fn compact(&mut self) {
-        self.log.clear();
+        for old in self.log.drain(..) {
+            self.compacted_versions.insert(old.key.clone(), old.resource_version);
+        }
         self.compacted = self.resource_version;
     }
 

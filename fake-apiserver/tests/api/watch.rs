@@ -106,6 +106,25 @@ async fn watch_from_a_version_outside_the_history_window_gets_410_as_an_error_ev
     assert_eq!(next_events(&mut ok, 2).await, vec!["ADDED a8", "ADDED a9"]);
 }
 
+/// A watch wakes only for writes to its own collection; writes to others that push the history
+/// window past where it last looked must not end it with a 410: it missed nothing.
+#[tokio::test]
+async fn a_watch_survives_other_collections_filling_the_history_window() {
+    let server = ApiServer::new(Config { history: 5, ..Default::default() });
+    let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::default_namespaced(server.client());
+    let rv = server.resource_version().to_string();
+    let mut w = cms.watch(&WatchParams::default().disable_bookmarks(), &rv).await.unwrap().boxed();
+    cms.create(&PostParams::default(), &cm("a", &[])).await.unwrap();
+    assert_eq!(next_events(&mut w, 1).await, vec!["ADDED a"]);
+    for i in 0..20 {
+        let secret = serde_json::from_value(json!({"metadata": {"name": format!("s{i}")}})).unwrap();
+        secrets.create(&PostParams::default(), &secret).await.unwrap();
+    }
+    cms.create(&PostParams::default(), &cm("b", &[])).await.unwrap();
+    assert_eq!(next_events(&mut w, 1).await, vec!["ADDED b"], "the watch goes on after the window moved");
+}
+
 #[tokio::test(start_paused = true)]
 async fn bookmarks_arrive_periodically_when_asked_for_and_carry_the_current_version() {
     let server = ApiServer::new(Config { bookmark_interval: Duration::from_secs(60), ..Default::default() });
