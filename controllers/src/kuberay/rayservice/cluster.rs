@@ -16,6 +16,7 @@ use crate::kuberay::*;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
+use std::collections::HashMap;
 
 /// The label selector of the clusters (and services) a RayService owns
 /// (`RayServiceRayClustersAssociationOptions`).
@@ -38,7 +39,39 @@ pub(super) fn owner(rs: &RayService) -> OwnerReference {
 /// The hash of the spec the service wants (`rayClusterSpecForHashing`, then the RayCluster
 /// hash): what the clusters' `ray.io/hash-without-replicas-and-workers-to-delete` is compared to.
 pub(super) fn goal_hash(rs: &RayService, cfg: &KubeRayConfig) -> String {
-    spec_hash_with(&cluster_spec_for_hashing(&rs.spec.ray_cluster_spec), cfg)
+    goal_hash_of(rs, None, cfg)
+}
+
+/// The hash of the spec the service wants, its worker groups cut to the first `groups` when
+/// given. A pass asks for it several times, and every pass of the same generation asks again:
+/// the answers are kept per service uid and generation (which fix the spec), on the thread
+/// (a row's controllers share one).
+fn goal_hash_of(rs: &RayService, groups: Option<usize>, cfg: &KubeRayConfig) -> String {
+    type Key = (String, i64, Option<usize>, bool);
+    thread_local! {
+        static KEPT: std::cell::RefCell<HashMap<Key, String>> = std::cell::RefCell::new(HashMap::new());
+    }
+    let compute = || {
+        let mut goal = cluster_spec_for_hashing(&rs.spec.ray_cluster_spec);
+        if let Some(n) = groups {
+            goal.worker_group_specs.truncate(n);
+        }
+        spec_hash_with(&goal, cfg)
+    };
+    let (Some(uid), Some(generation)) = (rs.metadata.uid.clone(), rs.metadata.generation) else { return compute() };
+    let key = (uid, generation, groups, cfg.defective(crate::kuberay::Defect::HashIncludesReplicas));
+    if let Some(hash) = KEPT.with(|k| k.borrow().get(&key).cloned()) {
+        return hash;
+    }
+    let hash = compute();
+    KEPT.with(|k| {
+        let mut kept = k.borrow_mut();
+        if kept.len() >= 256 {
+            kept.clear();
+        }
+        kept.insert(key, hash.clone());
+    });
+    hash
 }
 
 /// `isClusterSpecHashEqual`. With `partial`, only the cluster's first
@@ -51,18 +84,16 @@ pub(super) fn is_cluster_spec_hash_equal(
     cfg: &KubeRayConfig,
 ) -> bool {
     let cluster_hash = cluster.annotations().get(HASH_WITHOUT_REPLICAS_ANNOTATION).cloned().unwrap_or_default();
-    let mut goal = cluster_spec_for_hashing(&rs.spec.ray_cluster_spec);
     let goal_hash = if !partial {
-        spec_hash_with(&goal, cfg)
+        goal_hash_of(rs, None, cfg)
     } else {
         let Ok(groups) =
             cluster.annotations().get(NUM_WORKER_GROUPS_ANNOTATION).map(String::as_str).unwrap_or("").parse::<usize>()
         else {
             return true;
         };
-        if goal.worker_group_specs.len() >= groups {
-            goal.worker_group_specs.truncate(groups);
-            spec_hash_with(&goal, cfg)
+        if rs.spec.ray_cluster_spec.worker_group_specs.len() >= groups {
+            goal_hash_of(rs, Some(groups), cfg)
         } else {
             String::new()
         }
