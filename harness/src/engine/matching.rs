@@ -5,14 +5,16 @@ use serde_json::Value;
 
 /// One segment of a field path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
+pub enum Segment {
+    /// An object's member.
     Key(String),
+    /// A list's item.
     Index(usize),
     /// `[key=value]`: the first list item whose `key` equals `value`.
     Filter(String, String),
 }
 
-fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
+pub(crate) fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
     let mut out = Vec::new();
     let mut rest = path.trim_start_matches('.');
     while !rest.is_empty() {
@@ -55,79 +57,57 @@ fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
     Ok(out)
 }
 
-fn scalar_string(v: &Value) -> String {
+pub(crate) fn scalar_string(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
 }
 
-/// What a path is looked up in: an object, by its top-level members.
+/// What a path is looked up in: a decoded value, or an object decoded as it is read.
 pub trait Members {
-    /// The top-level member `key`, if there is one.
-    fn member(&self, key: &str) -> Option<&Value>;
-    /// The whole object (what an empty path names).
-    fn whole(&self) -> &Value;
+    /// The value at a parsed path.
+    fn at(&self, segments: &[Segment]) -> Option<&Value>;
 }
 
 impl Members for Value {
-    fn member(&self, key: &str) -> Option<&Value> {
-        self.get(key)
-    }
-
-    fn whole(&self) -> &Value {
-        self
+    fn at(&self, segments: &[Segment]) -> Option<&Value> {
+        value_at(self, segments)
     }
 }
 
-/// An object read from the API decodes only the members a path reads.
-impl Members for crate::engine::runner::LazyObject {
-    fn member(&self, key: &str) -> Option<&Value> {
-        crate::engine::runner::LazyObject::member(self, key)
-    }
-
-    fn whole(&self) -> &Value {
-        self.object()
+/// An object read from the API decodes only what a path reads.
+impl Members for crate::engine::lazy::LazyObject {
+    fn at(&self, segments: &[Segment]) -> Option<&Value> {
+        crate::engine::lazy::LazyObject::at(self, segments)
     }
 }
 
-/// A timeline entry's object decodes only the members a path reads.
+/// A timeline entry's object decodes only what a path reads.
 impl Members for crate::engine::runner::TimelineItem {
-    fn member(&self, key: &str) -> Option<&Value> {
-        crate::engine::runner::TimelineItem::member(self, key)
+    fn at(&self, segments: &[Segment]) -> Option<&Value> {
+        self.object_lazily().at(segments)
     }
+}
 
-    fn whole(&self) -> &Value {
-        self.object()
+/// The value at a parsed path inside `v`.
+pub(crate) fn value_at<'a>(v: &'a Value, segments: &[Segment]) -> Option<&'a Value> {
+    let mut cur = v;
+    for seg in segments {
+        cur = match seg {
+            Segment::Key(k) => cur.get(k),
+            Segment::Index(i) => cur.get(*i),
+            Segment::Filter(k, v) => cur
+                .as_array()
+                .and_then(|a| a.iter().find(|item| item.get(k).map(scalar_string).as_deref() == Some(v.as_str()))),
+        }?;
     }
+    Some(cur)
 }
 
 /// Looks up a path (`status.conditions[type=Ready].status`, `spec.items[0].name`).
 pub fn lookup<'a, M: Members + ?Sized>(obj: &'a M, path: &str) -> Result<Option<&'a Value>, String> {
-    let mut segments = parse_path(path)?.into_iter();
-    let mut cur = match segments.next() {
-        Some(Segment::Key(k)) => match obj.member(&k) {
-            Some(v) => v,
-            None => return Ok(None),
-        },
-        // An object has no items: an index or a filter finds nothing at its top.
-        Some(_) => return Ok(None),
-        None => return Ok(Some(obj.whole())),
-    };
-    for seg in segments {
-        let next = match seg {
-            Segment::Key(k) => cur.get(&k),
-            Segment::Index(i) => cur.get(i),
-            Segment::Filter(k, v) => cur
-                .as_array()
-                .and_then(|a| a.iter().find(|item| item.get(&k).map(scalar_string).as_deref() == Some(v.as_str()))),
-        };
-        match next {
-            Some(n) => cur = n,
-            None => return Ok(None),
-        }
-    }
-    Ok(Some(cur))
+    Ok(obj.at(&parse_path(path)?))
 }
 
 fn as_number(v: &Value) -> Option<f64> {

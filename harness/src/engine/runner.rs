@@ -1,5 +1,6 @@
 //! Runs one row: fixtures, steps, expectations, with bindings, against any backend's client.
 
+use crate::engine::lazy::LazyObject;
 use crate::engine::matching::{check_fields, event_matches};
 use crate::engine::request::{self, Exchange, FIELD_MANAGER};
 use crate::report::result::{Mismatch, RowPart};
@@ -49,78 +50,10 @@ impl TimelineItem {
         self.object.object()
     }
 
-    /// The object's top-level member `key` (see [`LazyObject::member`]).
-    pub fn member(&self, key: &str) -> Option<&Value> {
-        self.object.member(key)
+    /// The object, decoded as it is read.
+    pub(crate) fn object_lazily(&self) -> &LazyObject {
+        &self.object
     }
-}
-
-/// An object read as JSON and decoded as far as it is read: expectations read one or two
-/// top-level members of objects of many kilobytes, so each member is decoded when first read,
-/// and the whole object only when asked for.
-#[derive(Debug, Clone)]
-pub struct LazyObject {
-    json: bytes::Bytes,
-    object: std::sync::OnceLock<Value>,
-    members: std::sync::OnceLock<Vec<Member>>,
-}
-
-/// A top-level member of a lazy object: its name, where its JSON lies, its value once read.
-type Member = (String, std::ops::Range<usize>, std::sync::OnceLock<Value>);
-
-impl LazyObject {
-    /// An object already decoded.
-    pub fn decoded(object: Value) -> Self {
-        Self {
-            json: bytes::Bytes::new(),
-            object: std::sync::OnceLock::from(object),
-            members: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// An object as JSON, decoded when read.
-    pub fn encoded(json: bytes::Bytes) -> Self {
-        Self { json, object: std::sync::OnceLock::new(), members: std::sync::OnceLock::new() }
-    }
-
-    /// The whole object (`null` if its JSON does not parse).
-    pub fn object(&self) -> &Value {
-        self.object.get_or_init(|| serde_json::from_slice(&self.json).unwrap_or(Value::Null))
-    }
-
-    /// The whole object, owned.
-    pub fn into_value(self) -> Value {
-        let LazyObject { json, object, .. } = self;
-        object.into_inner().unwrap_or_else(|| serde_json::from_slice(&json).unwrap_or(Value::Null))
-    }
-
-    /// The top-level member `key`, decoding only that member (the whole object when it was
-    /// decoded already, or its JSON is not an object this can split).
-    pub fn member(&self, key: &str) -> Option<&Value> {
-        if let Some(object) = self.object.get() {
-            return object.get(key);
-        }
-        let members = self.members.get_or_init(|| top_level_members(&self.json).unwrap_or_default());
-        if members.is_empty() {
-            return self.object().get(key);
-        }
-        let (_, range, value) = members.iter().find(|(k, ..)| k == key)?;
-        Some(value.get_or_init(|| serde_json::from_slice(&self.json[range.clone()]).unwrap_or(Value::Null)))
-    }
-}
-
-/// Where each top-level member of a JSON object lies in `json` (serde skips the values without
-/// building them).
-fn top_level_members(json: &[u8]) -> Option<Vec<Member>> {
-    let raw: std::collections::BTreeMap<String, &serde_json::value::RawValue> = serde_json::from_slice(json).ok()?;
-    Some(
-        raw.into_iter()
-            .map(|(k, v)| {
-                let start = v.get().as_ptr() as usize - json.as_ptr() as usize;
-                (k, start..start + v.get().len(), std::sync::OnceLock::new())
-            })
-            .collect(),
-    )
 }
 
 /// The writes a backend observed during a row, oldest first.
@@ -507,7 +440,7 @@ impl RowRun<'_> {
                         .fetch(&t)
                         .await?
                         .iter()
-                        .filter_map(|o| o.member("metadata").and_then(|m| m["name"].as_str()).map(str::to_string))
+                        .filter_map(|o| o.str_at(&["metadata", "name"]).map(str::to_string))
                         .collect();
                     for name in names {
                         let one = Step::Patch {
@@ -647,8 +580,7 @@ impl RowRun<'_> {
                     .collect();
                 // Oldest first, then by name (RFC 3339 timestamps of one cluster sort as text).
                 let order = |o: &LazyObject| {
-                    let meta = o.member("metadata");
-                    let field = |k: &str| meta.and_then(|m| m[k].as_str()).map(str::to_string);
+                    let field = |k: &str| o.str_at(&["metadata", k]).map(str::to_string);
                     (field("creationTimestamp"), field("name"))
                 };
                 items.sort_by_cached_key(order);
@@ -690,7 +622,7 @@ impl RowRun<'_> {
                     // A named object's name is known without decoding its metadata.
                     let name = match &t.name {
                         Some(n) => n.as_str(),
-                        None => o.member("metadata").and_then(|m| m["name"].as_str()).unwrap_or_default(),
+                        None => o.str_at(&["metadata", "name"]).unwrap_or_default(),
                     };
                     failed.into_iter().map(|l| format!("{} {name}: {l}", t.kind)).collect()
                 })
