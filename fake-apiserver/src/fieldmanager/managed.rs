@@ -349,14 +349,11 @@ fn diff(old: Option<&Value>, new: &Value, shape: Shape<'_>, node: &mut FieldSet)
                 }
             }
             ListType::Map(keys) => {
-                // Each old item's key once, not once per new item.
-                let old_keys: Vec<Option<String>> = o.iter().map(|y| item_key(y, &keys)).collect();
-                for x in n {
-                    let Some(k) = item_key(x, &keys) else {
+                for (k, x, before) in pair_by_key(n, o, &keys) {
+                    let Some(k) = k else {
                         node.member = true;
                         continue;
                     };
-                    let before = old_keys.iter().position(|ok| ok.as_deref() == Some(k.as_str())).map(|i| &o[i]);
                     let mut c = FieldSet::default();
                     match before {
                         Some(b) if same(b, x) => {}
@@ -377,6 +374,24 @@ fn diff(old: Option<&Value>, new: &Value, shape: Shape<'_>, node: &mut FieldSet)
         (Some(o), n) if same(o, n) => {}
         _ => collect(new, shape, node),
     }
+}
+
+/// Each item of a list-map `items` with its `k:` element (`None` when a key is missing) and the
+/// first item of `others` with the same key. Each item of `others` is keyed once, not once per
+/// item of `items`.
+fn pair_by_key<'a>(
+    items: &'a [Value],
+    others: &'a [Value],
+    keys: &[String],
+) -> impl Iterator<Item = (Option<String>, &'a Value, Option<&'a Value>)> {
+    let other_keys: Vec<Option<String>> = others.iter().map(|y| item_key(y, keys)).collect();
+    let keys = keys.to_vec();
+    items.iter().map(move |x| {
+        let k = item_key(x, &keys);
+        let other =
+            k.as_deref().and_then(|k| other_keys.iter().position(|ok| ok.as_deref() == Some(k))).map(|i| &others[i]);
+        (k, x, other)
+    })
 }
 
 fn same_list(a: &[Value], b: &[Value]) -> bool {
@@ -669,14 +684,13 @@ fn removed_fields(old: &Value, new: &Value, shape: Shape<'_>, node: &mut FieldSe
                 }
             }
             ListType::Map(keys) => {
-                let new_keys: Vec<Option<String>> = n.iter().map(|y| item_key(y, &keys)).collect();
-                for x in o {
-                    let Some(k) = item_key(x, &keys) else {
+                for (k, x, after) in pair_by_key(o, n, &keys) {
+                    let Some(k) = k else {
                         node.member = true;
                         continue;
                     };
                     let mut c = FieldSet::default();
-                    match new_keys.iter().position(|nk| nk.as_deref() == Some(k.as_str())).map(|i| &n[i]) {
+                    match after {
                         None => c.member = true,
                         Some(y) if same(x, y) => continue,
                         Some(y) => removed_fields(x, y, shape.item(), &mut c),
