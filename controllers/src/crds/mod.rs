@@ -101,8 +101,10 @@ struct ConditionsOnly {
 
 #[derive(serde::Deserialize)]
 struct ConditionsOnlyStatus {
+    /// Kubernetes writes `"conditions": null` on a CRD it has not looked at yet (the field has
+    /// no omitempty).
     #[serde(default)]
-    conditions: Vec<ConditionOnly>,
+    conditions: Option<Vec<ConditionOnly>>,
 }
 
 #[derive(serde::Deserialize)]
@@ -116,6 +118,27 @@ impl ConditionsOnly {
     fn established(&self) -> bool {
         self.status
             .as_ref()
-            .is_some_and(|s| s.conditions.iter().any(|c| c.type_ == "Established" && c.status == "True"))
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Established" && c.status == "True"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConditionsOnly;
+
+    fn established(json: &str) -> bool {
+        serde_json::from_str::<ConditionsOnly>(json).expect("a CRD read decodes").established()
+    }
+
+    #[test]
+    fn a_crd_read_is_established_only_with_a_true_established_condition() {
+        // What kube-apiserver answers right after the create: conditions null, not absent.
+        assert!(!established(r#"{"status":{"conditions":null,"acceptedNames":{"plural":"","kind":""}}}"#));
+        assert!(!established(r#"{"metadata":{"name":"x"}}"#));
+        assert!(!established(r#"{"status":{"conditions":[{"type":"Established","status":"False"}]}}"#));
+        assert!(established(
+            r#"{"status":{"conditions":[{"type":"NamesAccepted","status":"True"},{"type":"Established","status":"True","reason":"InitialNamesAccepted"}]}}"#
+        ));
     }
 }
