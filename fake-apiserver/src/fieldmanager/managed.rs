@@ -343,31 +343,15 @@ fn diff(old: Option<&Value>, new: &Value, shape: Shape<'_>, node: &mut FieldSet)
             }
         }
         (Some(Value::Array(o)), Value::Array(n)) if !n.is_empty() => match shape.list_type() {
-            ListType::Set => {
-                for x in n.iter().filter(|x| !o.contains(x)) {
-                    node.children.entry(format!("v:{x}")).or_default().member = true;
+            ListType::Set => mark_set_values_not_in(n, o, node),
+            ListType::Map(keys) => walk_keyed_items(n, o, &keys, node, |x, before, c| match before {
+                Some(b) if same(b, x) => {}
+                Some(b) => diff(Some(b), x, shape.item(), c),
+                None => {
+                    c.member = true;
+                    collect(x, shape.item(), c);
                 }
-            }
-            ListType::Map(keys) => {
-                for (k, x, before) in pair_by_key(n, o, &keys) {
-                    let Some(k) = k else {
-                        node.member = true;
-                        continue;
-                    };
-                    let mut c = FieldSet::default();
-                    match before {
-                        Some(b) if same(b, x) => {}
-                        Some(b) => diff(Some(b), x, shape.item(), &mut c),
-                        None => {
-                            c.member = true;
-                            collect(x, shape.item(), &mut c);
-                        }
-                    }
-                    if !c.is_empty() {
-                        node.children.insert(k, c);
-                    }
-                }
-            }
+            }),
             ListType::Atomic if same_list(o, n) => {}
             ListType::Atomic => node.member = true,
         },
@@ -376,22 +360,36 @@ fn diff(old: Option<&Value>, new: &Value, shape: Shape<'_>, node: &mut FieldSet)
     }
 }
 
-/// Each item of a list-map `items` with its `k:` element (`None` when a key is missing) and the
-/// first item of `others` with the same key. Each item of `others` is keyed once, not once per
-/// item of `items`.
-fn pair_by_key<'a>(
+/// Walks the items of the list map `items`, each beside the item of `others` with the same key:
+/// an item without its key fields marks the list itself; `per_item` fills the item's own set,
+/// kept under its key when not empty.
+fn walk_keyed_items<'a>(
     items: &'a [Value],
     others: &'a [Value],
     keys: &[String],
-) -> impl Iterator<Item = (Option<String>, &'a Value, Option<&'a Value>)> {
+    node: &mut FieldSet,
+    mut per_item: impl FnMut(&'a Value, Option<&'a Value>, &mut FieldSet),
+) {
     let other_keys: Vec<Option<String>> = others.iter().map(|y| item_key(y, keys)).collect();
-    let keys = keys.to_vec();
-    items.iter().map(move |x| {
-        let k = item_key(x, &keys);
-        let other =
-            k.as_deref().and_then(|k| other_keys.iter().position(|ok| ok.as_deref() == Some(k))).map(|i| &others[i]);
-        (k, x, other)
-    })
+    for x in items {
+        let Some(k) = item_key(x, keys) else {
+            node.member = true;
+            continue;
+        };
+        let other = other_keys.iter().position(|ok| ok.as_deref() == Some(k.as_str())).map(|i| &others[i]);
+        let mut c = FieldSet::default();
+        per_item(x, other, &mut c);
+        if !c.is_empty() {
+            node.children.insert(k, c);
+        }
+    }
+}
+
+/// Marks, in the set list's `node`, each value of `values` that `others` does not hold.
+fn mark_set_values_not_in(values: &[Value], others: &[Value], node: &mut FieldSet) {
+    for x in values.iter().filter(|x| !others.contains(x)) {
+        node.children.entry(format!("v:{x}")).or_default().member = true;
+    }
 }
 
 fn same_list(a: &[Value], b: &[Value]) -> bool {
@@ -475,20 +473,27 @@ pub(crate) struct Writer<'a> {
     pub time: String,
 }
 
+impl Writer<'_> {
+    /// The writer's own `Update` entry, owning `fields`.
+    fn update_entry(&self, manager: &str, fields: FieldSet) -> Entry {
+        Entry {
+            manager: manager.to_string(),
+            operation: "Update".into(),
+            api_version: self.api_version.to_string(),
+            time: Some(self.time.clone()),
+            subresource: self.subresource.map(str::to_string),
+            fields,
+        }
+    }
+}
+
 /// Records a create: the writer owns every field it set.
 pub(crate) fn track_create(rt: &ResourceType, obj: &mut Value, w: &Writer<'_>) {
     let mut list = entries(obj);
     if let Some(manager) = w.manager {
         let fields = fields_of(&trackable(obj, rt.status), shape_of(rt));
         list.retain(|e| !e.same_owner(manager, "Update", w.subresource));
-        list.push(Entry {
-            manager: manager.to_string(),
-            operation: "Update".into(),
-            api_version: w.api_version.to_string(),
-            time: Some(w.time.clone()),
-            subresource: w.subresource.map(str::to_string),
-            fields,
-        });
+        list.push(w.update_entry(manager, fields));
     }
     set_entries(obj, &list);
 }
@@ -570,17 +575,7 @@ fn track_update_in(shape: Shape<'_>, old: &Value, new: &mut Value, w: &Writer<'_
         && !changed.is_empty()
         && let Some(manager) = w.manager
     {
-        kept.push(
-            Entry {
-                manager: manager.to_string(),
-                operation: "Update".into(),
-                api_version: w.api_version.to_string(),
-                time: Some(w.time.clone()),
-                subresource: w.subresource.map(str::to_string),
-                fields: changed,
-            }
-            .to_json(),
-        );
+        kept.push(w.update_entry(manager, changed).to_json());
     }
     let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) else { return };
     if kept.is_empty() {
@@ -678,28 +673,12 @@ fn removed_fields(old: &Value, new: &Value, shape: Shape<'_>, node: &mut FieldSe
         }
         (Value::Array(o), Value::Array(n)) => match shape.list_type() {
             ListType::Atomic => {}
-            ListType::Set => {
-                for x in o.iter().filter(|x| !n.contains(x)) {
-                    node.children.entry(format!("v:{x}")).or_default().member = true;
-                }
-            }
-            ListType::Map(keys) => {
-                for (k, x, after) in pair_by_key(o, n, &keys) {
-                    let Some(k) = k else {
-                        node.member = true;
-                        continue;
-                    };
-                    let mut c = FieldSet::default();
-                    match after {
-                        None => c.member = true,
-                        Some(y) if same(x, y) => continue,
-                        Some(y) => removed_fields(x, y, shape.item(), &mut c),
-                    }
-                    if !c.is_empty() {
-                        node.children.insert(k, c);
-                    }
-                }
-            }
+            ListType::Set => mark_set_values_not_in(o, n, node),
+            ListType::Map(keys) => walk_keyed_items(o, n, &keys, node, |x, after, c| match after {
+                None => c.member = true,
+                Some(y) if same(x, y) => {}
+                Some(y) => removed_fields(x, y, shape.item(), c),
+            }),
         },
         _ if same(old, new) => {}
         // A container replaced by something else: what was below it went.
@@ -759,14 +738,7 @@ mod tests {
                         e.time = Some(w.time.clone());
                         e.api_version = w.api_version.to_string();
                     }
-                    None => list.push(Entry {
-                        manager: manager.to_string(),
-                        operation: "Update".into(),
-                        api_version: w.api_version.to_string(),
-                        time: Some(w.time.clone()),
-                        subresource: w.subresource.map(str::to_string),
-                        fields: changed,
-                    }),
+                    None => list.push(w.update_entry(manager, changed)),
                 }
             }
         }
@@ -789,25 +761,12 @@ mod tests {
             let mut v = obj;
             let w = Writer { time: "2026-01-01T00:00:00Z".into(), ..writer("kubectl", None) };
             let mut list = Vec::new();
-            list.push(Entry {
-                manager: "kubectl".into(),
-                operation: "Update".into(),
-                api_version: w.api_version.into(),
-                time: Some(w.time.clone()),
-                subresource: None,
-                fields: fields_of(&trackable(&v, true), shape),
-            });
+            list.push(w.update_entry("kubectl", fields_of(&trackable(&v, true), shape)));
             if v.get("status").is_some() {
                 let mut st = FieldSet::default();
                 st.children.insert("f:status".into(), fields_of(&v, shape).children["f:status"].clone());
-                list.push(Entry {
-                    manager: "controller".into(),
-                    operation: "Update".into(),
-                    api_version: w.api_version.into(),
-                    time: Some(w.time.clone()),
-                    subresource: Some("status".into()),
-                    fields: st,
-                });
+                let status_writer = Writer { time: w.time.clone(), ..writer("controller", Some("status")) };
+                list.push(status_writer.update_entry("controller", st));
             }
             set_entries(&mut v, &list);
             v
