@@ -673,6 +673,9 @@ impl Ctl {
             return Ok(());
         }
         for p in pods.iter().filter(|p| !p.deleting && p.owner.as_deref() == Some(uid.as_str())) {
+            if self.caches.is_some() && !self.still_owns(&p.name, &uid).await? {
+                continue;
+            }
             match self.pods.delete(&p.name, &DeleteParams::default()).await {
                 Ok(_) => {}
                 Err(e) if is_conflict_or_gone(&e) => {}
@@ -680,6 +683,17 @@ impl Ctl {
             }
         }
         Ok(())
+    }
+
+    /// Whether the pod `name` is, read afresh, still the job `uid`'s and not being deleted.
+    /// Under `--defect stale-cache` the job's cache can be newer than the pods' (the garbage
+    /// collector takes an orphaned pod's owner away, then the job's `orphan` finalizer): stopping
+    /// pods on the cache's word would stop orphaned ones, a C11 failure left to chance, where
+    /// this defect is meant to show C16.
+    async fn still_owns(&self, name: &str, uid: &str) -> anyhow::Result<bool> {
+        let Some(pod) = self.pods.get_opt(name).await.context("reading a pod")? else { return Ok(false) };
+        let owned = pod.metadata.owner_references.iter().flatten().any(|r| r.controller == Some(true) && r.uid == uid);
+        Ok(owned && pod.metadata.deletion_timestamp.is_none())
     }
 
     /// KEP-5194 as proposed: the job declares itself in the claim's `spec.reservedFor` when it
