@@ -59,6 +59,16 @@ pub(crate) struct Store {
     compacted_versions: HashMap<StorageKey, u64>,
 }
 
+/// Records `rv` as the latest write under `key` (the key is cloned only the first time).
+fn set_version<K: Clone + Eq + std::hash::Hash>(versions: &mut HashMap<K, u64>, key: &K, rv: u64) {
+    match versions.get_mut(key) {
+        Some(v) => *v = rv,
+        None => {
+            versions.insert(key.clone(), rv);
+        }
+    }
+}
+
 /// At most this many objects keep a parsed copy: it saves a parse on every update of an object
 /// that is updated again and again (a status a controller rewrites on each pass), and the bound
 /// keeps memory near the JSON size however many objects there are.
@@ -176,18 +186,8 @@ impl Store {
         let rv = self.resource_version;
         let object = Arc::new(encoded.finish(rv));
         let key = rt.storage_key();
-        match self.kind_versions.get_mut(rt.shared_kind()) {
-            Some(v) => *v = rv,
-            None => {
-                self.kind_versions.insert(rt.shared_kind().clone(), rv);
-            }
-        }
-        match self.key_versions.get_mut(key) {
-            Some(v) => *v = rv,
-            None => {
-                self.key_versions.insert(key.clone(), rv);
-            }
-        }
+        set_version(&mut self.kind_versions, rt.shared_kind(), rv);
+        set_version(&mut self.key_versions, key, rv);
         if !self.written.contains(key) {
             self.written.push(key.clone());
         }

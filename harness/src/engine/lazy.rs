@@ -48,17 +48,14 @@ impl Node {
     fn children(&self, json: &[u8]) -> &Children {
         self.children.get_or_init(|| {
             let text = &json[self.range.clone()];
-            let offset = |raw: &RawValue| {
-                let start = raw.get().as_ptr() as usize - json.as_ptr() as usize;
-                start..start + raw.get().len()
-            };
+            let node = |raw: &RawValue| Node::new(range_in(json, raw));
             match text.iter().find(|b| !b.is_ascii_whitespace()) {
                 Some(b'{') => match serde_json::from_slice::<BTreeMap<String, &RawValue>>(text) {
-                    Ok(m) => Children::Object(m.into_iter().map(|(k, v)| (k, Node::new(offset(v)))).collect()),
+                    Ok(m) => Children::Object(m.into_iter().map(|(k, v)| (k, node(v))).collect()),
                     Err(_) => Children::None,
                 },
                 Some(b'[') => match serde_json::from_slice::<Vec<&RawValue>>(text) {
-                    Ok(items) => Children::Array(items.into_iter().map(|v| Node::new(offset(v))).collect()),
+                    Ok(items) => Children::Array(items.into_iter().map(node).collect()),
                     Err(_) => Children::None,
                 },
                 _ => Children::None,
@@ -89,7 +86,25 @@ impl Node {
     }
 }
 
+/// Where `raw`, borrowed from `json`, lies in it.
+fn range_in(json: &[u8], raw: &RawValue) -> Range<usize> {
+    let start = raw.get().as_ptr() as usize - json.as_ptr() as usize;
+    start..start + raw.get().len()
+}
+
 impl LazyObject {
+    /// The items of a Kubernetes list (`{"items": [...]}`, none when absent), each kept as its
+    /// own JSON; `Err` when `json` is not an object.
+    pub fn list_items(json: bytes::Bytes) -> Result<Vec<LazyObject>, serde_json::Error> {
+        #[derive(serde::Deserialize)]
+        struct RawList<'a> {
+            #[serde(borrow, default)]
+            items: Vec<&'a RawValue>,
+        }
+        let list: RawList<'_> = serde_json::from_slice(&json)?;
+        Ok(list.items.iter().map(|item| LazyObject::encoded(json.slice(range_in(&json, item)))).collect())
+    }
+
     /// A document already decoded.
     pub fn decoded(object: Value) -> Self {
         LazyObject {
@@ -118,11 +133,6 @@ impl LazyObject {
     /// The value at a parsed path, decoding only what lies on it.
     pub(crate) fn at(&self, segments: &[Segment]) -> Option<&Value> {
         self.root.at(&self.json, segments)
-    }
-
-    /// The top-level member `key`.
-    pub fn member(&self, key: &str) -> Option<&Value> {
-        self.at(&[Segment::Key(key.to_string())])
     }
 
     /// The string at the member path `keys` (`["metadata", "name"]`).
@@ -157,6 +167,17 @@ mod tests {
             assert_eq!(lazy.at(&parsed), crate::engine::matching::value_at(&v, &parsed), "{path}");
         }
         assert_eq!(lazy.object(), &v);
-        assert_eq!(LazyObject::encoded(bytes::Bytes::from_static(b"not json")).member("a"), None);
+        assert_eq!(LazyObject::encoded(bytes::Bytes::from_static(b"not json")).str_at(&["a"]), None);
+    }
+
+    #[test]
+    fn a_list_is_split_into_its_items() {
+        let list = json!({"kind": "PodList", "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]});
+        let items = LazyObject::list_items(bytes::Bytes::from(serde_json::to_vec(&list).unwrap())).unwrap();
+        let names: Vec<_> = items.iter().map(|o| o.str_at(&["metadata", "name"])).collect();
+        assert_eq!(names, [Some("a"), Some("b")]);
+        assert_eq!(items[1].object(), &list["items"][1]);
+        assert!(LazyObject::list_items(bytes::Bytes::from_static(br#"{"kind":"PodList"}"#)).unwrap().is_empty());
+        assert!(LazyObject::list_items(bytes::Bytes::from_static(b"[1]")).is_err());
     }
 }

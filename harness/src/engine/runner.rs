@@ -561,23 +561,8 @@ impl RowRun<'_> {
                 let list = request.list(&lp).map_err(|e| RowFailure::plain(format!("list {}: {e}", t.kind)))?;
                 let text =
                     self.ctx.client.request_text(list).await.map_err(|e| api_error(&format!("list {}", t.kind), e))?;
-                let text = bytes::Bytes::from(text);
-                /// A list whose items are kept as JSON.
-                #[derive(serde::Deserialize)]
-                struct RawList<'a> {
-                    #[serde(borrow, default)]
-                    items: Vec<&'a serde_json::value::RawValue>,
-                }
-                let raw: RawList<'_> = serde_json::from_slice(&text)
+                let mut items = LazyObject::list_items(bytes::Bytes::from(text))
                     .map_err(|e| RowFailure::plain(format!("list {}: the answer is not a list: {e}", t.kind)))?;
-                let mut items: Vec<LazyObject> = raw
-                    .items
-                    .iter()
-                    .map(|item| {
-                        let start = item.get().as_ptr() as usize - text.as_ptr() as usize;
-                        LazyObject::encoded(text.slice(start..start + item.get().len()))
-                    })
-                    .collect();
                 // Oldest first, then by name (RFC 3339 timestamps of one cluster sort as text).
                 let order = |o: &LazyObject| {
                     let field = |k: &str| o.str_at(&["metadata", k]).map(str::to_string);

@@ -47,6 +47,8 @@ pub(super) fn goal_hash(rs: &RayService, cfg: &KubeRayConfig) -> String {
 /// the answers are kept per service uid and generation (which fix the spec), on the thread
 /// (a row's controllers share one).
 fn goal_hash_of(rs: &RayService, groups: Option<usize>, cfg: &KubeRayConfig) -> String {
+    // Service uid, generation, groups kept, and the one setting `spec_hash_with` reads (the
+    // replicas-in-the-hash defect).
     type Key = (String, i64, Option<usize>, bool);
     thread_local! {
         static KEPT: std::cell::RefCell<HashMap<Key, String>> = std::cell::RefCell::new(HashMap::new());
