@@ -103,6 +103,21 @@ pub enum KueueDefect {
     ReservedPodSetsMutable,
 }
 
+impl KueueDefect {
+    /// Every defect, for the report of which rows catch which (harness test `defects`).
+    pub const ALL: [KueueDefect; 9] = [
+        KueueDefect::UnsuspendBeforeSliceAdmitted,
+        KueueDefect::PodSetsFromOneChild,
+        KueueDefect::NoRaceGuard,
+        KueueDefect::BorrowingPastTheLimit,
+        KueueDefect::RayJobSubmitterNotCounted,
+        KueueDefect::UngateBeforeSliceAdmitted,
+        KueueDefect::NoReclaimWithinCohort,
+        KueueDefect::CohortQuotaNotLent,
+        KueueDefect::ReservedPodSetsMutable,
+    ];
+}
+
 /// How the reference Kueue runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KueueConfig {

@@ -421,6 +421,7 @@ async fn run_scenario(cluster: &Cluster, scenario: &Scenario, i: usize, p: &Prep
         poll: Duration::from_millis(200),
         started: tokio::time::Instant::now(),
         exchanges: Default::default(),
+        evidence: Default::default(),
         facts: Default::default(),
     };
     let suite = crate::suite::Suite {
