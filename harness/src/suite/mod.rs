@@ -9,6 +9,7 @@ pub mod lint;
 pub mod load;
 pub mod location;
 pub mod needs;
+pub mod sources;
 
 pub use load::{
     LoadError, LoadedSuite, load_manifests, load_suite_dir, load_suite_file, load_suite_paths, load_suite_str,
