@@ -1,7 +1,13 @@
 //! The tables measured against wrong controllers: every row of the catalogue runs against the
 //! reference components built with each deliberate defect (cargo feature `defects` of
 //! `controllers`, enabled through this target's dev-dependency) whose component the row runs,
-//! and the report says, per row, which defects it catches.
+//! and the report says, per row, which defects it catches. Two kinds of defect:
+//!
+//! - the plausible regressions each component can be built with (`Defect`, `KueueDefect`,
+//!   `DraDefect`), run on the table of that component;
+//! - an absent controller: the component under test installs its CRDs but never reconciles
+//!   (a controller that crashed at start or was never deployed). A row that passes without the
+//!   controller it is about checks nothing of it.
 //!
 //! A row that no defect fails checks nothing a plausible regression of the reference could
 //! break: it must be listed, with the reason, in `defects-uncaught.yaml` beside this file, and a
@@ -15,6 +21,7 @@ use kproof::actors::{
     DraBase, KubeRayFactory, KubeletFactory, KueueFactory, PodGroupProtectionFactory, ResourceClaimControllerFactory,
     SchedulerFactory,
 };
+use kproof::actors::{Actor, ActorFactory};
 use kproof::backend::{InProcessBackend, RunOptions};
 use kproof::report::result::Outcome;
 use kproof::suite::{ActorName, LoadedSuite, Row};
@@ -23,26 +30,51 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-/// One deliberate defect: its name, the backend whose components carry it, and which rows can
-/// see it (those that run the defective component).
+/// One deliberate defect: its name, the backend whose components carry it, and which rows it
+/// is run on.
 struct Defective {
     name: String,
     backend: InProcessBackend,
-    runs_component: fn(&Row) -> bool,
+    applies_to: Box<dyn Fn(&str, &Row) -> bool>,
 }
 
-fn runs(row: &Row, actor: ActorName) -> bool {
-    row.needs.actors().contains(&actor)
+/// Rows of table `suite` that run `actor`.
+fn in_table(suite: &'static str, actor: ActorName) -> Box<dyn Fn(&str, &Row) -> bool> {
+    Box::new(move |s, r| (suite.is_empty() || s == suite) && r.needs.actors().contains(&actor))
 }
+
+/// The controllers the tables are about: each is made absent in turn.
+const UNDER_TEST: [ActorName; 5] = [
+    ActorName::Kuberay,
+    ActorName::Kueue,
+    ActorName::ResourceClaimController,
+    ActorName::PodGroupProtection,
+    ActorName::DeviceTaintEviction,
+];
 
 fn defects() -> Vec<Defective> {
     let mut all = Vec::new();
+    for actor in UNDER_TEST {
+        let Some(real) = kproof::actors::reference_actors().into_iter().find(|f| f.name() == actor) else {
+            panic!("{actor} is not a reference actor");
+        };
+        all.push(Defective {
+            name: format!("absent::{actor}"),
+            backend: InProcessBackend::reference().with_actor(Arc::new(AbsentController(real))),
+            applies_to: in_table("", actor),
+        });
+    }
+    // A component's defects run on its own tables (KubeRay's on the RayCluster and RayService
+    // tables; the Kueue table runs KubeRay too, but a KubeRay regression is the KubeRay
+    // tables' to catch).
     for d in Defect::ALL {
         let base = KubeRayConfig { defect: Some(d), ..KubeRayConfig::default() };
         all.push(Defective {
             name: format!("kuberay::{d:?}"),
             backend: InProcessBackend::reference().with_actor(Arc::new(KubeRayFactory::with_base(base))),
-            runs_component: |r| runs(r, ActorName::Kuberay),
+            applies_to: Box::new(|s, r| {
+                (s == "raycluster" || s == "rayservice") && r.needs.actors().contains(&ActorName::Kuberay)
+            }),
         });
     }
     for d in KueueDefect::ALL {
@@ -50,12 +82,11 @@ fn defects() -> Vec<Defective> {
         all.push(Defective {
             name: format!("kueue::{d:?}"),
             backend: InProcessBackend::reference().with_actor(Arc::new(KueueFactory { base })),
-            runs_component: |r| runs(r, ActorName::Kueue),
+            applies_to: in_table("kueue", ActorName::Kueue),
         });
     }
     for d in DraDefect::ALL {
-        // Each DRA defect lives in one of these components; all of them carry it. Only rows
-        // that use DRA (a profile) can see it.
+        // Each DRA defect lives in one of these components; all of them carry it.
         let base = DraBase::with_tweak(move |c| c.defect = Some(d));
         all.push(Defective {
             name: format!("dra::{d:?}"),
@@ -64,10 +95,47 @@ fn defects() -> Vec<Defective> {
                 .with_actor(Arc::new(PodGroupProtectionFactory(base.clone())))
                 .with_actor(Arc::new(SchedulerFactory(base.clone())))
                 .with_actor(Arc::new(KubeletFactory::default().with_dra(base))),
-            runs_component: |r| r.needs.dra.profile.is_some(),
+            applies_to: Box::new(|s, r| s == "dra" && r.needs.dra.profile.is_some()),
         });
     }
     all
+}
+
+/// A controller that is installed (its CRDs are there) but never reconciles and serves no
+/// webhooks: what a cluster has when the operator crashed at start.
+struct AbsentController(Arc<dyn ActorFactory>);
+
+/// What an absent controller runs: nothing. Knobs are accepted and do nothing.
+struct Idle;
+
+impl Actor for Idle {
+    fn knob(&mut self, _knob: &str, _value: &serde_json::Value) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl ActorFactory for AbsentController {
+    fn name(&self) -> ActorName {
+        self.0.name()
+    }
+    fn setup(&self, client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        self.0.setup(client)
+    }
+    fn start(
+        &self,
+        _client: kube::Client,
+        _clock: controllers::Clock,
+        _needs: &kproof::suite::Needs,
+        _network: &controllers::sim::SimNetwork,
+    ) -> Result<Box<dyn Actor>, String> {
+        Ok(Box::new(Idle))
+    }
+    fn models(&self) -> Option<(kproof::suite::Component, kproof::suite::Version)> {
+        self.0.models()
+    }
+    fn facts(&self, needs: &kproof::suite::Needs) -> BTreeMap<String, String> {
+        self.0.facts(needs)
+    }
 }
 
 #[test]
@@ -85,7 +153,7 @@ fn every_row_catches_a_defect_or_says_why_not() {
     let mut uncaught_defects = Vec::new();
     for defect in defects() {
         let affected: Vec<(&LoadedSuite, &Row)> =
-            rows.iter().copied().filter(|(_, r)| (defect.runs_component)(r)).collect();
+            rows.iter().copied().filter(|(s, r)| (defect.applies_to)(&s.suite.suite, r)).collect();
         assert!(!affected.is_empty(), "{}: no row runs the defective component", defect.name);
         let results = kproof::backend::run_rows(&defect.backend, &affected, &opts, jobs, &|_| {});
         let mut failed = 0;

@@ -177,7 +177,9 @@ impl Linter<'_> {
             );
         }
         if row.source.trim().is_empty() {
-            self.report(at, "empty `source`: name the seed file, URL, PR or issue the row comes from");
+            self.report(at, "empty `source`: name the upstream file, PR, issue or documentation page the row comes from");
+        } else if let Err(why) = crate::suite::sources::check_source(&row.source) {
+            self.report(at, why);
         }
         if row.steps.is_empty() && row.expect.is_empty() {
             self.report(at, "row has no steps and no expectations");

@@ -11,7 +11,7 @@ fn suite(path: &str, name: &str, rows: &str) -> LoadedSuite {
 
 /// A row with the given id and body (steps/expect), indented for the row list.
 fn row(id: &str, body: &str) -> String {
-    format!("  - id: {id}\n    title: x\n    kind: behaviour\n    source: s\n{body}")
+    format!("  - id: {id}\n    title: x\n    kind: behaviour\n    source: https://kubernetes.io/docs/\n{body}")
 }
 
 const EXPECT_POD: &str = "    expect:\n      - eventually:\n          target: {apiVersion: v1, kind: Pod, name: p}\n";
@@ -186,6 +186,12 @@ fn empty_source_is_reported() {
     let issues = assert_issue(&rows, "s.yaml:4: row a: empty `source`");
     assert_eq!(issues.len(), 1);
     assert_clean(&row("a", EXPECT_POD));
+    let unopenable = "  - id: a\n    title: x\n    kind: behaviour\n    source: kuberay.md §6\n".to_string() + EXPECT_POD;
+    assert_issue(&unopenable, "s.yaml:4: row a: `source` has no https:// URL");
+    let branch = "  - id: a\n    title: x\n    kind: behaviour\n    source: https://github.com/ray-project/kuberay/blob/master/x.go\n"
+        .to_string()
+        + EXPECT_POD;
+    assert_issue(&branch, "which moves: pin the link to a tag or a commit");
 }
 
 #[test]
