@@ -1,7 +1,7 @@
 //! The harness's integration tests, in one binary (one link instead of one per file): the
 //! command line, expectations and reports, the kubeconfig and upstream backends, the
 //! differential smoke test, the suite schema, and the tables against deliberately wrong
-//! controllers. The catalogue itself is the `suites` target, one test per row.
+//! controllers and a deliberately wrong API server. The catalogue itself is the `suites` target, one test per row.
 
 mod cli;
 mod common;
@@ -11,6 +11,7 @@ mod expectations;
 mod kubeconfig;
 mod schema;
 mod upstream;
+mod wrong_apiserver;
 mod wrong_dra;
 mod wrong_kueue;
 mod wrong_reconciler;
