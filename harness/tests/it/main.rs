@@ -1,7 +1,8 @@
 //! The harness's integration tests, in one binary (one link instead of one per file): the
 //! command line, expectations and reports, the kubeconfig and upstream backends, the
 //! differential smoke test, the suite schema, and the tables against deliberately wrong
-//! controllers and a deliberately wrong API server. The catalogue itself is the `suites` target, one test per row.
+//! controllers and a deliberately wrong API server. The catalogue itself is the `suites`
+//! target, one test per row.
 
 mod cli;
 mod common;
