@@ -11,6 +11,7 @@
 //! - [`dra`]: kube-controller-manager's resourceclaim and podgroupprotection controllers,
 //!   modelled on Kubernetes 1.37.2, with the DRA profiles (baseline, podgroup, workloads, raw).
 
+pub mod api_errors;
 pub mod crds;
 pub mod dra;
 pub mod events;

@@ -3,8 +3,9 @@
 //! `controllers`, enabled through this target's dev-dependency) whose component the row runs,
 //! and the report says, per row, which defects it catches. Two kinds of defect:
 //!
-//! - the plausible regressions each component can be built with (`Defect`, `KueueDefect`,
-//!   `DraDefect`), run on the table of that component;
+//! - the plausible regressions each component can be built with (`ServerDefect` of the fake
+//!   API server, `Defect` of KubeRay, `KueueDefect`, `DraDefect`), run on the table of that
+//!   component;
 //! - an absent controller: the component under test installs its CRDs but never reconciles
 //!   (a controller that crashed at start or was never deployed). A row that passes without the
 //!   controller it is about checks nothing of it.
@@ -17,11 +18,12 @@
 use controllers::dra::DraDefect;
 use controllers::kuberay::{Defect, KubeRayConfig};
 use controllers::kueue::{KueueConfig, KueueDefect};
+use fake_apiserver::ServerDefect;
+use kproof::actors::{Actor, ActorFactory};
 use kproof::actors::{
     DraBase, KubeRayFactory, KubeletFactory, KueueFactory, PodGroupProtectionFactory, ResourceClaimControllerFactory,
     SchedulerFactory,
 };
-use kproof::actors::{Actor, ActorFactory};
 use kproof::backend::{InProcessBackend, RunOptions};
 use kproof::report::result::Outcome;
 use kproof::suite::{ActorName, LoadedSuite, Row};
@@ -30,17 +32,36 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
+/// Which rows a defect runs on, from the row's table and the row.
+type Applies = Box<dyn Fn(&str, &Row) -> bool>;
+
 /// One deliberate defect: its name, the backend whose components carry it, and which rows it
 /// is run on.
 struct Defective {
     name: String,
     backend: InProcessBackend,
-    applies_to: Box<dyn Fn(&str, &Row) -> bool>,
+    applies_to: Applies,
 }
 
-/// Rows of table `suite` that run `actor`.
-fn in_table(suite: &'static str, actor: ActorName) -> Box<dyn Fn(&str, &Row) -> bool> {
+/// Rows of table `suite` (any table, for `""`) that run `actor`.
+fn in_table(suite: &'static str, actor: ActorName) -> Applies {
     Box::new(move |s, r| (suite.is_empty() || s == suite) && r.needs.actors().contains(&actor))
+}
+
+/// The table a KubeRay defect belongs to: the RayService controller's or the RayCluster one's.
+fn kuberay_table(d: Defect) -> &'static str {
+    match d {
+        Defect::TrafficBeforePendingReady
+        | Defect::TargetCapacityPastMaxSurge
+        | Defect::RollbackWaitsForUnhealthyPending
+        | Defect::NoDeletionDelay => "rayservice",
+        Defect::HashIncludesReplicas
+        | Defect::CreateDuringRecreate
+        | Defect::NoVersionSkip
+        | Defect::NonAtomicSuspend
+        | Defect::TerminalPodKeptWithRestartAlways
+        | Defect::ExtraHeadPodsDeleted => "raycluster",
+    }
 }
 
 /// The controllers the tables are about: each is made absent in turn.
@@ -64,17 +85,22 @@ fn defects() -> Vec<Defective> {
             applies_to: in_table("", actor),
         });
     }
-    // A component's defects run on its own tables (KubeRay's on the RayCluster and RayService
-    // tables; the Kueue table runs KubeRay too, but a KubeRay regression is the KubeRay
-    // tables' to catch).
+    // A component's defects run on its own table (the Kueue table runs KubeRay too, but a
+    // regression of the RayCluster controller is the RayCluster table's to catch). Running each
+    // on every row that runs the component would take five times as long.
+    for d in ServerDefect::ALL {
+        all.push(Defective {
+            name: format!("kube-apiserver::{d:?}"),
+            backend: InProcessBackend::reference().with_server_defect(d),
+            applies_to: Box::new(|s, _| s == "apiserver"),
+        });
+    }
     for d in Defect::ALL {
         let base = KubeRayConfig { defect: Some(d), ..KubeRayConfig::default() };
         all.push(Defective {
             name: format!("kuberay::{d:?}"),
             backend: InProcessBackend::reference().with_actor(Arc::new(KubeRayFactory::with_base(base))),
-            applies_to: Box::new(|s, r| {
-                (s == "raycluster" || s == "rayservice") && r.needs.actors().contains(&ActorName::Kuberay)
-            }),
+            applies_to: in_table(kuberay_table(d), ActorName::Kuberay),
         });
     }
     for d in KueueDefect::ALL {

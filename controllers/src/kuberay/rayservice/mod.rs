@@ -80,8 +80,7 @@ pub enum RayServiceError {
 impl RayServiceError {
     /// Whether the error is an object that was not found (`client.IgnoreNotFound` drops those).
     fn is_not_found(&self) -> bool {
-        matches!(self, RayServiceError::Api { source: kube::Error::Api(s), .. } if s.code == 404
-            && s.message != "the server could not find the requested resource")
+        matches!(self, RayServiceError::Api { source, .. } if is_not_found(source))
     }
 }
 
@@ -90,11 +89,7 @@ fn api_err(context: impl Into<String>) -> impl FnOnce(kube::Error) -> RayService
     move |source| RayServiceError::Api { context, source }
 }
 
-/// `errors.IsNotFound` for an object (a kind the server does not serve is another error, as
-/// controller-runtime's "no matches for kind" is).
-pub(crate) fn is_not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 404 && s.message != "the server could not find the requested resource")
-}
+pub(crate) use crate::api_errors::is_not_found;
 
 /// Whether an incremental upgrade is on for this spec (`utils.IsIncrementalUpgradeEnabled`):
 /// the gate and the strategy type.
