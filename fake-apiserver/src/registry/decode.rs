@@ -60,6 +60,9 @@ pub(crate) fn check_type_meta(rt: &ResourceType, obj: &mut Value) -> ApiResult<(
     let o =
         obj.as_object_mut().ok_or_else(|| ApiError::bad_request("the body of the request must be a JSON object"))?;
     let api_version = rt.api_version();
+    if let Some(message) = other_builtin_kind(rt, o) {
+        return Err(ApiError::bad_request(message));
+    }
     match o.get("apiVersion").and_then(Value::as_str) {
         Some(v) if !v.is_empty() && v != api_version => {
             return Err(ApiError::bad_request(format!(
@@ -82,6 +85,30 @@ pub(crate) fn check_type_meta(rt: &ResourceType, obj: &mut Value) -> ApiResult<(
         }
     }
     Ok(())
+}
+
+/// kube-apiserver decodes a body that names another built-in kind as that kind, then fails to
+/// convert it to the URL's kind; `transformDecodeError` in
+/// https://github.com/kubernetes/kubernetes/blob/v1.37.2/staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go
+/// words that as `<Kind> in version "<v>" cannot be handled as a <URL kind>: converting
+/// (<v>.<Kind>) to (<internal package>.<URL kind>): unknown conversion`.
+fn other_builtin_kind(rt: &ResourceType, o: &serde_json::Map<String, Value>) -> Option<String> {
+    let kind = o.get("kind").and_then(Value::as_str).filter(|k| !k.is_empty() && *k != rt.kind)?;
+    let api_version = o.get("apiVersion").and_then(Value::as_str).filter(|v| !v.is_empty()).unwrap_or(rt.api_version());
+    let known = super::builtin_kinds().into_iter().any(|b| b.kind == kind && b.api_version == api_version);
+    if !known {
+        return None;
+    }
+    let version = api_version.rsplit('/').next().unwrap_or(api_version);
+    // The internal types live in pkg/apis/<group's first label>; events.k8s.io's Event is core's.
+    let internal = match rt.group.as_str() {
+        "" | "events.k8s.io" => "core",
+        group => group.split('.').next().unwrap_or(group),
+    };
+    Some(format!(
+        "{kind} in version \"{version}\" cannot be handled as a {}: converting ({version}.{kind}) to ({internal}.{}): unknown conversion",
+        rt.kind, rt.kind
+    ))
 }
 
 /// Runs the built-in decoder on a body whose type meta [`check_type_meta`] has checked and

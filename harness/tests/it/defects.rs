@@ -76,15 +76,19 @@ const UNDER_TEST: [ActorName; 5] = [
 fn defects() -> Vec<Defective> {
     let mut all = Vec::new();
     for actor in UNDER_TEST {
-        let Some(real) = kproof::actors::reference_actors().into_iter().find(|f| f.name() == actor) else {
-            panic!("{actor} is not a reference actor");
-        };
         all.push(Defective {
             name: format!("absent::{actor}"),
-            backend: InProcessBackend::reference().with_actor(Arc::new(AbsentController(real))),
+            backend: InProcessBackend::reference().with_actor(Arc::new(AbsentController(reference(actor)))),
             applies_to: in_table("", actor),
         });
     }
+    // The DRA table is as much about kube-scheduler's DRA plugin (allocation, reservation,
+    // PostFilter) as about the controllers: its stand-in is made absent there.
+    all.push(Defective {
+        name: "absent::scheduler".into(),
+        backend: InProcessBackend::reference().with_actor(Arc::new(AbsentController(reference(ActorName::Scheduler)))),
+        applies_to: in_table("dra", ActorName::Scheduler),
+    });
     // A component's defects run on its own table (the Kueue table runs KubeRay too, but a
     // regression of the RayCluster controller is the RayCluster table's to catch). Running each
     // on every row that runs the component would take five times as long.
@@ -125,6 +129,14 @@ fn defects() -> Vec<Defective> {
         });
     }
     all
+}
+
+/// The reference factory of `actor`.
+fn reference(actor: ActorName) -> Arc<dyn ActorFactory> {
+    kproof::actors::reference_actors()
+        .into_iter()
+        .find(|f| f.name() == actor)
+        .unwrap_or_else(|| panic!("{actor} is not a reference actor"))
 }
 
 /// A controller that is installed (its CRDs are there) but never reconciles and serves no
