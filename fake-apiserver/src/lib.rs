@@ -40,7 +40,7 @@ mod server;
 mod storage;
 
 pub use endpoints::{ConflictFault, INITIAL_EVENTS_END, WatchLag};
-pub use registry::admission::ValidatingWebhook;
+pub use registry::admission::{ClusterReader, MutatingWebhook, ValidatingWebhook};
 pub use server::{ApiServer, Config, FeatureGate, FeatureGateError, FeatureGates, TcpServer, shutdown_signal};
 pub use storage::{ChangeKind, Subresource, TimelineEntry, UserInfo, Verb};
 

@@ -90,3 +90,84 @@ fn an_unreachable_cluster_fails_rows_with_a_clear_reason() {
     assert_eq!(r.outcome, Outcome::Failed);
     assert!(r.reason.as_deref().is_some_and(|w| w.contains("cannot create namespace")), "{r:?}");
 }
+
+/// Every object the cluster serves (`resource.group namespace/name`), Events left out: they
+/// record what happened and expire by TTL (kube-apiserver's `--event-ttl`, one hour).
+async fn objects(client: &kube::Client) -> std::collections::BTreeSet<String> {
+    use kube::api::{Api, DynamicObject};
+    let discovery = kube::Discovery::new(client.clone()).run_aggregated().await.unwrap();
+    let mut all = std::collections::BTreeSet::new();
+    for group in discovery.groups() {
+        for (ar, caps) in group.recommended_resources() {
+            if ar.kind == "Event" || !caps.supports_operation(kube::discovery::verbs::LIST) {
+                continue;
+            }
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+            for o in api.list(&Default::default()).await.unwrap() {
+                let ns = o.metadata.namespace.unwrap_or_default();
+                all.insert(format!("{}.{} {ns}/{}", ar.plural, ar.group, o.metadata.name.unwrap_or_default()));
+            }
+        }
+    }
+    all
+}
+
+#[test]
+fn after_the_kueue_and_dra_tables_against_kproof_serve_only_what_it_started_with_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let _serve = Serve(
+        Command::new(env!("CARGO_BIN_EXE_kproof"))
+            .args(["serve", "--port", "0", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let start = Instant::now();
+    while !kubeconfig.exists() {
+        assert!(start.elapsed() < Duration::from_secs(20), "kproof serve wrote no kubeconfig");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = runtime.block_on(async {
+        let config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(&kubeconfig).unwrap(),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+        kube::Client::try_from(config).unwrap()
+    });
+    let before = runtime.block_on(objects(&client));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let suites = kproof::suite::load_suite_dir(&root.join("suites")).unwrap();
+    let backend = KubeconfigBackend::new(Some(kubeconfig)).unwrap();
+    let opts = RunOptions {
+        fixtures_dir: root.join("fixtures"),
+        default_timeout: Duration::from_secs(20),
+        ..Default::default()
+    };
+    let sel = kproof::engine::selection::Selection { suites: vec!["kueue".into(), "dra".into()], rows: vec![] };
+    let rows = kproof::engine::selection::selected(&suites, &sel);
+    let results = kproof::backend::run_rows(&backend, &rows, &opts, 4, &|_| {});
+    let ran = results.iter().filter(|r| r.outcome != Outcome::Skipped).count();
+    let passed = results.iter().filter(|r| r.outcome == Outcome::Passed).count();
+    // Deletions finish (finalizers, namespace cleanup) shortly after the last row.
+    let settle = Instant::now();
+    let mut after = runtime.block_on(objects(&client));
+    while after != before && settle.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(200));
+        after = runtime.block_on(objects(&client));
+    }
+    println!(
+        "{} rows, {ran} ran ({passed} passed); objects before: {}, after: {}",
+        results.len(),
+        before.len(),
+        after.len()
+    );
+    assert!(ran > 0, "some rows run against kproof serve");
+    let left: Vec<&String> = after.difference(&before).collect();
+    let gone: Vec<&String> = before.difference(&after).collect();
+    assert!(left.is_empty() && gone.is_empty(), "left behind: {left:#?}\ngone: {gone:#?}");
+}
