@@ -109,7 +109,7 @@ fn kueue_pr_11264_sample_rayservice_is_gated_by_quota_on_kproof_serve() {
         Duration::from_secs(120),
         &|out| !out.is_empty(),
     );
-    let admitted = k(&["get", "workloads", "-o", "jsonpath={.items[*].status.conditions[?(@.type==\"Admitted\")].status}"]).unwrap();
+    let admitted = k(&["get", "workloads.kueue.x-k8s.io", "-o", "jsonpath={.items[*].status.conditions[?(@.type==\"Admitted\")].status}"]).unwrap();
     assert_eq!(admitted, "True", "one Workload, admitted");
     // The guide's upgrade: bump rayVersion; the pending cluster is born suspended and stays so
     // while the ClusterQueue (1 CPU) cannot hold both clusters.
@@ -125,7 +125,7 @@ fn kueue_pr_11264_sample_rayservice_is_gated_by_quota_on_kproof_serve() {
     assert!(!suspended[0].starts_with(&format!("{active}=")), "the active cluster {active} keeps running: {clusters}");
     let pending = wait_for(
         &k,
-        &["get", "workloads", "-o", "jsonpath={.items[*].status.conditions[?(@.type==\"QuotaReserved\")].status}"],
+        &["get", "workloads.kueue.x-k8s.io", "-o", "jsonpath={.items[*].status.conditions[?(@.type==\"QuotaReserved\")].status}"],
         Duration::from_secs(30),
         &|out| out.split_whitespace().count() == 2,
     );
@@ -196,5 +196,7 @@ fn a_dra_claim_naming_the_installed_device_class_is_allocated_and_shared() {
         "jsonpath={.status.allocation.devices.results[0].driver} {.status.reservedFor[*].name}",
     ])
     .unwrap();
-    assert_eq!(claim, "dev.kproof.dev pod0 pod1", "allocated from the driver's devices, reserved for both pods");
+    let mut words: Vec<&str> = claim.split_whitespace().collect();
+    words[1..].sort_unstable();
+    assert_eq!(words, ["dev.kproof.dev", "pod0", "pod1"], "allocated from the driver's devices, reserved for both pods: {claim}");
 }
