@@ -72,14 +72,23 @@ fn kubectl(kubectl: &Path, serve: &Serve, args: &[&str], stdin: Option<&str>) ->
 
 /// Runs `kubectl get … -o jsonpath=…` until its output satisfies `done`, for up to `within`;
 /// panics with the last output otherwise.
-fn wait_for(k: &dyn Fn(&[&str]) -> Result<String, String>, args: &[&str], within: Duration, done: &dyn Fn(&str) -> bool) -> String {
+fn wait_for(
+    k: &dyn Fn(&[&str]) -> Result<String, String>,
+    args: &[&str],
+    within: Duration,
+    done: &dyn Fn(&str) -> bool,
+) -> String {
     let start = Instant::now();
     loop {
         let out = k(args).unwrap_or_else(|e| e);
         if done(&out) {
             return out;
         }
-        assert!(start.elapsed() < within, "kubectl {} never satisfied the wait within {within:?}; last: {out}", args.join(" "));
+        assert!(
+            start.elapsed() < within,
+            "kubectl {} never satisfied the wait within {within:?}; last: {out}",
+            args.join(" ")
+        );
         std::thread::sleep(Duration::from_millis(250));
     }
 }
@@ -109,11 +118,25 @@ fn kueue_pr_11264_sample_rayservice_is_gated_by_quota_on_kproof_serve() {
         Duration::from_secs(120),
         &|out| !out.is_empty(),
     );
-    let admitted = k(&["get", "workloads.kueue.x-k8s.io", "-o", "jsonpath={.items[*].status.conditions[?(@.type==\"Admitted\")].status}"]).unwrap();
+    let admitted = k(&[
+        "get",
+        "workloads.kueue.x-k8s.io",
+        "-o",
+        "jsonpath={.items[*].status.conditions[?(@.type==\"Admitted\")].status}",
+    ])
+    .unwrap();
     assert_eq!(admitted, "True", "one Workload, admitted");
     // The guide's upgrade: bump rayVersion; the pending cluster is born suspended and stays so
     // while the ClusterQueue (1 CPU) cannot hold both clusters.
-    k(&["patch", "rayservice", "test-rayservice", "--type=merge", "-p", r#"{"spec":{"rayClusterConfig":{"rayVersion":"2.46.0"}}}"#]).unwrap();
+    k(&[
+        "patch",
+        "rayservice",
+        "test-rayservice",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"rayClusterConfig":{"rayVersion":"2.46.0"}}}"#,
+    ])
+    .unwrap();
     let clusters = wait_for(
         &k,
         &["get", "rayclusters", "-o", "jsonpath={range .items[*]}{.metadata.name}={.spec.suspend} {end}"],
@@ -125,11 +148,20 @@ fn kueue_pr_11264_sample_rayservice_is_gated_by_quota_on_kproof_serve() {
     assert!(!suspended[0].starts_with(&format!("{active}=")), "the active cluster {active} keeps running: {clusters}");
     let pending = wait_for(
         &k,
-        &["get", "workloads.kueue.x-k8s.io", "-o", "jsonpath={.items[*].status.conditions[?(@.type==\"QuotaReserved\")].status}"],
+        &[
+            "get",
+            "workloads.kueue.x-k8s.io",
+            "-o",
+            "jsonpath={.items[*].status.conditions[?(@.type==\"QuotaReserved\")].status}",
+        ],
         Duration::from_secs(30),
         &|out| out.split_whitespace().count() == 2,
     );
-    assert_eq!(pending.split_whitespace().filter(|s| *s == "False").count(), 1, "the upgrade's slice waits for quota: {pending}");
+    assert_eq!(
+        pending.split_whitespace().filter(|s| *s == "False").count(),
+        1,
+        "the upgrade's slice waits for quota: {pending}"
+    );
 }
 
 #[test]
@@ -148,20 +180,29 @@ fn kuberay_incremental_upgrade_sample_runs_through_the_installed_gateway_class()
     wait_for(
         &k,
         &[
-            "get", "rayservice", "rayservice-incremental-upgrade", "-o",
+            "get",
+            "rayservice",
+            "rayservice-incremental-upgrade",
+            "-o",
             "jsonpath={.status.conditions[?(@.type==\"Ready\")].status} {.status.activeServiceStatus.trafficRoutedPercent}",
         ],
         Duration::from_secs(180),
         &|out| out == "True 100",
     );
     let gateway = k(&[
-        "get", "gateway", "rayservice-incremental-upgrade-gateway", "-o",
+        "get",
+        "gateway",
+        "rayservice-incremental-upgrade-gateway",
+        "-o",
         "jsonpath={.spec.gatewayClassName} {.status.conditions[?(@.type==\"Programmed\")].status}",
     ])
     .unwrap();
     assert_eq!(gateway, "istio True");
     let route = k(&[
-        "get", "httproute", "rayservice-incremental-upgrade-httproute", "-o",
+        "get",
+        "httproute",
+        "rayservice-incremental-upgrade-httproute",
+        "-o",
         "jsonpath={.status.parents[0].conditions[?(@.type==\"Accepted\")].status}",
     ])
     .unwrap();
@@ -177,7 +218,10 @@ fn a_dra_claim_naming_the_installed_device_class_is_allocated_and_shared() {
     let serve = serve();
     let k = |args: &[&str]| kubectl(&bin, &serve, args, None);
     let classes = k(&["get", "deviceclasses", "-o", "jsonpath={.items[*].metadata.name}"]).unwrap();
-    assert!(classes.split_whitespace().any(|c| c == "dev.kproof.dev"), "the driver's DeviceClass is installed: {classes}");
+    assert!(
+        classes.split_whitespace().any(|c| c == "dev.kproof.dev"),
+        "the driver's DeviceClass is installed: {classes}"
+    );
     // The one change the walk-through tells a user to make: the driver's class name.
     let example = std::fs::read_to_string(fixture("walkthroughs/dra-basic-shared-claim-across-pods.yaml")).unwrap();
     let manifest = example.replace("deviceClassName: gpu.example.com", "deviceClassName: dev.kproof.dev");
@@ -192,11 +236,20 @@ fn a_dra_claim_naming_the_installed_device_class_is_allocated_and_shared() {
     );
     assert_eq!(phases, "Running Running");
     let claim = k(&[
-        "get", "resourceclaim", "single-gpu", "-n", ns, "-o",
+        "get",
+        "resourceclaim",
+        "single-gpu",
+        "-n",
+        ns,
+        "-o",
         "jsonpath={.status.allocation.devices.results[0].driver} {.status.reservedFor[*].name}",
     ])
     .unwrap();
     let mut words: Vec<&str> = claim.split_whitespace().collect();
     words[1..].sort_unstable();
-    assert_eq!(words, ["dev.kproof.dev", "pod0", "pod1"], "allocated from the driver's devices, reserved for both pods: {claim}");
+    assert_eq!(
+        words,
+        ["dev.kproof.dev", "pod0", "pod1"],
+        "allocated from the driver's devices, reserved for both pods: {claim}"
+    );
 }

@@ -107,7 +107,8 @@ fn ancestor_managed_by_kueue(job: &Value, get: ClusterGet<'_>) -> Result<Option<
         if !known {
             return Ok(top);
         }
-        let (api_version, kind, name) = (str_at(&owner, "/apiVersion"), str_at(&owner, "/kind"), str_at(&owner, "/name"));
+        let (api_version, kind, name) =
+            (str_at(&owner, "/apiVersion"), str_at(&owner, "/kind"), str_at(&owner, "/name"));
         let Some(parent) = get(api_version, kind, namespace, name) else {
             let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
             let resource = format!("{}s", kind.to_lowercase());
@@ -154,7 +155,12 @@ fn gate_template(template: &mut Value) {
 
 /// Kueue's defaulting webhook for a Ray job (`resource` is the plural) on create; see the
 /// module docs. `Err` is the refusal's message.
-pub fn default_ray_job(resource: &str, job: &mut Value, gates: DefaultingGates, get: ClusterGet<'_>) -> Result<(), String> {
+pub fn default_ray_job(
+    resource: &str,
+    job: &mut Value,
+    gates: DefaultingGates,
+    get: ClusterGet<'_>,
+) -> Result<(), String> {
     let namespace = str_at(job, "/metadata/namespace").to_string();
     if queue_name(job).is_empty()
         && get("kueue.x-k8s.io/v1beta2", "LocalQueue", &namespace, DEFAULT_LOCAL_QUEUE).is_some()
@@ -172,8 +178,9 @@ pub fn default_ray_job(resource: &str, job: &mut Value, gates: DefaultingGates, 
     {
         suspend(resource, job, gates.rayservice_upgrade_gate);
     }
-    let elastic = job.pointer("/metadata/annotations").and_then(|a| a.get(ELASTIC_JOB_ANNOTATION)).and_then(Value::as_str)
-        == Some("true");
+    let elastic =
+        job.pointer("/metadata/annotations").and_then(|a| a.get(ELASTIC_JOB_ANNOTATION)).and_then(Value::as_str)
+            == Some("true");
     let cluster_spec = match resource {
         "rayclusters" => "/spec",
         "rayservices" => "/spec/rayClusterConfig",
@@ -219,7 +226,10 @@ mod tests {
         assert_eq!(s["spec"]["suspend"], json!(true));
         assert_eq!(s["spec"]["rayClusterConfig"]["suspend"], json!(true));
         let gates = |p: &str| s.pointer(p).cloned().unwrap();
-        assert_eq!(gates("/spec/rayClusterConfig/headGroupSpec/template/spec/schedulingGates"), json!([{"name": ELASTIC_JOB_SCHEDULING_GATE}]));
+        assert_eq!(
+            gates("/spec/rayClusterConfig/headGroupSpec/template/spec/schedulingGates"),
+            json!([{"name": ELASTIC_JOB_SCHEDULING_GATE}])
+        );
         assert_eq!(
             gates("/spec/rayClusterConfig/workerGroupSpecs/0/template/spec/schedulingGates"),
             json!([{"name": "x"}, {"name": ELASTIC_JOB_SCHEDULING_GATE}])

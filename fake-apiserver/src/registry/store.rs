@@ -3,10 +3,10 @@
 //! type's [`Strategy`](super::Strategy). Runs under the server's lock, except
 //! [`prepare_create`], which needs no store and runs before the lock is taken.
 
+use super::admission::Mutation;
 use super::core::namespace::terminating_forbidden;
 use super::decode::decode_object;
 use super::meta::{deletion_finalizers, meta_mut, new_uid, object_meta_causes, string_list};
-use super::admission::Mutation;
 use super::{ResourceType, State, namespaces_key};
 use crate::error::{ApiError, ApiResult, StatusCause};
 use crate::registry::rbac::authorizer::{self, Attributes, ResourceAttributes};

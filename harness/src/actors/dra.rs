@@ -117,7 +117,10 @@ impl ActorFactory for DraDriverFactory {
     }
 
     fn installs(&self) -> Vec<Value> {
-        controllers::sim::dra_driver::DEFAULT_POOL_DRIVERS.iter().map(|d| controllers::sim::dra_driver::device_class(d)).collect()
+        controllers::sim::dra_driver::DEFAULT_POOL_DRIVERS
+            .iter()
+            .map(|d| controllers::sim::dra_driver::device_class(d))
+            .collect()
     }
 
     fn start(

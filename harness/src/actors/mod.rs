@@ -139,7 +139,9 @@ pub async fn start_actors(
     }
     let mut installed = Vec::new();
     for f in factories {
-        installed.extend(install(&client_for(f.name()), f.installs()).await.map_err(|e| format!("installing {}: {e}", f.name()))?);
+        installed.extend(
+            install(&client_for(f.name()), f.installs()).await.map_err(|e| format!("installing {}: {e}", f.name()))?,
+        );
     }
     let mut actors = BTreeMap::new();
     for f in factories {

@@ -310,7 +310,11 @@ impl Backend for KubeconfigBackend {
         let (outcome, record) = self.runtime.block_on(async {
             match self.client().await {
                 Ok(client) => {
-                    let run = OwnNamespace { knobs: Arc::new(NoKnobs), wait_for_service_account: false, objects: &self.objects };
+                    let run = OwnNamespace {
+                        knobs: Arc::new(NoKnobs),
+                        wait_for_service_account: false,
+                        objects: &self.objects,
+                    };
                     run_in_own_namespace(&client, suite, row, opts, run, self.facts(row)).await
                 }
                 Err(e) => (Err(RowFailure::plain(e)), None),

@@ -57,9 +57,10 @@ fn object_of(path: &str) -> Option<(String, String)> {
     };
     let prefix_len = segs.len() - rest.len();
     let keep = match rest {
-        ["namespaces", ns, resource, _name, ..] if !matches!(*resource, "status" | "finalize") => {
-            Some((4, ns.to_string()))
-        }
+        ["namespaces", _, resource, ..] if !matches!(*resource, "status" | "finalize") => match rest {
+            [_, ns, _, _name, ..] => Some((4, ns.to_string())),
+            _ => None,
+        },
         [_resource, _name, ..] => Some((2, String::new())),
         _ => None,
     };
@@ -244,7 +245,10 @@ mod tests {
             Some("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cq".into())
         );
         assert_eq!(created_url(&post, "/api/v1/namespaces/a/pods/p/binding", br#"{"kind":"Status"}"#, None), None);
-        assert_eq!(created_url(&http::Method::PATCH, "/x", b"", Some("/api/v1/namespaces/n")), Some("/api/v1/namespaces/n".into()));
+        assert_eq!(
+            created_url(&http::Method::PATCH, "/x", b"", Some("/api/v1/namespaces/n")),
+            Some("/api/v1/namespaces/n".into())
+        );
     }
 
     #[tokio::test]
