@@ -16,14 +16,12 @@ impl Drop for Serve {
     }
 }
 
-#[test]
-fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    let _serve = Serve(
+/// Starts `kproof serve` writing `kubeconfig` and waits until it has.
+fn serve(kubeconfig: &Path) -> Serve {
+    let serve = Serve(
         Command::new(env!("CARGO_BIN_EXE_kproof"))
             .args(["serve", "--port", "0", "--kubeconfig"])
-            .arg(&kubeconfig)
+            .arg(kubeconfig)
             .stdout(Stdio::null())
             .spawn()
             .unwrap(),
@@ -33,6 +31,14 @@ fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
         assert!(start.elapsed() < Duration::from_secs(20), "kproof serve wrote no kubeconfig");
         std::thread::sleep(Duration::from_millis(20));
     }
+    serve
+}
+
+#[test]
+fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let _serve = serve(&kubeconfig);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let suites = kproof::suite::load_suite_dir(&root.join("suites")).unwrap();
     let backend = KubeconfigBackend::new(Some(kubeconfig)).unwrap();
@@ -116,19 +122,7 @@ async fn objects(client: &kube::Client) -> std::collections::BTreeSet<String> {
 fn after_api_and_kueue_rows_against_kproof_serve_only_what_it_started_with_is_left() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    let _serve = Serve(
-        Command::new(env!("CARGO_BIN_EXE_kproof"))
-            .args(["serve", "--port", "0", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let start = Instant::now();
-    while !kubeconfig.exists() {
-        assert!(start.elapsed() < Duration::from_secs(20), "kproof serve wrote no kubeconfig");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let _serve = serve(&kubeconfig);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let client = runtime.block_on(async {
         let config = kube::Config::from_custom_kubeconfig(

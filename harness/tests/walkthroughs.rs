@@ -45,6 +45,17 @@ fn serve() -> Serve {
     Serve { child, kubeconfig, _dir: dir }
 }
 
+/// kubectl and a fresh `kproof serve`; `None` (after printing SKIPPED and why) without kubectl.
+fn kubectl_and_serve() -> Option<(PathBuf, Serve)> {
+    match kubectl_on_path() {
+        Ok(bin) => Some((bin, serve())),
+        Err(why) => {
+            println!("SKIPPED: {why}");
+            None
+        }
+    }
+}
+
 fn fixture(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures").join(path)
 }
@@ -95,11 +106,7 @@ fn wait_for(
 
 #[test]
 fn kueue_pr_11264_sample_rayservice_is_gated_by_quota_on_kproof_serve() {
-    let bin = match kubectl_on_path() {
-        Ok(k) => k,
-        Err(why) => return println!("SKIPPED: {why}"),
-    };
-    let serve = serve();
+    let Some((bin, serve)) = kubectl_and_serve() else { return };
     let k = |args: &[&str]| kubectl(&bin, &serve, args, None);
     let queues = fixture("walkthroughs/kueue-poc-queues.yaml");
     let sample = fixture("walkthroughs/kueue-ray-service-sample.yaml");
@@ -166,11 +173,7 @@ fn kueue_pr_11264_sample_rayservice_is_gated_by_quota_on_kproof_serve() {
 
 #[test]
 fn kuberay_incremental_upgrade_sample_runs_through_the_installed_gateway_class() {
-    let bin = match kubectl_on_path() {
-        Ok(k) => k,
-        Err(why) => return println!("SKIPPED: {why}"),
-    };
-    let serve = serve();
+    let Some((bin, serve)) = kubectl_and_serve() else { return };
     let k = |args: &[&str]| kubectl(&bin, &serve, args, None);
     // Installed with the gateway, as installing Istio ships it.
     let class = k(&["get", "gatewayclass", "istio", "-o", "jsonpath={.metadata.name}"]).unwrap();
@@ -211,11 +214,7 @@ fn kuberay_incremental_upgrade_sample_runs_through_the_installed_gateway_class()
 
 #[test]
 fn a_dra_claim_naming_the_installed_device_class_is_allocated_and_shared() {
-    let bin = match kubectl_on_path() {
-        Ok(k) => k,
-        Err(why) => return println!("SKIPPED: {why}"),
-    };
-    let serve = serve();
+    let Some((bin, serve)) = kubectl_and_serve() else { return };
     let k = |args: &[&str]| kubectl(&bin, &serve, args, None);
     let classes = k(&["get", "deviceclasses", "-o", "jsonpath={.items[*].metadata.name}"]).unwrap();
     assert!(
