@@ -369,13 +369,15 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Run(args) => run(*args),
         Command::Lint(args) => {
             let (suites, fixtures_dir, _) = load_catalogue(&args)?;
-            let issues = kproof::suite::lint::lint(&suites, &fixtures_dir);
+            let issues = kproof::suite::lint::lint(&suites, &fixtures_dir, &kproof::actors::kind_catalog());
             for i in &issues {
                 println!("{i}");
             }
             let rows: usize = suites.iter().map(|s| s.suite.rows.len()).sum();
-            println!("{} suites, {rows} rows, {} issues", suites.len(), issues.len());
-            Ok(if issues.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            let warnings = issues.iter().filter(|i| i.warning).count();
+            let errors = issues.len() - warnings;
+            println!("{} suites, {rows} rows, {errors} issues, {warnings} warnings", suites.len());
+            Ok(if errors == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Command::Schema => {
             println!("{}", serde_json::to_string_pretty(&kproof::suite::lint::json_schema())?);

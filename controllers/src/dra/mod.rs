@@ -155,6 +155,18 @@ pub enum DraDefect {
     UnreserveGroupWithScheduledPod,
 }
 
+impl DraDefect {
+    /// Every defect, for the report of which rows catch which (harness test `defects`).
+    pub const ALL: [DraDefect; 6] = [
+        DraDefect::DeallocateWithPodEntryLeft,
+        DraDefect::PruneOnDeletionTimestamp,
+        DraDefect::PodGroupFinalizerWhilePodRuns,
+        DraDefect::BindDespiteFailedReservation,
+        DraDefect::KubeletSkipsReservationCheck,
+        DraDefect::UnreserveGroupWithScheduledPod,
+    ];
+}
+
 /// How the reference DRA components behave: the gates of each and kube-controller-manager's
 /// handling of unknown entries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -207,6 +207,22 @@ pub enum Defect {
     ExtraHeadPodsDeleted,
 }
 
+impl Defect {
+    /// Every defect, for the report of which rows catch which (harness test `defects`).
+    pub const ALL: [Defect; 10] = [
+        Defect::TrafficBeforePendingReady,
+        Defect::TargetCapacityPastMaxSurge,
+        Defect::RollbackWaitsForUnhealthyPending,
+        Defect::NoDeletionDelay,
+        Defect::HashIncludesReplicas,
+        Defect::CreateDuringRecreate,
+        Defect::NoVersionSkip,
+        Defect::NonAtomicSuspend,
+        Defect::TerminalPodKeptWithRestartAlways,
+        Defect::ExtraHeadPodsDeleted,
+    ];
+}
+
 impl Default for KubeRayConfig {
     fn default() -> Self {
         Self {

@@ -106,6 +106,22 @@ pub enum KueueDefect {
     ElasticGateNotDefaulted,
 }
 
+impl KueueDefect {
+    /// Every defect, for the report of which rows catch which (harness test `defects`).
+    pub const ALL: [KueueDefect; 10] = [
+        KueueDefect::UnsuspendBeforeSliceAdmitted,
+        KueueDefect::PodSetsFromOneChild,
+        KueueDefect::NoRaceGuard,
+        KueueDefect::BorrowingPastTheLimit,
+        KueueDefect::RayJobSubmitterNotCounted,
+        KueueDefect::UngateBeforeSliceAdmitted,
+        KueueDefect::NoReclaimWithinCohort,
+        KueueDefect::CohortQuotaNotLent,
+        KueueDefect::ReservedPodSetsMutable,
+        KueueDefect::ElasticGateNotDefaulted,
+    ];
+}
+
 /// How the reference Kueue runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KueueConfig {

@@ -28,7 +28,7 @@
 //! A submitted application is `DEPLOYING` until the deploy delay has passed and every deployment
 //! has all its replicas running, then `RUNNING`; it stays `RUNNING` while a new
 //! `target_capacity` scales it (Ray Serve upscales a running application in place; whether it
-//! reports another status meanwhile is Ray's business — kuberay.md open question 4). A config
+//! reports another status meanwhile is Ray's business, which KubeRay's code does not pin down). A config
 //! that changes an application redeploys it; applications the config drops are deleted; a
 //! `target_capacity` alone changes no status. When the head pod is replaced, Serve starts empty
 //! (no GCS fault tolerance), as on a real cluster.

@@ -1,5 +1,5 @@
 //! `trainjob-controller`: an example workload controller whose pods share one ResourceClaim,
-//! written to honour the ReservedFor contract (research dra.md §6) and certified by
+//! written to honour the ReservedFor contract (`suites/certify/reservedfor.yaml`) and certified by
 //! `kproof certify reservedfor`.
 //!
 //! A TrainJob (`example.kproof.dev/v1`) runs `spec.replicas` pods to completion. Profiles
@@ -12,7 +12,7 @@
 //! - `pg`: a PodGroup named after the job carries the claim (`spec.claim` is a
 //!   ResourceClaimTemplate); pods name the PodGroup and the same claim. The controller deletes
 //!   the PodGroup only after its pods are done and never touches its finalizer.
-//! - `w` (KEP-5194 as proposed, research dra.md §3): the controller creates the claim
+//! - `w` (KEP-5194 as proposed in https://github.com/kubernetes/enhancements/pull/5379): the controller creates the claim
 //!   `<job>-<spec.claim>` from the ResourceClaimTemplate `spec.claim`, with `spec.reservedFor`
 //!   naming the job (spec is immutable, so at create) and the job as its owner, before any pod.
 //!   The scheduler copies that reference into `status.reservedFor` at allocation; once no pod
@@ -25,7 +25,7 @@
 //! catches it: `release-on-terminating` (raw: a pod with deletionTimestamp counts as done),
 //! `no-finalizer` (raw: no finalizer, so a deleted job leaks its entry), `strip-protection`
 //! (pg: on scale-down the PodGroup's protection finalizer is stripped and the group deleted at
-//! once, as research dra.md H10 describes). `release-on-terminating` and `no-finalizer` apply to
+//! once, as KubeRay v1.7.0's kubernetes-was batch scheduler does). `release-on-terminating` and `no-finalizer` apply to
 //! `w` as well. `give-up-on-conflict` (raw, w): a claim status write answered 409 Conflict is
 //! never tried again for that claim.
 //!
@@ -608,7 +608,7 @@ impl Ctl {
             && replicas == 0
             && let Some(g) = &group
         {
-            // The violation of research dra.md H10: strip protection to make deletion immediate.
+            // The violation KubeRay v1.7.0's kubernetes-was batch scheduler commits: strip protection to make deletion immediate.
             let kept: Vec<String> =
                 g.metadata.finalizers.iter().flatten().filter(|f| *f != PODGROUP_PROTECTION).cloned().collect();
             let patch = json!({"metadata": {"finalizers": kept}});

@@ -77,7 +77,7 @@ pub(crate) struct Context {
 /// A fault a test injects: the next `count` updates and patches by `user` of `resource` (and
 /// `subresource`, `""` for the object itself) in `namespace` are answered 409 Conflict, as if
 /// another writer had changed the object since the client read it. For certifying that a
-/// controller re-reads and retries (research dra.md §6 C16) without racing a real writer.
+/// controller re-reads and retries (obligation C16 of kproof's ReservedFor contract) without racing a real writer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConflictFault {
     /// The writer's user name (`system:serviceaccount:ns:name`).
@@ -98,7 +98,7 @@ pub struct ConflictFault {
 /// `namespace` `delay` after it would have, in their order (an event that follows a lagged one
 /// in the same watch waits behind it). LIST and GET stay current, so the user's informer cache
 /// runs behind the server: informer lag, for certifying that a controller does not trust a
-/// stale cache (research dra.md §6 C16: "inject 409s and informer lag").
+/// stale cache (obligation C16 of kproof's ReservedFor contract: "inject 409s and informer lag").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WatchLag {
     /// The watcher's user name (`system:serviceaccount:ns:name`).

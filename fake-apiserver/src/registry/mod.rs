@@ -532,6 +532,30 @@ impl Registry {
     }
 }
 
+/// One built-in kind, for offline tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltinKind {
+    /// `v1`, `apps/v1`.
+    pub api_version: String,
+    /// `Pod`.
+    pub kind: String,
+    /// Whether its objects live in namespaces.
+    pub namespaced: bool,
+}
+
+/// Every built-in kind the server can serve, whatever its feature gates: what offline tools
+/// (`kproof lint`, the runner's isolation of rows on a shared cluster) resolve kinds against.
+pub fn builtin_kinds() -> Vec<BuiltinKind> {
+    builtin::types()
+        .into_iter()
+        .map(|rt| BuiltinKind {
+            api_version: if rt.group.is_empty() { rt.version } else { format!("{}/{}", rt.group, rt.version) },
+            kind: rt.kind,
+            namespaced: rt.namespaced,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

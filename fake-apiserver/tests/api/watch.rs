@@ -332,7 +332,7 @@ async fn no_event_is_lost_between_list_and_watch_with_many_concurrent_watchers()
     }
 }
 
-/// An injected watch lag (research dra.md §6 C16, "informer lag"): the lagged user's watch
+/// An injected watch lag (obligation C16 of kproof's ReservedFor contract, "informer lag"): the lagged user's watch
 /// delivers events about the namespace's objects the lag late, in order, and an event of
 /// another namespace that follows a late one waits behind it; LIST and GET stay current, and
 /// another user's watch is not delayed. Real time (the runtime is not paused), as in

@@ -115,7 +115,8 @@ impl Ctx {
     fn gone(&self, what: &[&str]) -> bool {
         let mut args = vec!["get"];
         args.extend_from_slice(what);
-        matches!(self.run(&args), Err(e) if e.contains("NotFound") || e.contains("not found"))
+        // kubectl prints the server's Status as `Error from server (NotFound): <message>`.
+        matches!(self.run(&args), Err(e) if e.contains("Error from server (NotFound)"))
     }
 
     fn uid(&self, what: &[&str]) -> Result<String, String> {

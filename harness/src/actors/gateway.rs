@@ -7,6 +7,7 @@ use crate::suite::{ActorName, Needs};
 use controllers::crds::gateway::{GatewayClass, GatewayClassSpec, gateway_api_crds};
 use controllers::sim::SimNetwork;
 use controllers::sim::gateway::{CONTROLLER_NAME, DEFAULT_CLASS, GatewayConfig, GatewayController, GatewayHandle};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 
 /// Starts the simulated gateway controller, configured by `needs.settings.gateway`
@@ -39,6 +40,10 @@ impl Actor for GatewayActor {
 impl ActorFactory for GatewayFactory {
     fn name(&self) -> ActorName {
         ActorName::Gateway
+    }
+
+    fn crds(&self) -> Vec<&'static CustomResourceDefinition> {
+        gateway_api_crds().iter().collect()
     }
 
     fn setup(&self, client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {

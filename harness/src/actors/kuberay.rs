@@ -6,6 +6,7 @@ use crate::actors::{Actor, ActorFactory, Task};
 use crate::suite::{ActorName, Component, Needs, Version};
 use controllers::kuberay::{KubeRayConfig, RayClusterReconciler, RayJobReconciler, RayServiceReconciler};
 use controllers::sim::SimNetwork;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -90,6 +91,11 @@ impl ActorFactory for KubeRayFactory {
             RayJobReconciler::install_crd(&client).await.map_err(|e| e.to_string())?;
             RayServiceReconciler::install_crd(&client).await.map_err(|e| e.to_string())
         })
+    }
+
+    fn crds(&self) -> Vec<&'static CustomResourceDefinition> {
+        use controllers::crds::{raycluster::raycluster_crd, rayjob::rayjob_crd, rayservice::rayservice_crd};
+        vec![raycluster_crd(), rayjob_crd(), rayservice_crd()]
     }
 
     fn models(&self) -> Option<(Component, Version)> {

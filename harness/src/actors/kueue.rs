@@ -4,6 +4,7 @@
 use crate::actors::{Actor, ActorFactory, Task};
 use crate::suite::{ActorName, Component, Needs, Version};
 use controllers::kueue::{KueueConfig, KueueController};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -99,6 +100,10 @@ impl ActorFactory for KueueFactory {
 
     fn setup(&self, client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {
         Box::pin(async move { KueueController::install_crds(&client).await.map_err(|e| e.to_string()) })
+    }
+
+    fn crds(&self) -> Vec<&'static CustomResourceDefinition> {
+        controllers::kueue::objects::kueue_crds().iter().collect()
     }
 
     fn models(&self) -> Option<(Component, Version)> {

@@ -31,6 +31,7 @@ pub use traffic::TrafficFactory;
 use crate::engine::runner::Knobs;
 use crate::suite::{ActorName, Component, Needs, Version};
 use controllers::sim::SimNetwork;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -65,6 +66,11 @@ pub trait ActorFactory: Send + Sync {
         needs: &Needs,
         network: &SimNetwork,
     ) -> Result<Box<dyn Actor>, String>;
+    /// The CRDs its [`ActorFactory::setup`] installs: offline checks (`kproof lint`) resolve
+    /// the kinds a row running this actor names against them.
+    fn crds(&self) -> Vec<&'static CustomResourceDefinition> {
+        Vec::new()
+    }
     /// The upstream component and version this actor models, if it models one.
     fn models(&self) -> Option<(Component, Version)> {
         None
@@ -200,6 +206,23 @@ pub fn reference_actors() -> Vec<Arc<dyn ActorFactory>> {
         Arc::new(DeviceTaintEvictionFactory::default()),
         Arc::new(KueueFactory::default()),
     ]
+}
+
+/// The kinds rows can name offline (`kproof lint`): the API server's built-in kinds and, per
+/// reference actor, the kinds of the CRDs it installs.
+pub fn kind_catalog() -> crate::suite::kinds::KindCatalog {
+    use crate::suite::kinds::{KindCatalog, ScopedKind};
+    let kinds_of = |f: &Arc<dyn ActorFactory>| {
+        let scoped = |c: &&CustomResourceDefinition| ScopedKind {
+            kind: c.spec.names.kind.clone(),
+            namespaced: c.spec.scope == "Namespaced",
+        };
+        f.crds().iter().map(scoped).collect()
+    };
+    KindCatalog::new(
+        fake_apiserver::builtin_kinds().into_iter().map(|k| ScopedKind { kind: k.kind, namespaced: k.namespaced }),
+        reference_actors().iter().map(|f| (f.name(), kinds_of(f))),
+    )
 }
 
 /// Lists `names` in the `kube-public/kproof-actors` ConfigMap, where the kubeconfig backend

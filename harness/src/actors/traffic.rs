@@ -6,6 +6,7 @@ use crate::suite::{ActorName, Needs};
 use controllers::crds::trafficprobe::trafficprobe_crd;
 use controllers::sim::SimNetwork;
 use controllers::sim::traffic::TrafficSimulator;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 
 /// Starts the simulated data plane. No knobs, no settings: a probe says what to send.
@@ -28,6 +29,10 @@ impl ActorFactory for TrafficFactory {
         Box::pin(
             async move { controllers::crds::install(&client, [trafficprobe_crd()]).await.map_err(|e| e.to_string()) },
         )
+    }
+
+    fn crds(&self) -> Vec<&'static CustomResourceDefinition> {
+        vec![trafficprobe_crd()]
     }
 
     fn start(

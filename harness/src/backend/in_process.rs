@@ -151,7 +151,7 @@ impl Backend for InProcessBackend {
             }
         };
         let logs = LogBuffer::default();
-        let (outcome, record, backend_ms, requests) = runtime.block_on(async {
+        let (outcome, record, backend_ms, requests, checks) = runtime.block_on(async {
             let started = tokio::time::Instant::now();
             let subscriber = tracing_subscriber::fmt()
                 .with_writer(logs.clone())
@@ -165,7 +165,7 @@ impl Backend for InProcessBackend {
                 Ok(g) => g,
                 Err(e) => {
                     let failure = RowFailure::plain(format!("feature gates {gates:?}: {e}"));
-                    return (Err(failure), None, 0, Default::default());
+                    return (Err(failure), None, 0, Default::default(), Vec::new());
                 }
             };
             let server =
@@ -185,7 +185,13 @@ impl Backend for InProcessBackend {
             let actors = match start_actors(&factories, client_for, clock, &row.needs, &network).await {
                 Ok(a) => a,
                 Err(e) => {
-                    return (Err(RowFailure::plain(e)), None, started.elapsed().as_millis() as u64, Default::default());
+                    return (
+                        Err(RowFailure::plain(e)),
+                        None,
+                        started.elapsed().as_millis() as u64,
+                        Default::default(),
+                        Vec::new(),
+                    );
                 }
             };
             let ctx = RowContext {
@@ -198,6 +204,7 @@ impl Backend for InProcessBackend {
                 poll: opts.poll,
                 started,
                 exchanges: Default::default(),
+                evidence: Default::default(),
                 facts: self.facts(row),
             };
             let watchdog = WallWatchdog::start(opts.wall_limit);
@@ -217,9 +224,11 @@ impl Backend for InProcessBackend {
                 .into_iter()
                 .map(|(agent, verbs)| (agent, verbs.into_iter().map(|(v, n)| (v.to_string(), n)).collect()))
                 .collect();
-            (outcome, record, started.elapsed().as_millis() as u64, requests)
+            let checks = std::mem::take(&mut *ctx.evidence.lock());
+            (outcome, record, started.elapsed().as_millis() as u64, requests, checks)
         });
         result.backend_ms = backend_ms;
+        result.checks = checks;
         result.requests = requests;
         result.wall_ms = wall.elapsed().as_millis() as u64;
         finish(suite, result, outcome, || record.unwrap_or_default(), opts)

@@ -6,8 +6,8 @@ use crate::actors::{ACTORS_CONFIGMAP_NAME, ACTORS_CONFIGMAP_NAMESPACE};
 use crate::backend::{Backend, LogBuffer, RunOptions, begin, collect_record, finish};
 use crate::engine::cleanup::{RowObjects, SharedObjects};
 use crate::engine::runner::{Knobs, RowContext, RowFailure, Timeline, execute};
-use crate::report::result::FlightRecord;
 use crate::report::result::RowResult;
+use crate::report::result::{CheckEvidence, FlightRecord};
 use crate::suite::{ActorName, Capability, LoadedSuite, Row};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams, WatchEvent, WatchParams};
 use parking_lot::Mutex;
@@ -301,13 +301,17 @@ impl Backend for KubeconfigBackend {
         self.facts.clone()
     }
 
+    fn shares_cluster(&self) -> bool {
+        true
+    }
+
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
         let mut result = match begin(self, suite, row) {
             Ok(r) => r,
             Err(skipped) => return *skipped,
         };
         let wall = std::time::Instant::now();
-        let (outcome, record) = self.runtime.block_on(async {
+        let (outcome, record, checks) = self.runtime.block_on(async {
             match self.client().await {
                 Ok(client) => {
                     let run = OwnNamespace {
@@ -317,9 +321,10 @@ impl Backend for KubeconfigBackend {
                     };
                     run_in_own_namespace(&client, suite, row, opts, run, self.facts(row)).await
                 }
-                Err(e) => (Err(RowFailure::plain(e)), None),
+                Err(e) => (Err(RowFailure::plain(e)), None, Vec::new()),
             }
         });
+        result.checks = checks;
         result.wall_ms = wall.elapsed().as_millis() as u64;
         result.backend_ms = result.wall_ms;
         finish(suite, result, outcome, || record.unwrap_or_default(), opts)
@@ -347,7 +352,7 @@ pub(crate) async fn run_in_own_namespace(
     opts: &RunOptions,
     run: OwnNamespace<'_>,
     facts: BTreeMap<String, String>,
-) -> (Result<(), RowFailure>, Option<FlightRecord>) {
+) -> (Result<(), RowFailure>, Option<FlightRecord>, Vec<CheckEvidence>) {
     let OwnNamespace { knobs, wait_for_service_account, objects } = run;
     let logs = LogBuffer::default();
     let ns_name = format!("kproof-{}-{}", row.id.chars().take(40).collect::<String>(), suffix());
@@ -357,11 +362,11 @@ pub(crate) async fn run_in_own_namespace(
             .unwrap_or_default();
     if let Err(e) = namespaces.create(&PostParams::default(), &ns).await {
         let m = format!("cannot create namespace {ns_name}: {e}");
-        return (Err(RowFailure::plain(m)), None);
+        return (Err(RowFailure::plain(m)), None, Vec::new());
     }
     if wait_for_service_account && let Err(e) = wait_for_default_service_account(client, &ns_name).await {
         let _ = namespaces.delete(&ns_name, &Default::default()).await;
-        return (Err(RowFailure::plain(e)), None);
+        return (Err(RowFailure::plain(e)), None, Vec::new());
     }
     let timeline = Arc::new(WatchTimeline::default());
     let mut watchers = Vec::new();
@@ -406,22 +411,24 @@ pub(crate) async fn run_in_own_namespace(
         poll: opts.poll,
         started: tokio::time::Instant::now(),
         exchanges: Default::default(),
+        evidence: Default::default(),
         facts,
     };
     let outcome = execute(&ctx, &suite.suite, row).await;
     let record = if outcome.is_err() { Some(collect_record(&ctx, &logs).await) } else { None };
+    let checks = std::mem::take(&mut *ctx.evidence.lock());
     for w in watchers {
         w.abort();
     }
     if opts.keep {
-        return (outcome, record);
+        return (outcome, record, checks);
     }
     let _ = namespaces.delete(&ns_name, &Default::default()).await;
     let problems = made.clean_up(client, opts.default_timeout).await;
     if !problems.is_empty() {
         tracing::warn!(row = %row.id, "cleanup left: {}", problems.join("; "));
     }
-    (outcome, record)
+    (outcome, record, checks)
 }
 
 /// Waits (up to 30 s) for kube-controller-manager to create the namespace's `default`

@@ -85,6 +85,11 @@ pub trait Backend: Send + Sync {
     }
     /// Runs one row to a result (never panics on a failing row).
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult;
+    /// Whether rows share one cluster (and so its cluster-scoped objects), rather than each
+    /// getting a server of its own.
+    fn shares_cluster(&self) -> bool {
+        false
+    }
 }
 
 /// Why a backend cannot run a row, or `None` when it can.
@@ -154,6 +159,7 @@ fn base_result(suite: &LoadedSuite, row: &Row, backend: &str) -> RowResult {
         flight_record: None,
         location: None,
         requests: Default::default(),
+        checks: Vec::new(),
     }
 }
 
@@ -291,7 +297,8 @@ pub(crate) async fn collect_record(ctx: &RowContext, logs: &LogBuffer) -> Flight
 }
 
 /// Runs rows on `jobs` threads; `on_done` is called as each row finishes (for progress).
-/// Results come back in catalogue order.
+/// Results come back in catalogue order. On a backend whose rows share a cluster, two rows that
+/// write the same cluster-scoped kind never run at once ([`crate::engine::isolation`]).
 pub fn run_rows(
     backend: &dyn Backend,
     rows: &[(&LoadedSuite, &Row)],
@@ -299,20 +306,22 @@ pub fn run_rows(
     jobs: usize,
     on_done: &(dyn Fn(&RowResult) + Sync),
 ) -> Vec<RowResult> {
-    let next = std::sync::Mutex::new(0usize);
+    use crate::engine::isolation::{TurnTaker, cluster_scoped_writes};
+    let footprints: Vec<BTreeSet<String>> = if backend.shares_cluster() {
+        let kinds = crate::actors::kind_catalog();
+        rows.iter().map(|(suite, row)| cluster_scoped_writes(suite, row, &opts.fixtures_dir, &kinds)).collect()
+    } else {
+        vec![BTreeSet::new(); rows.len()]
+    };
+    let turns = TurnTaker::new(footprints);
     let results: std::sync::Mutex<Vec<Option<RowResult>>> = std::sync::Mutex::new(vec![None; rows.len()]);
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1).min(rows.len().max(1)) {
             scope.spawn(|| {
-                loop {
-                    let i = {
-                        let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
-                        let i = *n;
-                        *n += 1;
-                        i
-                    };
+                while let Some((i, held)) = turns.next() {
                     let Some((suite, row)) = rows.get(i) else { return };
                     let r = backend.run_row(suite, row, opts);
+                    turns.done(&held);
                     on_done(&r);
                     results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
                 }

@@ -1,4 +1,4 @@
-//! The contract file: obligations (C1–C18 of research dra.md §6) and the scenarios that judge
+//! The contract file: obligations (C1–C18, each with its upstream sources) and the scenarios that judge
 //! them, as data. A scenario is a suite row whose steps may also use the workload steps
 //! (`createWorkload`, `scaleWorkload`, `deleteWorkload`, `markPods`, `completePods`, `failPods`), expanded
 //! here into ordinary suite steps for the integrator's workload.
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 /// The contract this build certifies against, embedded so `kproof certify` works anywhere.
 pub const RESERVEDFOR_CONTRACT: &str = include_str!("../../../suites/certify/reservedfor.yaml");
 
-/// The profile a controller is certified in (research dra.md §6).
+/// The profile a controller is certified in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CertProfile {
@@ -88,7 +88,7 @@ pub struct Obligation {
     pub id: String,
     /// What the controller must do.
     pub title: String,
-    /// Where it comes from (research dra.md §6 and its upstream basis).
+    /// Where it comes from: the upstream sources it rests on (URLs a reader can open).
     pub source: String,
     /// Why it has no verdict in a profile that has no scenario for it.
     #[serde(default)]
@@ -106,7 +106,7 @@ pub struct Scenario {
     pub obligations: Vec<String>,
     /// The profiles it runs in.
     pub profiles: Vec<CertProfile>,
-    /// Research dra.md §6 and the upstream source of the behaviour.
+    /// The obligations it judges and the upstream source of the behaviour (URLs a reader can open).
     pub source: String,
     /// Run against an API server with the profile's feature gate off (version skew, C15).
     #[serde(default)]
@@ -490,17 +490,16 @@ mod tests {
         assert_eq!(c.obligations.len(), 18);
         for (i, o) in c.obligations.iter().enumerate() {
             assert_eq!(o.id, format!("C{}", i + 1));
-            assert!(o.source.contains("dra.md §6"), "{} cites dra.md §6", o.id);
+            assert_eq!(crate::suite::sources::check_source(&o.source), Ok(()), "{}", o.id);
         }
         for s in &c.scenarios {
-            assert!(s.source.contains("dra.md §6"), "{} cites dra.md §6", s.id);
+            assert_eq!(crate::suite::sources::check_source(&s.source), Ok(()), "{}", s.id);
         }
     }
 
     #[test]
-    fn the_w_profile_judges_every_obligation_research_assigns_to_w() {
-        // research dra.md §6, Profiles column: W is named in C1, C2, C4-C12 and C14-C17 ("all"
-        // included); C3 is PG only; C13 is not judged in w (KEP-5194 lifts the 256 limit); C18
+    fn the_w_profile_judges_every_obligation_the_contract_assigns_to_w() {
+        // W is judged in C1, C2, C4-C12 and C14-C17; C3 is PG only; C13 is not judged in w (KEP-5194 lifts the 256 limit); C18
         // is judged through the ReservationHeld condition this contract fixes.
         let c = Contract::reservedfor().unwrap();
         for o in &c.obligations {

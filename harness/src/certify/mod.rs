@@ -1,5 +1,5 @@
 //! `kproof certify reservedfor`: certifies an integrator's workload controller against the
-//! ReservedFor contract (research dra.md §6, obligations C1–C18).
+//! ReservedFor contract (obligations C1–C18, `suites/certify/reservedfor.yaml`).
 //!
 //! The fake API server runs with RBAC and the profile's DRA gates, serving TCP; the reference
 //! DRA components (scheduler, kubelet, resourceclaim and podgroupprotection controllers, DRA
@@ -421,6 +421,7 @@ async fn run_scenario(cluster: &Cluster, scenario: &Scenario, i: usize, p: &Prep
         poll: Duration::from_millis(200),
         started: tokio::time::Instant::now(),
         exchanges: Default::default(),
+        evidence: Default::default(),
         facts: Default::default(),
     };
     let suite = crate::suite::Suite {

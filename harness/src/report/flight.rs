@@ -334,6 +334,7 @@ mod tests {
             flight_record: None,
             location: None,
             requests: Default::default(),
+            checks: Vec::new(),
         }
     }
 

@@ -107,6 +107,7 @@ mod tests {
             flight_record: None,
             location: None,
             requests: Default::default(),
+            checks: Vec::new(),
         }
     }
 

@@ -50,6 +50,43 @@ pub struct RowResult {
     /// server can count them (in-process).
     #[serde(default, skip_serializing_if = "RequestCounts::is_empty")]
     pub requests: RequestCounts,
+    /// What each wait and expectation that ran saw: how many objects or writes it matched, so
+    /// a reader can tell a check that held on evidence from one that held on nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckEvidence>,
+}
+
+/// What one check of a row (a `wait` step or an expectation) matched when it was last judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckEvidence {
+    /// Where in the row: `step 3` (a wait) or `expect 2`.
+    pub part: String,
+    /// The check's keyword (`eventually`, `before`, `never`, ...).
+    pub check: String,
+    /// What `matched` counts.
+    pub unit: MatchedUnit,
+    /// Objects the last read selected, or writes on the timeline that matched the pattern
+    /// (for `before`, its `first` pattern).
+    pub matched: usize,
+    /// Of the selected objects, how many met every condition (`eventually`, `consistently`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holding: Option<usize>,
+    /// Writes matching `then` (`before`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub then_matched: Option<usize>,
+    /// Whether the check held.
+    pub passed: bool,
+}
+
+/// What a [`CheckEvidence`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MatchedUnit {
+    /// Objects read from the API.
+    Objects,
+    /// Writes on the row's timeline.
+    Writes,
 }
 
 /// Requests by client, then by verb.

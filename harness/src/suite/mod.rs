@@ -4,10 +4,12 @@
 //! The Rust types here are the format's definition: `kproof schema` prints the JSON Schema
 //! generated from them, so editors can validate suite files.
 
+pub mod kinds;
 pub mod lint;
 pub mod load;
 pub mod location;
 pub mod needs;
+pub mod sources;
 
 pub use load::{
     LoadError, LoadedSuite, load_manifests, load_suite_dir, load_suite_file, load_suite_paths, load_suite_str,
@@ -443,7 +445,9 @@ pub enum Expectation {
         duration: DurationStr,
     },
     /// On the timeline, the first write matching `first` comes before the first matching `then`
-    /// (with `all: true`, every `first` write comes before any `then` write).
+    /// (with `all: true`, every `first` write comes before any `then` write). Both must happen:
+    /// a `then` that never happens fails the check, unless `thenOptional: true` says the row
+    /// means "A, and if B ever happens, after A".
     Before(Box<BeforeMatch>),
     /// No write on the timeline matches.
     Never(EventMatch),
@@ -473,6 +477,11 @@ pub struct BeforeMatch {
     /// "the entry is written before the second pod is created".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nth: Option<usize>,
+    /// The `then` write may never happen: the check passes when `first` happened and no `then`
+    /// write did. Say why in the row's `note`; by default a missing `then` fails, since an
+    /// order between a write and nothing proves nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub then_optional: bool,
 }
 
 /// What a [`Expectation::Sequence`] checks.

@@ -142,7 +142,7 @@ pub enum Capability {
     Knobs,
     /// A row can turn its DRA profile's gate off in some components (`needs.dra.gatesOff`).
     DraGateSkew,
-    /// Kueue runs PR 11264's RayService upgrade gate (`kueue@PR` in kueue.md): top-level
+    /// Kueue runs PR 11264's RayService upgrade gate (head commit 1828096a of https://github.com/kubernetes-sigs/kueue/pull/11264): top-level
     /// `spec.suspend` as the stop switch, the nested suspend as a persistent template gate,
     /// PodSets as the union over children, unsuspend of admitted children. In no Kueue release.
     KueueRayServiceUpgradeGate,

@@ -133,6 +133,6 @@ mod tests {
 
         let mut s = spec();
         s.suspend = Some(false);
-        assert_ne!(spec_hash(&s), base, "an explicit suspend: false changes the hash (kuberay.md §1.7)");
+        assert_ne!(spec_hash(&s), base, "an explicit suspend: false changes the hash (a RayCluster quirk row)");
     }
 }

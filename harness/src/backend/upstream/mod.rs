@@ -306,6 +306,10 @@ impl Backend for UpstreamBackend {
         self.components.get(name).and_then(|v| crate::suite::Version::parse(v))
     }
 
+    fn shares_cluster(&self) -> bool {
+        true
+    }
+
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
         let mut result = match begin(self, suite, row) {
             Ok(r) => r,
@@ -321,13 +325,14 @@ impl Backend for UpstreamBackend {
             };
         }
         let wall = std::time::Instant::now();
-        let (outcome, record) = self.runtime.block_on(async {
+        let (outcome, record, checks) = self.runtime.block_on(async {
             if let Err(down) = self.check() {
-                return (Err(RowFailure::plain(format!("the control plane is down: {down}"))), None);
+                return (Err(RowFailure::plain(format!("the control plane is down: {down}"))), None, Vec::new());
             }
             let run = OwnNamespace { knobs: self.sims.clone(), wait_for_service_account: true, objects: &self.objects };
             run_in_own_namespace(&self.client, suite, row, opts, run, self.facts(row)).await
         });
+        result.checks = checks;
         result.wall_ms = wall.elapsed().as_millis() as u64;
         result.backend_ms = result.wall_ms;
         finish(suite, result, outcome, || record.unwrap_or_default(), opts)

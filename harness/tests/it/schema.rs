@@ -15,6 +15,6 @@ fn committed_suite_schema_is_up_to_date() {
 fn the_catalogue_lints_clean() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let suites = kproof::suite::load_suite_dir(&root.join("suites")).unwrap();
-    let issues = kproof::suite::lint::lint(&suites, &root.join("fixtures"));
+    let issues = kproof::suite::lint::lint(&suites, &root.join("fixtures"), &kproof::actors::kind_catalog());
     assert!(issues.is_empty(), "{}", issues.iter().map(|i| i.to_string()).collect::<Vec<_>>().join("\n"));
 }

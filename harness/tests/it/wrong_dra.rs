@@ -10,7 +10,7 @@ use kproof::actors::{
 };
 use std::sync::Arc;
 
-mod common;
+use crate::common;
 
 fn assert_caught(defect: DraDefect, guards: &[&str], unaffected: &[&str]) {
     // Every DRA-aware component carries the defect; each defect lives in exactly one of them.

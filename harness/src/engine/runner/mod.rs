@@ -1,14 +1,21 @@
 //! Runs one row: fixtures, steps, expectations, with bindings, against any backend's client.
 
+mod bindings;
+mod checks;
+
+pub use checks::timeline_line;
+
 use crate::engine::lazy::LazyObject;
 use crate::engine::matching::{check_fields, event_matches};
 use crate::engine::request::{self, Exchange, FIELD_MANAGER};
-use crate::report::result::{Mismatch, RowPart};
+use crate::report::result::{CheckEvidence, MatchedUnit, Mismatch, RowPart};
 use crate::suite::ActorName;
 use crate::suite::load::load_manifests;
 use crate::suite::{
-    Expectation, Manifest, ObjectMatch, ObjectRef, PatchType, Row, Step, Suite, WriteExpectation, format_duration,
+    BeforeMatch, EventMatch, Expectation, Manifest, ObjectMatch, ObjectRef, PatchType, Row, Step, Suite,
+    WriteExpectation, format_duration,
 };
+use bindings::{substitute, substitute_event, substitute_fields, substitute_ref, substitute_str};
 use http::Method;
 use kube::Resource;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
@@ -110,6 +117,8 @@ pub struct RowContext {
     /// The writes whose answers matter (refused, or with an expected error or warning), in
     /// order, as JSON: the flight record keeps them.
     pub exchanges: parking_lot::Mutex<Vec<Value>>,
+    /// What each check that ran matched, in order (the report's `checks`).
+    pub evidence: parking_lot::Mutex<Vec<CheckEvidence>>,
     /// Bindings the row starts with: the backend's facts (`kuberay.version`); `namespace`, the
     /// row's namespace, is added by [`execute`].
     pub facts: BTreeMap<String, String>,
@@ -136,13 +145,13 @@ impl RowFailure {
     }
 }
 
+/// How long an unknown kind is looked up again in discovery before a row fails on it.
+const DISCOVERY_PATIENCE: Duration = Duration::from_secs(5);
+
 /// Resolves kinds to API resources through discovery, re-running it when a kind is unknown
 /// (a CRD applied by the row makes new kinds appear). A real kube-apiserver publishes a new
 /// CRD's kind in discovery a moment after the CRD is Established, so an unknown kind is looked
 /// up again for a few seconds before the row fails.
-/// How long an unknown kind is looked up again in discovery before a row fails on it.
-const DISCOVERY_PATIENCE: Duration = Duration::from_secs(5);
-
 struct Resolver {
     client: kube::Client,
     discovery: Option<Discovery>,
@@ -155,8 +164,24 @@ impl Resolver {
             None => ("", api_version),
         };
         let gvk = GroupVersionKind::gvk(group, version, kind);
-        if let Some(found) = self.discovery.as_ref().and_then(|d| d.resolve_gvk(&gvk)) {
-            return Ok(found);
+        self.find(|d| d.resolve_gvk(&gvk))
+            .await?
+            .ok_or_else(|| RowFailure::plain(format!("the server does not serve {api_version} {kind}")))
+    }
+
+    /// Whether any group and version the server serves has `kind`: a timeline pattern over a
+    /// kind nobody serves can match no write, so it must not pass for matching nothing.
+    async fn serves_kind(&mut self, kind: &str) -> Result<bool, RowFailure> {
+        let has = |d: &Discovery| {
+            d.groups().any(|g| g.versions().any(|v| g.versioned_resources(v).iter().any(|(ar, _)| ar.kind == kind)))
+        };
+        Ok(self.find(|d| has(d).then_some(())).await?.is_some())
+    }
+
+    /// `lookup` in the cached discovery, else in fresh ones for [`DISCOVERY_PATIENCE`].
+    async fn find<T>(&mut self, lookup: impl Fn(&Discovery) -> Option<T>) -> Result<Option<T>, RowFailure> {
+        if let Some(found) = self.discovery.as_ref().and_then(&lookup) {
+            return Ok(Some(found));
         }
         let deadline = Instant::now() + DISCOVERY_PATIENCE;
         let mut pause = Duration::from_millis(50);
@@ -165,82 +190,14 @@ impl Resolver {
                 .run_aggregated()
                 .await
                 .map_err(|e| RowFailure::plain(format!("discovery failed: {e}")))?;
-            let found = d.resolve_gvk(&gvk);
+            let found = lookup(&d);
             self.discovery = Some(d);
-            if let Some(found) = found {
+            if found.is_some() || Instant::now() >= deadline {
                 return Ok(found);
-            }
-            if Instant::now() >= deadline {
-                return Err(RowFailure::plain(format!("the server does not serve {api_version} {kind}")));
             }
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_millis(800));
         }
-    }
-}
-
-/// Replaces `${name}` with bound values in every string of a value.
-fn substitute(v: &Value, bindings: &BTreeMap<String, String>) -> Value {
-    match v {
-        Value::String(s) => Value::String(substitute_str(s, bindings)),
-        Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, bindings)).collect()),
-        Value::Object(o) => {
-            Value::Object(o.iter().map(|(k, x)| (substitute_str(k, bindings), substitute(x, bindings))).collect())
-        }
-        other => other.clone(),
-    }
-}
-
-fn substitute_str(s: &str, bindings: &BTreeMap<String, String>) -> String {
-    let mut out = s.to_string();
-    for (k, v) in bindings {
-        out = out.replace(&format!("${{{k}}}"), v);
-    }
-    out
-}
-
-fn substitute_ref(r: &ObjectRef, bindings: &BTreeMap<String, String>) -> ObjectRef {
-    let s = |o: &Option<String>| o.as_ref().map(|x| substitute_str(x, bindings));
-    ObjectRef {
-        api_version: substitute_str(&r.api_version, bindings),
-        kind: substitute_str(&r.kind, bindings),
-        name: s(&r.name),
-        namespace: s(&r.namespace),
-        selector: s(&r.selector),
-        field_selector: s(&r.field_selector),
-    }
-}
-
-fn substitute_fields(
-    fields: &[crate::suite::FieldMatch],
-    bindings: &BTreeMap<String, String>,
-) -> Vec<crate::suite::FieldMatch> {
-    let v = |o: &Option<Value>| o.as_ref().map(|x| substitute(x, bindings));
-    fields
-        .iter()
-        .map(|f| crate::suite::FieldMatch {
-            path: substitute_str(&f.path, bindings),
-            eq: v(&f.eq),
-            ne: v(&f.ne),
-            contains: v(&f.contains),
-            matches: f.matches.as_ref().map(|m| substitute_str(m, bindings)),
-            ..f.clone()
-        })
-        .collect()
-}
-
-fn substitute_event(m: &crate::suite::EventMatch, bindings: &BTreeMap<String, String>) -> crate::suite::EventMatch {
-    let s = |o: &Option<String>| o.as_ref().map(|x| substitute_str(x, bindings));
-    crate::suite::EventMatch {
-        verb: s(&m.verb),
-        change: s(&m.change),
-        kind: s(&m.kind),
-        name: s(&m.name),
-        name_prefix: s(&m.name_prefix),
-        subresource: s(&m.subresource),
-        actor: s(&m.actor),
-        user: s(&m.user),
-        fields: substitute_fields(&m.fields, bindings),
     }
 }
 
@@ -253,7 +210,12 @@ pub async fn execute(ctx: &RowContext, suite: &Suite, row: &Row) -> Result<(), R
     let mut run = {
         let mut bindings = ctx.facts.clone();
         bindings.insert("namespace".into(), ctx.namespace.clone());
-        RowRun { ctx, resolver: Resolver { client: ctx.client.clone(), discovery: None }, bindings }
+        RowRun {
+            ctx,
+            resolver: Resolver { client: ctx.client.clone(), discovery: None },
+            bindings,
+            part: String::new(),
+        }
     };
     let suite_fixtures = suite.fixtures.iter().enumerate().map(|(i, m)| (RowPart::SuiteFixture(i + 1), m));
     let row_fixtures = row.fixtures.iter().enumerate().map(|(i, m)| (RowPart::Fixture(i + 1), m));
@@ -266,6 +228,7 @@ pub async fn execute(ctx: &RowContext, suite: &Suite, row: &Row) -> Result<(), R
     }
     for (i, step) in row.steps.iter().enumerate() {
         let part = RowPart::Step(i + 1);
+        run.part = format!("step {}", i + 1);
         run.step(step).await.map_err(|f| RowFailure {
             summary: format!("step {} ({}): {}", i + 1, step.name(), f.summary),
             part: Some(part),
@@ -274,6 +237,7 @@ pub async fn execute(ctx: &RowContext, suite: &Suite, row: &Row) -> Result<(), R
     }
     for (i, e) in row.expect.iter().enumerate() {
         let part = RowPart::Expectation(i + 1);
+        run.part = format!("expect {}", i + 1);
         run.expect(e).await.map_err(|f| RowFailure {
             summary: format!("expect {} ({}): {}", i + 1, e.name(), f.summary),
             part: Some(part),
@@ -287,6 +251,8 @@ struct RowRun<'a> {
     ctx: &'a RowContext,
     resolver: Resolver,
     bindings: BTreeMap<String, String>,
+    /// The step or expectation running (`step 3`, `expect 2`), for the checks' evidence.
+    part: String,
 }
 
 fn api_error(what: &str, e: kube::Error) -> RowFailure {
@@ -573,325 +539,4 @@ impl RowRun<'_> {
             }
         }
     }
-
-    /// Checks an object expectation once: `Ok` or the lines that failed plus what was observed.
-    async fn check_objects(&mut self, m: &ObjectMatch) -> Result<Result<(), (String, Vec<LazyObject>)>, RowFailure> {
-        let t = substitute_ref(&m.target, &self.bindings);
-        let objs = self.fetch(&t).await?;
-        let what = format!(
-            "{} {}",
-            t.kind,
-            t.name
-                .as_deref()
-                .map(str::to_string)
-                .or(t.selector.as_ref().map(|s| format!("-l {s}")))
-                .map(|s| match &t.field_selector {
-                    Some(f) => format!("{s} --field-selector {f}"),
-                    None => s,
-                })
-                .or(t.field_selector.as_ref().map(|f| format!("--field-selector {f}")))
-                .unwrap_or_default()
-        );
-        let fields = substitute_fields(&m.fields, &self.bindings);
-        let mut lines = Vec::new();
-        // Each selected object's mismatches, checked once.
-        let per_object: Vec<Vec<String>> = if m.gone {
-            Vec::new()
-        } else {
-            objs.iter()
-                .map(|o| {
-                    let failed = check_fields(o, &fields);
-                    if failed.is_empty() {
-                        return failed;
-                    }
-                    // A named object's name is known without decoding its metadata.
-                    let name = match &t.name {
-                        Some(n) => n.as_str(),
-                        None => o.str_at(&["metadata", "name"]).unwrap_or_default(),
-                    };
-                    failed.into_iter().map(|l| format!("{} {name}: {l}", t.kind)).collect()
-                })
-                .collect()
-        };
-        if m.gone {
-            if !objs.is_empty() {
-                lines.push(format!("{what}: expected gone, observed {} object(s)", objs.len()));
-            }
-        } else if let Some(n) = m.at_least {
-            let holding = per_object.iter().filter(|l| l.is_empty()).count();
-            if holding < n {
-                lines.push(format!(
-                    "{what}: expected at least {n} object(s) matching, observed {holding} of {}",
-                    objs.len()
-                ));
-                lines.extend(per_object.into_iter().flatten());
-            }
-        } else {
-            if let Some(n) = m.count {
-                if objs.len() != n {
-                    lines.push(format!("{what}: expected {n} object(s), observed {}", objs.len()));
-                }
-            } else if objs.is_empty() {
-                lines.push(format!("{what}: expected to exist, observed none"));
-            }
-            lines.extend(per_object.into_iter().flatten());
-        }
-        Ok(if lines.is_empty() { Ok(()) } else { Err((lines.join("\n"), objs)) })
-    }
-
-    fn mismatch(&self, e: &Expectation, diff: String, observed: Vec<Value>) -> Mismatch {
-        Mismatch { expectation: yaml(e), diff, observed, at_ms: self.elapsed_ms() }
-    }
-
-    /// [`RowRun::mismatch`] with objects read from the API, decoded whole only now (a wait
-    /// fails many checks before one of them is the last).
-    fn mismatch_of(&self, e: &Expectation, diff: String, observed: Vec<LazyObject>) -> Mismatch {
-        self.mismatch(e, diff, observed.into_iter().map(LazyObject::into_value).collect())
-    }
-
-    async fn expect(&mut self, e: &Expectation) -> Result<(), RowFailure> {
-        let on_timeline = matches!(
-            e,
-            Expectation::Before(_)
-                | Expectation::Never(_)
-                | Expectation::AtMost { .. }
-                | Expectation::Count { .. }
-                | Expectation::AtLeast { .. }
-                | Expectation::Sequence(_)
-        );
-        if on_timeline && !self.ctx.timeline.lag().is_zero() {
-            tokio::time::sleep(self.ctx.timeline.lag()).await;
-        }
-        match e {
-            Expectation::Eventually { object, within } => {
-                let within = within.map(|d| d.0).unwrap_or(self.ctx.default_timeout);
-                let deadline = Instant::now() + within;
-                let mut checked_at: Option<u64> = None;
-                let mut last = (String::new(), Vec::new());
-                loop {
-                    let revision = self.ctx.timeline.revision_of(&object.target.kind);
-                    if revision.is_none() || revision != checked_at {
-                        checked_at = revision;
-                        last = match self.check_objects(object).await? {
-                            Ok(()) => return Ok(()),
-                            Err(last) => last,
-                        };
-                    }
-                    if Instant::now() >= deadline {
-                        let summary = format!("not true within {}", format_duration(within));
-                        return Err(RowFailure {
-                            message: format!("{summary}\n{}", last.0),
-                            summary,
-                            mismatches: vec![self.mismatch_of(e, last.0, last.1)],
-                            part: None,
-                        });
-                    }
-                    tokio::time::sleep(self.ctx.poll).await;
-                }
-            }
-            Expectation::Consistently { object, duration } => {
-                let until = Instant::now() + duration.0;
-                let mut checked_at: Option<u64> = None;
-                loop {
-                    let revision = self.ctx.timeline.revision_of(&object.target.kind);
-                    let unchanged = revision.is_some() && revision == checked_at;
-                    checked_at = revision;
-                    let outcome = if unchanged { Ok(()) } else { self.check_objects(object).await? };
-                    if let Err((diff, observed)) = outcome {
-                        let summary = format!(
-                            "stopped holding after {} of {}",
-                            format_duration(duration.0.saturating_sub(until.saturating_duration_since(Instant::now()))),
-                            format_duration(duration.0)
-                        );
-                        return Err(RowFailure {
-                            message: format!("{summary}\n{diff}"),
-                            summary,
-                            mismatches: vec![self.mismatch_of(e, diff, observed)],
-                            part: None,
-                        });
-                    }
-                    if Instant::now() >= until {
-                        return Ok(());
-                    }
-                    tokio::time::sleep(self.ctx.poll.min(until.saturating_duration_since(Instant::now()))).await;
-                }
-            }
-            Expectation::Before(b) => {
-                let (first, then, all, nth) = (&b.first, &b.then, &b.all, &b.nth);
-                let (first, then) = (&substitute_event(first, &self.bindings), &substitute_event(then, &self.bindings));
-                let entries = self.ctx.timeline.entries();
-                let rv = |x: &Value| x.get("resourceVersion").and_then(Value::as_u64).unwrap_or(0);
-                let firsts: Vec<&TimelineItem> = entries.iter().filter(|w| event_matches(w, first)).collect();
-                let thens: Vec<&TimelineItem> = entries.iter().filter(|w| event_matches(w, then)).collect();
-                let describe = |v: &[&TimelineItem]| {
-                    v.iter().map(|w| timeline_line(&w.meta)).collect::<Vec<_>>().join(
-                        "
-",
-                    )
-                };
-                let nth_then = thens.get(nth.unwrap_or(1).max(1) - 1);
-                let ok = match (firsts.first(), nth_then) {
-                    (None, _) => false,
-                    (Some(_), None) => true,
-                    (Some(f), Some(t)) if *all => {
-                        firsts.last().is_some_and(|l| rv(&l.meta) < rv(&t.meta)) && rv(&f.meta) < rv(&t.meta)
-                    }
-                    (Some(f), Some(t)) => rv(&f.meta) < rv(&t.meta),
-                };
-                if ok {
-                    Ok(())
-                } else {
-                    let diff = format!(
-                        "expected {}the writes matching `first` before the first matching `then`\nfirst ({}):\n{}\nthen ({}):\n{}",
-                        if *all { "all " } else { "" },
-                        firsts.len(),
-                        describe(&firsts),
-                        thens.len(),
-                        describe(&thens)
-                    );
-                    let summary = if firsts.is_empty() {
-                        "no write matched `first`".to_string()
-                    } else {
-                        "the order was wrong".to_string()
-                    };
-                    Err(RowFailure {
-                        message: format!("{summary}\n{diff}"),
-                        summary,
-                        mismatches: vec![self.mismatch(e, diff, vec![])],
-                        part: None,
-                    })
-                }
-            }
-            Expectation::Never(m) => self.count_check(e, m, |n| n == 0, "no write"),
-            Expectation::AtMost { n, event } => {
-                self.count_check(e, event, |c| c <= *n, &format!("at most {n} write(s)"))
-            }
-            Expectation::Count { n, event } => {
-                self.count_check(e, event, |c| c == *n, &format!("exactly {n} write(s)"))
-            }
-            Expectation::AtLeast { n, event } => {
-                self.count_check(e, event, |c| c >= *n, &format!("at least {n} write(s)"))
-            }
-            Expectation::Sequence(seq) => self.sequence_check(e, seq),
-        }
-    }
-
-    /// [`Expectation::Sequence`]: the folded values of the matching writes, against the expected.
-    fn sequence_check(&self, e: &Expectation, seq: &crate::suite::SequenceMatch) -> Result<(), RowFailure> {
-        let entries = self.ctx.timeline.entries();
-        let event = &substitute_event(&seq.event, &self.bindings);
-        let expected: Vec<Value> = seq.values.iter().map(|v| substitute(v, &self.bindings)).collect();
-        let paths: Vec<String> = seq.paths.iter().map(|p| substitute_str(p, &self.bindings)).collect();
-        // Observed values with the time each was first written, consecutive repeats folded.
-        let mut observed: Vec<(Value, String)> = Vec::new();
-        for w in entries.iter().filter(|w| event_matches(w, event)) {
-            let meta = &w.meta;
-            let mut tuple = Vec::with_capacity(paths.len());
-            for p in &paths {
-                let v = crate::engine::matching::lookup(w, p).map_err(RowFailure::plain)?;
-                tuple.push(v.cloned().unwrap_or(Value::Null));
-            }
-            let value = if tuple.len() == 1 { tuple.remove(0) } else { Value::Array(tuple) };
-            if observed.last().is_none_or(|(last, _)| !same_value(last, &value)) {
-                let time = meta.get("time").and_then(Value::as_str).unwrap_or_default().to_string();
-                observed.push((value, time));
-            }
-        }
-        let values: Vec<&Value> = observed.iter().map(|(v, _)| v).collect();
-        let order_ok = if seq.subsequence {
-            let mut it = values.iter();
-            expected.iter().all(|want| it.any(|got| same_value(got, want)))
-        } else {
-            values.len() == expected.len() && values.iter().zip(&expected).all(|(got, want)| same_value(got, want))
-        };
-        let mut gap_problem = None;
-        if let Some(min) = seq.min_gap {
-            let parsed: Vec<Option<jiff::Timestamp>> = observed.iter().map(|(_, t)| t.parse().ok()).collect();
-            for (i, pair) in parsed.windows(2).enumerate() {
-                if let [Some(a), Some(b)] = pair {
-                    let gap = b.duration_since(*a);
-                    if gap < jiff::SignedDuration::try_from(min.0).unwrap_or_default() {
-                        gap_problem = Some(format!(
-                            "change {} ({} at {}) came {}s after the previous one, less than {}",
-                            i + 2,
-                            observed[i + 1].0,
-                            observed[i + 1].1,
-                            gap.as_secs(),
-                            format_duration(min.0)
-                        ));
-                        break;
-                    }
-                }
-            }
-        }
-        if order_ok && gap_problem.is_none() {
-            return Ok(());
-        }
-        let shown: Vec<String> = observed.iter().map(|(v, t)| format!("  {t}  {v}")).collect();
-        let want: Vec<String> = expected.iter().map(|v| format!("  {v}")).collect();
-        let summary = match gap_problem {
-            Some(g) if order_ok => g,
-            _ => format!(
-                "the values of {} were not {}the expected sequence",
-                paths.join(", "),
-                if seq.subsequence { "in order a superset of " } else { "" }
-            ),
-        };
-        let diff = format!(
-            "{summary}\nexpected:\n{}\nobserved (first write time, value):\n{}",
-            want.join("\n"),
-            shown.join("\n")
-        );
-        Err(RowFailure { message: diff.clone(), summary, mismatches: vec![self.mismatch(e, diff, vec![])], part: None })
-    }
-
-    fn count_check(
-        &self,
-        e: &Expectation,
-        m: &crate::suite::EventMatch,
-        ok: impl Fn(usize) -> bool,
-        want: &str,
-    ) -> Result<(), RowFailure> {
-        let entries = self.ctx.timeline.entries();
-        let m = &substitute_event(m, &self.bindings);
-        let matching: Vec<&TimelineItem> = entries.iter().filter(|w| event_matches(w, m)).collect();
-        if ok(matching.len()) {
-            return Ok(());
-        }
-        let lines: Vec<String> = matching.iter().map(|w| timeline_line(&w.meta)).collect();
-        let summary = format!("expected {want} matching, observed {}", matching.len());
-        let diff = format!("{summary}:\n{}", lines.join("\n"));
-        Err(RowFailure {
-            message: diff.clone(),
-            summary,
-            mismatches: vec![self.mismatch(e, diff, matching.iter().map(|w| w.object().clone()).collect())],
-            part: None,
-        })
-    }
-}
-
-/// Loose equality of observed and expected values: numbers by value (`3` equals `3.0`), lists
-/// element by element.
-fn same_value(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_value(p, q)),
-        _ => a == b,
-    }
-}
-
-/// One timeline entry as a line: `rv verb CHANGE Kind ns/name by agent`.
-pub fn timeline_line(m: &Value) -> String {
-    let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or_default();
-    let ns = s("namespace");
-    let id = if ns.is_empty() { s("name").to_string() } else { format!("{ns}/{}", s("name")) };
-    let sub = m.get("subresource").and_then(Value::as_str).map(|x| format!(" [{x}]")).unwrap_or_default();
-    format!(
-        "  rv {} {} {} {} {id}{sub} by {}",
-        m.get("resourceVersion").map(|v| v.to_string()).unwrap_or_default(),
-        s("verb"),
-        s("change"),
-        s("kind"),
-        s("userAgent")
-    )
 }

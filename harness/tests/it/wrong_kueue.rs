@@ -8,7 +8,7 @@ use controllers::kueue::{KueueConfig, KueueDefect};
 use kproof::actors::KueueFactory;
 use std::sync::Arc;
 
-mod common;
+use crate::common;
 
 fn assert_caught(defect: KueueDefect, guards: &[&str], unaffected: &[&str]) {
     let base = KueueConfig { defect: Some(defect), ..KueueConfig::default() };

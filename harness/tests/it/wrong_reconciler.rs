@@ -6,7 +6,7 @@
 use controllers::kuberay::{Defect, KubeRayConfig};
 use kproof::actors::KubeRayFactory;
 
-mod common;
+use crate::common;
 
 fn assert_caught(defect: Defect, guards: &[&str], unaffected: &[&str]) {
     assert_caught_in("raycluster.yaml", defect, guards, unaffected);

@@ -28,6 +28,11 @@ fn run_passes_writes_reports_and_exits_0() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/kproof-report.json")).unwrap()).unwrap();
     assert_eq!(report["schema"], "kproof.dev/report/v1");
     assert_eq!(report["rows"][0]["outcome"], "passed");
+    // What the check saw is in the report: one object selected, and it held.
+    assert_eq!(
+        report["rows"][0]["checks"],
+        serde_json::json!([{"part": "expect 1", "check": "eventually", "unit": "objects", "matched": 1, "holding": 1, "passed": true}])
+    );
     assert!(std::fs::read_to_string(dir.path().join("out/kproof-junit.xml")).unwrap().contains("testcase"));
 }
 
@@ -57,8 +62,11 @@ fn lint_names_file_line_and_row_and_exits_1() {
     write_suite(dir.path(), "demo.yaml", &bad);
     let out = kproof().current_dir(dir.path()).args(["lint", "--suites", "suites"]).assert().code(1);
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert!(stdout.contains("suites/demo.yaml:4: row ok: step 1 (patch)"), "{stdout}");
-    assert!(stdout.contains("${nope}") || stdout.contains("nope"), "{stdout}");
+    assert!(
+        stdout
+            .contains("suites/demo.yaml:4: row ok: step 1 (patch): `${nope}` is used but no step of this row binds it"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -140,4 +148,65 @@ fn certify_refuses_bad_input_with_exit_2_naming_the_file() {
     let out = run(&deploy.join("crd.yaml"), &deploy.join("role-raw.yaml"), &["--obligation", "C99"]);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.contains("--obligation C99: no such obligation"), "{stderr}");
+}
+
+/// One typo per row: a `before` whose `then` names an object that never exists, and a `never`
+/// and an `atMost: 0` over a misspelt kind. None may pass.
+const TYPOS: &str = "suite: demo\ntitle: t\nrows:
+  - id: held
+    title: t
+    kind: behaviour
+    source: https://kubernetes.io/docs/
+    steps:
+      - apply: {inline: {apiVersion: v1, kind: ConfigMap, metadata: {name: held}}}
+      - apply: {inline: {apiVersion: v1, kind: ConfigMap, metadata: {name: other}}}
+    expect:
+      - before: {first: {kind: ConfigMap, name: held}, then: {kind: ConfigMap, name: hled}}
+  - id: never
+    title: t
+    kind: behaviour
+    source: https://kubernetes.io/docs/
+    steps:
+      - apply: {inline: {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}}
+    expect:
+      - never: {kind: ConfgMap}
+  - id: at-most
+    title: t
+    kind: behaviour
+    source: https://kubernetes.io/docs/
+    steps:
+      - apply: {inline: {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}}
+    expect:
+      - atMost: {n: 0, event: {kind: ConfgMap}}
+";
+
+#[test]
+fn typos_in_patterns_fail_lint_or_run_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    write_suite(dir.path(), "demo.yaml", TYPOS);
+    let out = kproof().current_dir(dir.path()).args(["lint", "--suites", "suites"]).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for line in [
+        "suites/demo.yaml:4: warning: row held: expect 1 (before) then: no fixture, step or binding of the row mentions ConfigMap \"hled\"",
+        "suites/demo.yaml:13: row never: expect 1 (never): kind \"ConfgMap\" is neither built in nor installed",
+        "suites/demo.yaml:21: row at-most: expect 1 (atMost): kind \"ConfgMap\" is neither built in nor installed",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+    assert!(stdout.contains("1 suites, 3 rows, 2 issues, 1 warnings"), "{stdout}");
+
+    let out =
+        kproof().current_dir(dir.path()).args(["run", "--suites", "suites", "--report-dir", "out"]).assert().code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.lines().any(|l| l == "0 passed, 3 failed, 0 skipped"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/kproof-report.json")).unwrap()).unwrap();
+    let reason = |i: usize| report["rows"][i]["reason"].as_str().unwrap_or_default().to_string();
+    assert!(reason(0).contains("no write matched `then`"), "{}", reason(0));
+    assert_eq!(report["rows"][0]["checks"][0]["matched"], 1, "`first` matched the write of held");
+    assert_eq!(report["rows"][0]["checks"][0]["thenMatched"], 0);
+    assert_eq!(report["rows"][0]["location"]["line"], 12, "the failing expectation's line");
+    for i in [1, 2] {
+        assert!(reason(i).contains("kind \"ConfgMap\", which the server does not serve"), "{}", reason(i));
+    }
 }

@@ -1,0 +1,17 @@
+//! The harness's integration tests, in one binary (one link instead of one per file): the
+//! command line, expectations and reports, the kubeconfig and upstream backends, the
+//! differential smoke test, the suite schema, the docs' walk-throughs with kubectl, and the
+//! tables against deliberately wrong controllers. The catalogue itself is the `suites` target, one test per row.
+
+mod cli;
+mod common;
+mod defects;
+mod differential;
+mod expectations;
+mod kubeconfig;
+mod schema;
+mod upstream;
+mod wrong_dra;
+mod wrong_kueue;
+mod walkthroughs;
+mod wrong_reconciler;
