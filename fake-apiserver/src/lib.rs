@@ -42,7 +42,9 @@ mod storage;
 pub use endpoints::{ConflictFault, INITIAL_EVENTS_END, WatchLag};
 pub use registry::admission::{ClusterReader, MutatingWebhook, ValidatingWebhook};
 pub use registry::{BuiltinKind, builtin_kinds};
-pub use server::{ApiServer, Config, FeatureGate, FeatureGateError, FeatureGates, TcpServer, shutdown_signal};
+pub use server::{
+    ApiServer, Config, FeatureGate, FeatureGateError, FeatureGates, ServerDefect, TcpServer, shutdown_signal,
+};
 pub use storage::{ChangeKind, Subresource, TimelineEntry, UserInfo, Verb};
 
 /// The garbage collector's identity on the timeline.

@@ -5,6 +5,7 @@
 //! the namespace goes.
 
 use crate::registry::core::namespace::NAMESPACE_FINALIZER;
+use crate::registry::defects::ServerDefect;
 use crate::registry::store::{commit, delete_all, system_ctx};
 use crate::registry::{State, namespaces_key, set_condition, string_list};
 use crate::storage::{ChangeKind, StorageKey, StoredObject, Subresource, Verb};
@@ -150,7 +151,8 @@ pub(crate) fn reconcile(st: &mut State, now: Timestamp) -> bool {
             } else {
                 ns
             };
-            if left.is_empty() {
+            // Defect: the namespace goes once its content was asked to go, not once it is gone.
+            if left.is_empty() || st.defective(ServerDefect::NamespaceRemovedWithContentLeft) {
                 let mut v = ns.value();
                 let rest: Vec<Value> =
                     spec_finalizers.iter().filter(|f| *f != NAMESPACE_FINALIZER).cloned().map(Value::String).collect();

@@ -581,7 +581,7 @@ mod tests {
 
     #[test]
     fn crd_schema_names_reverse_the_group() {
-        let r = crate::registry::Registry::builtin(Default::default());
+        let r = crate::registry::Registry::builtin(Default::default(), Default::default());
         let rt = r.get("apps", "v1", "deployments").expect("deployments");
         assert_eq!(crd_schema_name(&rt), "apps.v1.Deployment");
         let rt = r.get("resource.k8s.io", "v1", "resourceclaims").expect("resourceclaims");

@@ -89,6 +89,7 @@ where
         openapi: Some(builtin_schema::<T>()),
         strategy: x.strategy.unwrap_or(&DefaultStrategy),
         gates: Default::default(),
+        defect: Default::default(),
         derived: Derived::of(T::GROUP, T::VERSION, T::URL_PATH_SEGMENT, T::KIND),
     }
 }

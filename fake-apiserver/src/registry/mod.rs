@@ -12,6 +12,7 @@ mod builtin;
 pub(crate) mod coordination;
 pub(crate) mod core;
 pub(crate) mod decode;
+pub(crate) mod defects;
 pub(crate) mod discovery;
 pub(crate) mod features;
 pub(crate) mod field;
@@ -31,6 +32,7 @@ pub(crate) use strategy::{DefaultStrategy, Strategy};
 use crate::apiextensions::StructuralSchema;
 use crate::storage::{StorageKey, Store, StoredResource, Subresource, Verb};
 use apimachinery::validation;
+use defects::{ActiveDefect, ServerDefect};
 use features::FeatureGates;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
@@ -52,6 +54,14 @@ pub(crate) struct State {
     /// The warnings the write being handled raised (ratcheted validation errors), for its
     /// answer's `Warning` headers; [`crate::endpoints::Context::write`] starts each write empty.
     pub warnings: Vec<String>,
+}
+
+impl State {
+    /// Whether the server was built with `defect` (never, without the `defects` feature).
+    #[inline]
+    pub fn defective(&self, defect: ServerDefect) -> bool {
+        self.registry.defect.is(defect)
+    }
 }
 
 static NAMESPACES_KEY: LazyLock<StorageKey> = LazyLock::new(|| StorageKey::new("", "namespaces"));
@@ -177,6 +187,8 @@ pub(crate) struct ResourceType {
     pub strategy: &'static dyn Strategy,
     /// The server's feature gates, which some kinds' rules depend on.
     pub gates: Arc<FeatureGates>,
+    /// The server's deliberate defect, if any (see [`ResourceType::defective`]).
+    pub defect: ActiveDefect,
     /// Names derived from group, version and plural, computed once (see [`ResourceType::derive`]).
     derived: Derived,
 }
@@ -206,6 +218,12 @@ const RETURN_DELETED_OBJECT: [(&str, &str); 18] = [
 ];
 
 impl ResourceType {
+    /// Whether the server was built with `defect` (never, without the `defects` feature).
+    #[inline]
+    pub(crate) fn defective(&self, defect: ServerDefect) -> bool {
+        self.defect.is(defect)
+    }
+
     /// Whether an immediate DELETE answers the deleted object rather than a Status.
     pub(crate) fn returns_deleted_object(&self) -> bool {
         !self.custom && RETURN_DELETED_OBJECT.iter().any(|(g, p)| *g == self.group && *p == self.plural)
@@ -372,6 +390,8 @@ pub(crate) struct Registry {
     next_schema_epoch: u64,
     /// The server's feature gates, handed to every resource type.
     gates: Arc<FeatureGates>,
+    /// The server's deliberate defect, handed to every resource type like the gates.
+    defect: ActiveDefect,
 }
 
 /// Sort key for Kubernetes version strings: GA before beta before alpha, higher numbers first.
@@ -496,6 +516,7 @@ impl Registry {
         let mut keys = Vec::new();
         for mut rt in types {
             rt.gates = self.gates.clone();
+            rt.defect = self.defect;
             self.next_schema_epoch += 1;
             rt.schema_epoch = self.next_schema_epoch;
             keys.push((rt.group.clone(), rt.version.clone(), rt.plural.clone()));
@@ -520,12 +541,13 @@ impl Registry {
         self.group_order.retain(|g| live.contains(g));
     }
 
-    /// The registry of built-in resources, with the server's feature gates.
-    pub fn builtin(gates: FeatureGates) -> Self {
+    /// The registry of built-in resources, with the server's feature gates and defect.
+    pub fn builtin(gates: FeatureGates, defect: ActiveDefect) -> Self {
         let gates = Arc::new(gates);
-        let mut r = Registry { gates: gates.clone(), ..Registry::default() };
+        let mut r = Registry { gates: gates.clone(), defect, ..Registry::default() };
         for mut rt in builtin::types() {
             rt.gates = gates.clone();
+            rt.defect = defect;
             r.insert(rt);
         }
         r
@@ -569,7 +591,7 @@ mod tests {
 
     #[test]
     fn builtins_include_dra_and_podgroups() {
-        let r = Registry::builtin(FeatureGates::default());
+        let r = Registry::builtin(FeatureGates::default(), Default::default());
         assert!(r.get("resource.k8s.io", "v1", "resourceclaims").is_some_and(|rt| rt.namespaced && rt.status));
         assert!(r.get("resource.k8s.io", "v1", "deviceclasses").is_some_and(|rt| !rt.namespaced));
         assert!(r.get("scheduling.k8s.io", "v1beta1", "podgroups").is_some());

@@ -6,6 +6,7 @@
 use super::admission::Mutation;
 use super::core::namespace::terminating_forbidden;
 use super::decode::decode_object;
+use super::defects::ServerDefect;
 use super::meta::{deletion_finalizers, meta_mut, new_uid, object_meta_causes, string_list};
 use super::{ResourceType, State, namespaces_key};
 use crate::error::{ApiError, ApiResult, StatusCause};
@@ -188,7 +189,10 @@ fn namespace_check(st: &State, rt: &ResourceType, ns: &str, name: &str) -> ApiRe
     }
     match st.store.get(namespaces_key(), "", ns) {
         None => Err(ApiError::not_found("", "namespaces", ns)),
-        Some(n) if n.deleting => Err(terminating_forbidden(rt, ns, name)),
+        // Defect: only the namespace's existence is checked, not its lifecycle.
+        Some(n) if n.deleting && !st.defective(ServerDefect::TerminatingNamespaceAcceptsContent) => {
+            Err(terminating_forbidden(rt, ns, name))
+        }
         Some(_) => Ok(()),
     }
 }
@@ -252,6 +256,10 @@ pub(crate) fn prepare_create(
     let generate = meta.get("generateName").and_then(Value::as_str).unwrap_or_default().to_string();
     if name.is_empty() && !generate.is_empty() {
         name = apimachinery::names::generate_name(&generate);
+        // Defect: the prefix becomes the name, so two generated names collide.
+        if rt.defective(ServerDefect::GenerateNameWithoutSuffix) {
+            name = generate.clone();
+        }
         meta.insert("name".into(), Value::String(name.clone()));
     }
     // ValidateObjectMeta (the name, then the labels and the rest), reported with the kind's
@@ -316,7 +324,9 @@ pub(crate) fn create_prepared(
     let name = &prepared.name;
     namespace_check(st, rt, ns, name)?;
     let stored_ns = if rt.namespaced { ns } else { "" };
-    if st.store.get(rt.storage_key(), stored_ns, name).is_some() {
+    let exists = st.store.get(rt.storage_key(), stored_ns, name).is_some();
+    // Defect: a taken name is overwritten instead of refused.
+    if exists && !st.defective(ServerDefect::CreateReplacesExisting) {
         return Err(ApiError::already_exists(&rt.group, &rt.plural, name));
     }
     let PreparedObject { encoded, preview_rv } = prepared.object?;
@@ -324,8 +334,9 @@ pub(crate) fn create_prepared(
     if w.dry_run {
         return Ok(Arc::new(encoded.finish(preview_rv)));
     }
-    let created = st.store.commit_encoded(rt, ChangeKind::Added, encoded, w.ctx, w.now);
-    rt.strategy.after_commit(st, &created, ChangeKind::Added);
+    let kind = if exists { ChangeKind::Modified } else { ChangeKind::Added };
+    let created = st.store.commit_encoded(rt, kind, encoded, w.ctx, w.now);
+    rt.strategy.after_commit(st, &created, kind);
     Ok(created)
 }
 
@@ -388,7 +399,11 @@ pub(crate) fn update(
     let stored_ns = if rt.namespaced { ns } else { "" };
     let old = st.store.get(key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     match meta.get("resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty()) {
-        Some(rv) if parse_rv(rv) != Some(old.resource_version) => {
+        // Defect: any resourceVersion is accepted (last write wins).
+        Some(rv)
+            if parse_rv(rv) != Some(old.resource_version)
+                && !st.defective(ServerDefect::StaleResourceVersionAccepted) =>
+        {
             return Err(ApiError::conflict(&rt.group, &rt.plural, name));
         }
         Some(_) => {}
@@ -412,7 +427,8 @@ pub(crate) fn update(
     let mut merged = match mode {
         UpdateMode::Main => {
             let mut m = new;
-            if rt.status {
+            // Defect: the main resource takes the status the client sent.
+            if rt.status && !st.defective(ServerDefect::MainWriteAppliesStatus) {
                 match old_value.get("status") {
                     Some(s) => {
                         set_nested_field(&mut m, &["status"], s.clone());
@@ -494,6 +510,10 @@ pub(crate) fn update(
         None => Vec::new(),
     };
     causes.extend(match mode {
+        // Defect: a custom resource's update is validated as a create, so nothing ratchets.
+        UpdateMode::Main if rt.custom && st.defective(ServerDefect::NoValidationRatcheting) => {
+            rt.strategy.validate(rt, &merged)
+        }
         UpdateMode::Main => rt.strategy.validate_update(rt, &merged, &old_value),
         UpdateMode::Status => rt.strategy.validate_status_update(rt, &merged, &old_value),
     });
@@ -512,9 +532,14 @@ pub(crate) fn update(
     }
     // Only a write of the main resource can move the generation: a status write keeps
     // everything but the status as stored.
-    if rt.tracks_generation && mode == UpdateMode::Main {
-        let skip: &[&str] =
-            if rt.status { &["metadata", "status", "apiVersion", "kind"] } else { &["metadata", "apiVersion", "kind"] };
+    // Defect: the status counts as a change of the object, through either endpoint.
+    let status_counts = st.defective(ServerDefect::StatusWriteBumpsGeneration);
+    if rt.tracks_generation && (mode == UpdateMode::Main || status_counts) {
+        let skip: &[&str] = if rt.status && !status_counts {
+            &["metadata", "status", "apiVersion", "kind"]
+        } else {
+            &["metadata", "apiVersion", "kind"]
+        };
         if !same_except(&merged, &old_value, skip) {
             let g = old_value["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             set_nested_field(&mut merged, &["metadata", "generation"], json!(g));
@@ -633,7 +658,13 @@ pub(crate) fn delete(
         }
         return Ok(Deleted::Pending(old));
     }
-    let pending = has_finalizers(rt, &v) || grace.is_some_and(|g| g > 0);
+    // Defect: only what the kind adds (a namespace's spec.finalizers) holds a deletion.
+    let held = if st.defective(ServerDefect::FinalizersIgnoredOnDelete) {
+        rt.strategy.finalizers_pending(&v)
+    } else {
+        has_finalizers(rt, &v)
+    };
+    let pending = held || grace.is_some_and(|g| g > 0);
     if !pending {
         return Ok(Deleted::Now(w.persist(st, rt, ChangeKind::Deleted, v)));
     }

@@ -1,6 +1,8 @@
 //! The server's configuration. kube-apiserver's feature gates are typed in
-//! `registry::features` (the kinds' strategies read them) and re-exported here.
+//! `registry::features` (the kinds' strategies read them) and re-exported here, as are the
+//! deliberate defects of `registry::defects`.
 
+use crate::registry::defects::ActiveDefect;
 use jiff::Timestamp;
 use std::time::Duration;
 
@@ -30,6 +32,11 @@ pub struct Config {
     /// and bindings (the default policy is written at start). Off by default: everyone,
     /// anonymous included, may do everything.
     pub rbac: bool,
+    /// A deliberate deviation from kube-apiserver, for proving that the `apiserver` table
+    /// catches regressions (harness test `wrong_apiserver`). Exists only with the `defects`
+    /// feature.
+    #[cfg(feature = "defects")]
+    pub defect: Option<ServerDefect>,
 }
 
 impl Default for Config {
@@ -45,8 +52,25 @@ impl Default for Config {
             max_requests_in_flight: 400,
             feature_gates: FeatureGates::default(),
             rbac: false,
+            #[cfg(feature = "defects")]
+            defect: None,
         }
     }
 }
 
+impl Config {
+    /// The defect the server's parts check for (none without the `defects` feature).
+    pub(crate) fn active_defect(&self) -> ActiveDefect {
+        #[cfg(feature = "defects")]
+        {
+            ActiveDefect::new(self.defect)
+        }
+        #[cfg(not(feature = "defects"))]
+        {
+            ActiveDefect::default()
+        }
+    }
+}
+
+pub use crate::registry::defects::ServerDefect;
 pub use crate::registry::features::{FeatureGate, FeatureGateError, FeatureGates};

@@ -6,7 +6,7 @@ mod config;
 mod tcp;
 mod tls;
 
-pub use config::{Config, FeatureGate, FeatureGateError, FeatureGates};
+pub use config::{Config, FeatureGate, FeatureGateError, FeatureGates, ServerDefect};
 pub use tcp::{TcpServer, shutdown_signal};
 
 use crate::endpoints::{self, Context, Settings};
@@ -52,7 +52,7 @@ impl ApiServer {
         let clock = Clock::following_tokio(config.clock_start.unwrap_or_else(Timestamp::now));
         let state = State {
             store: Store::new(config.history, config.timeline_capacity),
-            registry: Registry::builtin(config.feature_gates.clone()),
+            registry: Registry::builtin(config.feature_gates.clone(), config.active_defect()),
             rbac: config.rbac,
             webhooks: Default::default(),
             warnings: Vec::new(),

@@ -68,12 +68,20 @@ impl Timeline for ServerTimeline {
 /// gets the actors it names (`actor:NAME`), each configured with the row's gates and settings.
 pub struct InProcessBackend {
     factories: Vec<Arc<dyn ActorFactory>>,
+    /// The deliberate defect every row's API server is built with (harness test
+    /// `wrong_apiserver`).
+    #[cfg(feature = "defects")]
+    server_defect: Option<fake_apiserver::ServerDefect>,
 }
 
 impl InProcessBackend {
     /// A backend with no controllers (the API server and its system controllers only).
     pub fn new() -> Self {
-        Self { factories: Vec::new() }
+        Self {
+            factories: Vec::new(),
+            #[cfg(feature = "defects")]
+            server_defect: None,
+        }
     }
 
     /// Adds an actor, started for the rows that name it. A later factory with the same name
@@ -82,6 +90,25 @@ impl InProcessBackend {
         self.factories.retain(|old| old.name() != f.name());
         self.factories.push(f);
         self
+    }
+
+    /// Builds every row's API server with `defect`, to prove that the `apiserver` table
+    /// catches it.
+    #[cfg(feature = "defects")]
+    pub fn with_server_defect(mut self, defect: fake_apiserver::ServerDefect) -> Self {
+        self.server_defect = Some(defect);
+        self
+    }
+
+    /// The configuration of a row's API server.
+    fn server_config(&self, feature_gates: fake_apiserver::FeatureGates) -> Config {
+        Config {
+            clock_start: Some(virtual_epoch()),
+            feature_gates,
+            #[cfg(feature = "defects")]
+            defect: self.server_defect,
+            ..Config::default()
+        }
     }
 }
 
@@ -168,8 +195,7 @@ impl Backend for InProcessBackend {
                     return (Err(failure), None, 0, Default::default(), Vec::new());
                 }
             };
-            let server =
-                ApiServer::new(Config { clock_start: Some(virtual_epoch()), feature_gates, ..Config::default() });
+            let server = ApiServer::new(self.server_config(feature_gates));
             let clock = server.clock();
             let wanted = row.needs.actors();
             let factories: Vec<Arc<dyn ActorFactory>> =

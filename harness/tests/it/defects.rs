@@ -17,11 +17,11 @@
 use controllers::dra::DraDefect;
 use controllers::kuberay::{Defect, KubeRayConfig};
 use controllers::kueue::{KueueConfig, KueueDefect};
+use kproof::actors::{Actor, ActorFactory};
 use kproof::actors::{
     DraBase, KubeRayFactory, KubeletFactory, KueueFactory, PodGroupProtectionFactory, ResourceClaimControllerFactory,
     SchedulerFactory,
 };
-use kproof::actors::{Actor, ActorFactory};
 use kproof::backend::{InProcessBackend, RunOptions};
 use kproof::report::result::Outcome;
 use kproof::suite::{ActorName, LoadedSuite, Row};

@@ -1,7 +1,8 @@
 //! The harness's integration tests, in one binary (one link instead of one per file): the
 //! command line, expectations and reports, the kubeconfig and upstream backends, the
 //! differential smoke test, the suite schema, the docs' walk-throughs with kubectl, and the
-//! tables against deliberately wrong controllers. The catalogue itself is the `suites` target, one test per row.
+//! tables against deliberately wrong controllers and a deliberately wrong API server. The
+//! catalogue itself is the `suites` target, one test per row.
 
 mod cli;
 mod common;
@@ -11,7 +12,8 @@ mod expectations;
 mod kubeconfig;
 mod schema;
 mod upstream;
+mod walkthroughs;
+mod wrong_apiserver;
 mod wrong_dra;
 mod wrong_kueue;
-mod walkthroughs;
 mod wrong_reconciler;

@@ -177,6 +177,7 @@ pub(crate) fn crd_resource_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<S
             openapi: schema_json.is_object().then(|| SchemaSource::Crd(Arc::new(schema_json.clone()))),
             strategy: &CustomResourceStrategy,
             gates: Default::default(),
+            defect: Default::default(),
             derived,
         });
     }

@@ -2,6 +2,7 @@
 //! printed with the CRD's `additionalPrinterColumns`.
 
 use crate::error::StatusCause;
+use crate::registry::defects::ServerDefect;
 use crate::registry::printers::{col, name_col, since};
 use crate::registry::{ResourceType, Strategy};
 use jiff::Timestamp;
@@ -13,6 +14,10 @@ pub(crate) struct CustomResourceStrategy;
 
 impl Strategy for CustomResourceStrategy {
     fn canonicalize(&self, rt: &ResourceType, obj: &mut Value) {
+        // Defect: the body is stored as sent, unknown fields and missing defaults included.
+        if rt.defective(ServerDefect::CrdSchemaNotCanonicalized) {
+            return;
+        }
         if let Some(schema) = &rt.schema {
             schema.prune(obj);
             schema.apply_defaults(obj);
@@ -30,13 +35,13 @@ impl Strategy for CustomResourceStrategy {
 
     fn validate(&self, rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
         let Some(schema) = &rt.schema else { return Vec::new() };
-        causes(schema.validate(obj))
+        causes(rt, schema.validate(obj))
     }
 
     /// The schema again, and the CEL rules with `oldSelf` (transition rules) against `old`.
     fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
         let Some(schema) = &rt.schema else { return Vec::new() };
-        causes(schema.validate_update(obj, old))
+        causes(rt, schema.validate_update(obj, old))
     }
 
     /// A status write is validated against the whole schema too.
@@ -67,8 +72,13 @@ impl Strategy for CustomResourceStrategy {
     }
 }
 
-fn causes(found: Vec<crate::apiextensions::FieldCause>) -> Vec<StatusCause> {
-    found.into_iter().map(|c| StatusCause::field(c.reason, c.field, c.message)).collect()
+fn causes(rt: &ResourceType, found: Vec<crate::apiextensions::FieldCause>) -> Vec<StatusCause> {
+    // Defect: the causes lose the path of the field they are about.
+    let without_field = rt.defective(ServerDefect::SchemaCausesWithoutField);
+    found
+        .into_iter()
+        .map(|c| StatusCause::field(c.reason, if without_field { String::new() } else { c.field }, c.message))
+        .collect()
 }
 
 /// The CRD's printer columns, or the default Age column when none

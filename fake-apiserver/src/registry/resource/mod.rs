@@ -263,8 +263,8 @@ impl Strategy for ResourceClaimStrategy {
         out
     }
 
-    fn validate_status_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
-        claim_status(obj, old)
+    fn validate_status_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
+        claim_status(rt, obj, old)
     }
 
     /// `DRAResourceClaimGranularStatusAuthorization`: a status write that changes
@@ -281,7 +281,7 @@ impl Strategy for ResourceClaimStrategy {
 }
 
 /// `validateResourceClaimStatusUpdate`.
-fn claim_status(obj: &Value, old: &Value) -> Vec<StatusCause> {
+fn claim_status(rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
     let mut out = Vec::new();
     let status = obj.get("status").unwrap_or(&Value::Null);
     let old_status = old.get("status").unwrap_or(&Value::Null);
@@ -292,7 +292,9 @@ fn claim_status(obj: &Value, old: &Value) -> Vec<StatusCause> {
     let old_reserved = list(old_status, "reservedFor");
     let rpath = path.child("reservedFor");
     // validateSet: past the maximum only the size is reported (a guard against huge lists).
-    let too_many = reserved.len() > RESERVED_FOR_MAX;
+    // Defect: no upper bound on the consumers.
+    let too_many =
+        reserved.len() > RESERVED_FOR_MAX && !rt.defective(crate::registry::defects::ServerDefect::ReservedForUncapped);
     if too_many {
         out.push(field::too_many(&rpath, reserved.len(), RESERVED_FOR_MAX));
     }

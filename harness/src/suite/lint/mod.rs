@@ -177,7 +177,10 @@ impl Linter<'_> {
             );
         }
         if row.source.trim().is_empty() {
-            self.report(at, "empty `source`: name the upstream file, PR, issue or documentation page the row comes from");
+            self.report(
+                at,
+                "empty `source`: name the upstream file, PR, issue or documentation page the row comes from",
+            );
         } else if let Err(why) = crate::suite::sources::check_source(&row.source) {
             self.report(at, why);
         }

@@ -186,7 +186,8 @@ fn empty_source_is_reported() {
     let issues = assert_issue(&rows, "s.yaml:4: row a: empty `source`");
     assert_eq!(issues.len(), 1);
     assert_clean(&row("a", EXPECT_POD));
-    let unopenable = "  - id: a\n    title: x\n    kind: behaviour\n    source: kuberay.md §6\n".to_string() + EXPECT_POD;
+    let unopenable =
+        "  - id: a\n    title: x\n    kind: behaviour\n    source: kuberay.md §6\n".to_string() + EXPECT_POD;
     assert_issue(&unopenable, "s.yaml:4: row a: `source` has no https:// URL");
     let branch = "  - id: a\n    title: x\n    kind: behaviour\n    source: https://github.com/ray-project/kuberay/blob/master/x.go\n"
         .to_string()
