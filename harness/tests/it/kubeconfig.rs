@@ -34,19 +34,34 @@ fn serve(kubeconfig: &Path) -> Serve {
     serve
 }
 
-#[test]
-fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
+/// A `kproof serve` with the catalogue, a kubeconfig backend reaching it, and run options.
+struct Served {
+    _dir: tempfile::TempDir,
+    _serve: Serve,
+    kubeconfig: std::path::PathBuf,
+    suites: Vec<kproof::suite::LoadedSuite>,
+    backend: KubeconfigBackend,
+    opts: RunOptions,
+}
+
+fn served() -> Served {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    let _serve = serve(&kubeconfig);
+    let serve = serve(&kubeconfig);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let suites = kproof::suite::load_suite_dir(&root.join("suites")).unwrap();
-    let backend = KubeconfigBackend::new(Some(kubeconfig)).unwrap();
+    let backend = KubeconfigBackend::new(Some(kubeconfig.clone())).unwrap();
     let opts = RunOptions {
         fixtures_dir: root.join("fixtures"),
         default_timeout: Duration::from_secs(20),
         ..Default::default()
     };
+    Served { _dir: dir, _serve: serve, kubeconfig, suites, backend, opts }
+}
+
+#[test]
+fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
+    let Served { suites, backend, opts, _serve, _dir, .. } = served();
     // RayCluster rows wait on real time (kubelet delays, `consistently` windows), so they run
     // four at once, each in its own namespace (four rows' pods fit the default node pool). The
     // API rows share a cluster-scoped CRD fixture, so they run one at a time.
@@ -120,9 +135,7 @@ async fn objects(client: &kube::Client) -> std::collections::BTreeSet<String> {
 
 #[test]
 fn after_api_and_kueue_rows_against_kproof_serve_only_what_it_started_with_is_left() {
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    let _serve = serve(&kubeconfig);
+    let Served { suites, backend, opts, kubeconfig, _serve, _dir } = served();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let client = runtime.block_on(async {
         let config = kube::Config::from_custom_kubeconfig(
@@ -134,14 +147,6 @@ fn after_api_and_kueue_rows_against_kproof_serve_only_what_it_started_with_is_le
         kube::Client::try_from(config).unwrap()
     });
     let before = runtime.block_on(objects(&client));
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let suites = kproof::suite::load_suite_dir(&root.join("suites")).unwrap();
-    let backend = KubeconfigBackend::new(Some(kubeconfig)).unwrap();
-    let opts = RunOptions {
-        fixtures_dir: root.join("fixtures"),
-        default_timeout: Duration::from_secs(20),
-        ..Default::default()
-    };
     // Rows that make cluster-scoped objects: the API table's CRD, Kueue's ResourceFlavor and
     // ClusterQueue (`cluster-queue`, which the Kueue rows share with its quota, so they run one
     // at a time, each creating the queues anew after the one before deleted them).
