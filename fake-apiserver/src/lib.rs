@@ -40,7 +40,7 @@ mod server;
 mod storage;
 
 pub use endpoints::{ConflictFault, INITIAL_EVENTS_END, WatchLag};
-pub use registry::admission::ValidatingWebhook;
+pub use registry::admission::{ClusterReader, MutatingWebhook, ValidatingWebhook};
 pub use registry::{BuiltinKind, builtin_kinds};
 pub use server::{
     ApiServer, Config, FeatureGate, FeatureGateError, FeatureGates, ServerDefect, TcpServer, shutdown_signal,

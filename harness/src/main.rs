@@ -252,6 +252,10 @@ struct RunArgs {
     /// Rows run at once (default: the number of cores).
     #[arg(long)]
     jobs: Option<usize>,
+    /// On real-time backends (kubeconfig, upstream), keep what each row made (its namespace and
+    /// the cluster-scoped objects it created) for debugging; by default it is deleted.
+    #[arg(long)]
+    keep: bool,
     /// Where the JSON and JUnit reports and the flight records go.
     #[arg(long, default_value = "target/kproof")]
     report_dir: PathBuf,
@@ -408,6 +412,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         fixtures_dir,
         flight_dir: Some(args.report_dir.join("flight")),
         default_timeout: args.timeout,
+        keep: args.keep,
         ..Default::default()
     };
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
@@ -604,6 +609,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         for hook in factories.iter().flat_map(|f| f.webhooks()) {
             server.add_validating_webhook(hook);
         }
+        for hook in factories.iter().flat_map(|f| f.mutating_webhooks()) {
+            server.add_mutating_webhook(hook);
+        }
         let needs = kproof::suite::Needs { settings: settings_from_flags(&args.settings)?, ..Default::default() };
         let clock = server.clock();
         let network = controllers::sim::SimNetwork::new();
@@ -636,6 +644,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         println!("kproof serve: fake cluster on {}", tcp.url());
         if !names.is_empty() {
             println!("running:    {}", names.join(", "));
+        }
+        if !actors.installed().is_empty() {
+            println!("installed:  {}", actors.installed().join(", "));
         }
         println!("kubeconfig: {}", args.kubeconfig.display());
         println!("use it:     export KUBECONFIG={}; kubectl get namespaces", args.kubeconfig.display());

@@ -18,15 +18,15 @@
 //!    ([`ungater`], the ElasticJobUngater);
 //! 4. writes the ClusterQueue and LocalQueue status.
 //!
-//! Kueue's webhooks: the defaulting webhooks are not modelled (jobs are expected to be created
-//! as they leave them: suspended, and an elastic job's templates with the elastic scheduling
-//! gate; the fixtures write it); the validating job webhooks' create and update checks and the
-//! Workload webhook's PodSet immutability are pure functions in [`webhook`], which the harness
-//! registers with the fake API server as in-process validating webhooks. Not modelled:
+//! Kueue's webhooks are pure functions the harness registers with the fake API server as
+//! in-process webhooks: the Ray jobs' defaulting (suspend, the elastic scheduling gate, the
+//! default LocalQueue) in [`defaulting`], the validating job webhooks' create and update checks
+//! and the Workload webhook's PodSet immutability in [`webhook`]. Not modelled:
 //! hierarchical cohorts (Cohort `parentName`), `borrowWithinCohort`, fair sharing,
 //! admission checks, TAS, MultiKueue, `waitForPodsReady`, partial admission, and elastic RayJobs
 //! (their custom annotations and `UpdatePodSets`).
 
+pub mod defaulting;
 pub mod jobs;
 pub mod objects;
 pub mod podsets;
@@ -101,11 +101,14 @@ pub enum KueueDefect {
     CohortQuotaNotLent,
     /// The Workload webhook lets any change of a reserved Workload's PodSets through.
     ReservedPodSetsMutable,
+    /// The defaulting webhook leaves an elastic job's templates without the elastic scheduling
+    /// gate.
+    ElasticGateNotDefaulted,
 }
 
 impl KueueDefect {
     /// Every defect, for the report of which rows catch which (harness test `defects`).
-    pub const ALL: [KueueDefect; 9] = [
+    pub const ALL: [KueueDefect; 10] = [
         KueueDefect::UnsuspendBeforeSliceAdmitted,
         KueueDefect::PodSetsFromOneChild,
         KueueDefect::NoRaceGuard,
@@ -115,6 +118,7 @@ impl KueueDefect {
         KueueDefect::NoReclaimWithinCohort,
         KueueDefect::CohortQuotaNotLent,
         KueueDefect::ReservedPodSetsMutable,
+        KueueDefect::ElasticGateNotDefaulted,
     ];
 }
 

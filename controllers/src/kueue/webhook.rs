@@ -21,9 +21,8 @@
 //! harness registers them with the fake API server as in-process webhooks (real Kueue serves them
 //! over HTTPS). Messages are `field.ErrorList.ToAggregate()`'s; a value that is not a string or a
 //! number is printed as JSON, as `field.Error` does (an immutable PodSet with this module's field
-//! order, not Go's). Not modelled: the mutating
-//! (defaulting) webhooks (fixtures are written as they leave a job: suspended, with the elastic
-//! gate), the default-LocalQueue rule (it needs the webhook's queue cache), TAS requests,
+//! order, not Go's). The defaulting webhooks, which run
+//! before these on create, are in [`super::defaulting`]. Not modelled: TAS requests,
 //! `maxExecTimeSeconds`, `AdmissionGatedBy`, and the Workload webhook's other rules.
 
 use super::ungater::ELASTIC_JOB_SCHEDULING_GATE;

@@ -18,6 +18,23 @@ use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::BTreeSet;
 
+/// The drivers of the default node pool's devices (`fixtures/nodes/default.yaml`): the CPU
+/// nodes' and the GPU nodes'.
+pub const DEFAULT_POOL_DRIVERS: [&str; 2] = ["dev.kproof.dev", "gpu.kproof.dev"];
+
+/// The DeviceClass a driver's installation ships for its devices, named after the driver and
+/// selecting every device it publishes (as the Helm chart of kubernetes-sigs/dra-example-driver
+/// ships DeviceClass `gpu.example.com` with `device.driver == 'gpu.example.com'`:
+/// deployments/helm/dra-example-driver/templates/deviceclass.yaml at commit 5e8f4f92fae9).
+pub fn device_class(driver: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": driver},
+        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == \"{driver}\"")}}]},
+    })
+}
+
 /// The node annotation listing a node's devices.
 pub const DEVICES_ANNOTATION: &str = "dra.kproof.dev/devices";
 

@@ -44,8 +44,11 @@ use tokio::time::Instant;
 
 /// The `controllerName` of the GatewayClasses this controller serves.
 pub const CONTROLLER_NAME: &str = "kproof.dev/gateway-controller";
-/// The GatewayClass `kproof serve` (and the `gateway` actor's setup) creates.
-pub const DEFAULT_CLASS: &str = "kproof";
+/// The GatewayClass `kproof serve` (and the `gateway` actor's setup) creates, named as the
+/// implementation the simulated gateway stands for: Istio, whose installation ships GatewayClass
+/// `istio`, the class KubeRay's incremental-upgrade sample names
+/// (ray-operator/config/samples/ray-service.incremental-upgrade.yaml at v1.7.0).
+pub const DEFAULT_CLASS: &str = "istio";
 /// The knobs [`GatewayHandle::turn`] knows.
 pub const KNOBS: &[&str] = &["gateway-not-accepted", "gateway-not-programmed", "route-not-accepted", "program-delay"];
 

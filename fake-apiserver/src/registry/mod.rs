@@ -49,7 +49,7 @@ pub(crate) struct State {
     pub registry: Registry,
     /// Whether the RBAC authorizer is on (else every request is allowed).
     pub rbac: bool,
-    /// The validating webhooks registered, in registration order.
+    /// The admission webhooks registered.
     pub webhooks: admission::Webhooks,
     /// The warnings the write being handled raised (ratcheted validation errors), for its
     /// answer's `Warning` headers; [`crate::endpoints::Context::write`] starts each write empty.

@@ -3,6 +3,7 @@
 //! type's [`Strategy`](super::Strategy). Runs under the server's lock, except
 //! [`prepare_create`], which needs no store and runs before the lock is taken.
 
+use super::admission::Mutation;
 use super::core::namespace::terminating_forbidden;
 use super::decode::decode_object;
 use super::defects::ServerDefect;
@@ -205,7 +206,7 @@ pub(crate) fn create(
     obj: Value,
     w: &Write,
 ) -> ApiResult<Arc<StoredObject>> {
-    let prepared = prepare_create(rt, ns, obj, w)?;
+    let prepared = prepare_create(rt, ns, obj, w, &*st)?;
     create_prepared(st, rt, ns, prepared, w)
 }
 
@@ -226,8 +227,15 @@ struct PreparedObject {
 /// The part of a create that needs no store: decoding, name and generateName, name and label
 /// validation, server-set metadata, the kind's strategy, schema validation, and serialization.
 /// Runs before the store's lock is taken; [`create_prepared`] finishes under it, with the
-/// same outcome as if all of it ran under the lock (the store is only read there).
-pub(crate) fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Write) -> ApiResult<PreparedCreate> {
+/// same outcome as if all of it ran under the lock (the store is only read there). Mutating
+/// admission (`admission`) runs once managedFields are recorded, before the kind's validation.
+pub(crate) fn prepare_create(
+    rt: &ResourceType,
+    ns: &str,
+    mut obj: Value,
+    w: &Write,
+    admission: &dyn Mutation,
+) -> ApiResult<PreparedCreate> {
     decode_object(rt, &mut obj)?;
     let meta = meta_mut(&mut obj)?;
     if rt.namespaced {
@@ -292,6 +300,7 @@ pub(crate) fn prepare_create(rt: &ResourceType, ns: &str, mut obj: Value, w: &Wr
     if let Some(fields) = w.fields {
         fields.record_create(rt, &mut obj, w);
     }
+    admission.mutate_create(rt, &mut obj)?;
     causes.extend(rt.strategy.validate(rt, &obj));
     let object = invalid_if_any(rt, &name, causes).map(|()| {
         if w.dry_run {

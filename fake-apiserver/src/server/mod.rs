@@ -197,7 +197,15 @@ impl ApiServer {
     ///
     /// [`ValidatingWebhook`]: crate::ValidatingWebhook
     pub fn add_validating_webhook(&self, webhook: std::sync::Arc<dyn crate::ValidatingWebhook>) {
-        self.ctx.state.write().webhooks.0.push(webhook);
+        self.ctx.state.write().webhooks.validating.push(webhook);
+    }
+
+    /// Registers a mutating webhook: from now on every create of the resources it handles is
+    /// defaulted by it before the server validates it (see [`MutatingWebhook`]).
+    ///
+    /// [`MutatingWebhook`]: crate::MutatingWebhook
+    pub fn add_mutating_webhook(&self, webhook: std::sync::Arc<dyn crate::MutatingWebhook>) {
+        self.ctx.state.write().webhooks.mutating.push(webhook);
     }
 
     /// Answers the next writes a [`ConflictFault`](crate::endpoints::ConflictFault) describes

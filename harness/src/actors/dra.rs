@@ -116,6 +116,13 @@ impl ActorFactory for DraDriverFactory {
         ActorName::DraDriver
     }
 
+    fn installs(&self) -> Vec<Value> {
+        controllers::sim::dra_driver::DEFAULT_POOL_DRIVERS
+            .iter()
+            .map(|d| controllers::sim::dra_driver::device_class(d))
+            .collect()
+    }
+
     fn start(
         &self,
         client: kube::Client,

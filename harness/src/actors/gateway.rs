@@ -1,6 +1,6 @@
-//! The simulated Gateway API controller as an actor. Its setup installs the Gateway API CRDs
-//! and the GatewayClass `kproof` (controllerName `kproof.dev/gateway-controller`), as a cluster
-//! administrator does before incremental upgrades can run.
+//! The simulated Gateway API controller as an actor. Its setup installs the Gateway API CRDs;
+//! it installs the GatewayClass `istio` (controllerName `kproof.dev/gateway-controller`), as
+//! installing Istio does, before incremental upgrades can run.
 
 use crate::actors::{Actor, ActorFactory, Task};
 use crate::suite::{ActorName, Needs};
@@ -8,7 +8,6 @@ use controllers::crds::gateway::{GatewayClass, GatewayClassSpec, gateway_api_crd
 use controllers::sim::SimNetwork;
 use controllers::sim::gateway::{CONTROLLER_NAME, DEFAULT_CLASS, GatewayConfig, GatewayController, GatewayHandle};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, PostParams};
 use serde_json::Value;
 
 /// Starts the simulated gateway controller, configured by `needs.settings.gateway`
@@ -21,7 +20,7 @@ pub struct GatewayFactory {
 impl GatewayFactory {
     /// For a cluster that already serves the Gateway API with the real CRDs (the upstream
     /// backend installs `sigs.k8s.io/gateway-api`'s standard channel): the setup leaves them as
-    /// they are and only creates the GatewayClass `kproof`.
+    /// they are and only the GatewayClass is installed.
     pub fn with_installed_crds() -> Self {
         Self { crds_installed: true }
     }
@@ -53,21 +52,20 @@ impl ActorFactory for GatewayFactory {
             if install {
                 controllers::crds::install(&client, gateway_api_crds()).await.map_err(|e| e.to_string())?;
             }
-            let api: Api<GatewayClass> = Api::all(client);
-            let class = GatewayClass::new(
-                DEFAULT_CLASS,
-                GatewayClassSpec {
-                    controller_name: CONTROLLER_NAME.into(),
-                    description: Some("kproof's simulated gateway".into()),
-                    extra: Default::default(),
-                },
-            );
-            match api.create(&PostParams::default(), &class).await {
-                Ok(_) => Ok(()),
-                Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-                Err(e) => Err(format!("creating the GatewayClass {DEFAULT_CLASS}: {e}")),
-            }
+            Ok(())
         })
+    }
+
+    fn installs(&self) -> Vec<Value> {
+        let class = GatewayClass::new(
+            DEFAULT_CLASS,
+            GatewayClassSpec {
+                controller_name: CONTROLLER_NAME.into(),
+                description: Some("kproof's simulated gateway".into()),
+                extra: Default::default(),
+            },
+        );
+        serde_json::to_value(&class).into_iter().collect()
     }
 
     fn start(

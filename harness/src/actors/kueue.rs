@@ -30,6 +30,31 @@ impl fake_apiserver::ValidatingWebhook for RayJobWebhook {
     }
 }
 
+/// One of Kueue's defaulting job webhooks for a Ray kind
+/// ([`controllers::kueue::defaulting::default_ray_job`]).
+struct RayJobDefaulting {
+    resource: &'static str,
+    name: &'static str,
+    gates: controllers::kueue::defaulting::DefaultingGates,
+}
+
+impl fake_apiserver::MutatingWebhook for RayJobDefaulting {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn handles(&self, group: &str, resource: &str) -> bool {
+        group == "ray.io" && resource == self.resource
+    }
+
+    fn default(&self, obj: &mut Value, cluster: &dyn fake_apiserver::ClusterReader) -> Result<(), String> {
+        let get = |api_version: &str, kind: &str, namespace: &str, name: &str| {
+            cluster.get(api_version, kind, namespace, name)
+        };
+        controllers::kueue::defaulting::default_ray_job(self.resource, obj, self.gates, &get)
+    }
+}
+
 /// Kueue's validating Workload webhook ([`controllers::kueue::webhook::validate_workload`]);
 /// `mutable` is the defect `ReservedPodSetsMutable`, which lets every update through.
 struct WorkloadWebhook {
@@ -96,6 +121,26 @@ impl ActorFactory for KueueFactory {
             .chain(std::iter::once(Arc::new(WorkloadWebhook {
                 mutable: self.base.defective(controllers::kueue::KueueDefect::ReservedPodSetsMutable),
             }) as Arc<dyn fake_apiserver::ValidatingWebhook>))
+            .collect()
+    }
+
+    /// Kueue's release manifests (config/default at v0.19.2) create its namespace
+    /// `kueue-system`; they ship no queues or flavors.
+    fn installs(&self) -> Vec<Value> {
+        vec![serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})]
+    }
+
+    fn mutating_webhooks(&self) -> Vec<Arc<dyn fake_apiserver::MutatingWebhook>> {
+        let gates = controllers::kueue::defaulting::DefaultingGates {
+            elastic_jobs: self.base.elastic_jobs
+                && !self.base.defective(controllers::kueue::KueueDefect::ElasticGateNotDefaulted),
+            rayservice_upgrade_gate: self.base.rayservice_upgrade_gate,
+        };
+        controllers::kueue::defaulting::RAY_DEFAULTING_WEBHOOKS
+            .iter()
+            .map(|(resource, name)| {
+                Arc::new(RayJobDefaulting { resource, name, gates }) as Arc<dyn fake_apiserver::MutatingWebhook>
+            })
             .collect()
     }
 

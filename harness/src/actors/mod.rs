@@ -80,6 +80,17 @@ pub trait ActorFactory: Send + Sync {
     fn webhooks(&self) -> Vec<Arc<dyn fake_apiserver::ValidatingWebhook>> {
         Vec::new()
     }
+    /// The mutating (defaulting) webhooks the component it models serves, registered like
+    /// [`ActorFactory::webhooks`].
+    fn mutating_webhooks(&self) -> Vec<Arc<dyn fake_apiserver::MutatingWebhook>> {
+        Vec::new()
+    }
+    /// The objects its real counterpart's installation ships (a DRA driver's DeviceClass, a
+    /// gateway implementation's GatewayClass, Kueue's namespace), created after every setup
+    /// unless they exist ([`install`]).
+    fn installs(&self) -> Vec<Value> {
+        Vec::new()
+    }
     /// What a row configured with `needs` can bind without a step (see
     /// [`crate::suite::BACKEND_FACTS`]).
     fn facts(&self, needs: &Needs) -> BTreeMap<String, String> {
@@ -90,9 +101,15 @@ pub trait ActorFactory: Send + Sync {
 
 /// The actors running for one row, by name; their knobs are what knob steps turn.
 #[derive(Default)]
-pub struct ActorSet(Mutex<BTreeMap<ActorName, Box<dyn Actor>>>);
+pub struct ActorSet(Mutex<BTreeMap<ActorName, Box<dyn Actor>>>, Vec<String>);
 
 impl ActorSet {
+    /// What the actors' installations put into the cluster (`Kind name`, see [`install`]),
+    /// whether it was created now or found there.
+    pub fn installed(&self) -> &[String] {
+        &self.1
+    }
+
     /// The names of the running actors, in start order.
     pub fn names(&self) -> Vec<ActorName> {
         self.0.lock().keys().copied().collect()
@@ -126,6 +143,12 @@ pub async fn start_actors(
     for f in factories {
         f.setup(client_for(f.name())).await.map_err(|e| format!("setting up {}: {e}", f.name()))?;
     }
+    let mut installed = Vec::new();
+    for f in factories {
+        installed.extend(
+            install(&client_for(f.name()), f.installs()).await.map_err(|e| format!("installing {}: {e}", f.name()))?,
+        );
+    }
     let mut actors = BTreeMap::new();
     for f in factories {
         let actor = f
@@ -133,7 +156,31 @@ pub async fn start_actors(
             .map_err(|e| format!("starting {}: {e}", f.name()))?;
         actors.insert(f.name(), actor);
     }
-    Ok(ActorSet(Mutex::new(actors)))
+    Ok(ActorSet(Mutex::new(actors), installed))
+}
+
+/// Creates each cluster-scoped object unless one of its kind and name exists (what is there is
+/// kept as it is, as a second `helm install` of a chart would not touch it); returns them as
+/// `Kind name`. `Err` names the object that could not be created.
+pub async fn install(client: &kube::Client, objects: Vec<Value>) -> Result<Vec<String>, String> {
+    use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+    let mut installed = Vec::new();
+    for obj in objects {
+        let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+        let (api_version, kind, name) = (s("/apiVersion"), s("/kind"), s("/metadata/name"));
+        let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+        let ar = ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(group, version, &kind));
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+        let what = format!("{kind} {name}");
+        let dynamic: DynamicObject = serde_json::from_value(obj).map_err(|e| format!("{what}: {e}"))?;
+        match api.create(&PostParams::default(), &dynamic).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(format!("{what}: {e}")),
+        }
+        installed.push(what);
+    }
+    Ok(installed)
 }
 
 /// Where `kproof serve` lists the actors it runs (`data.actors`, comma-separated), so the

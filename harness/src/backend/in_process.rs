@@ -203,6 +203,9 @@ impl Backend for InProcessBackend {
             for hook in factories.iter().flat_map(|f| f.webhooks()) {
                 server.add_validating_webhook(hook);
             }
+            for hook in factories.iter().flat_map(|f| f.mutating_webhooks()) {
+                server.add_mutating_webhook(hook);
+            }
             let client_for = |name: crate::suite::ActorName| server.controller_client(name.as_str());
             let network = controllers::sim::SimNetwork::new();
             let actors = match start_actors(&factories, client_for, clock, &row.needs, &network).await {

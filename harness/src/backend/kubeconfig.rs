@@ -4,6 +4,7 @@
 
 use crate::actors::{ACTORS_CONFIGMAP_NAME, ACTORS_CONFIGMAP_NAMESPACE};
 use crate::backend::{Backend, LogBuffer, RunOptions, begin, collect_record, finish};
+use crate::engine::cleanup::{RowObjects, SharedObjects};
 use crate::engine::runner::{Knobs, RowContext, RowFailure, Timeline, execute};
 use crate::report::result::RowResult;
 use crate::report::result::{CheckEvidence, FlightRecord};
@@ -25,6 +26,8 @@ pub struct KubeconfigBackend {
     actors: BTreeSet<ActorName>,
     /// What `kproof serve` announced about itself (`kuberay.version`).
     facts: BTreeMap<String, String>,
+    /// What the rows running now touched outside their namespaces (for their cleanup).
+    objects: Arc<SharedObjects>,
 }
 
 impl KubeconfigBackend {
@@ -33,7 +36,13 @@ impl KubeconfigBackend {
     /// `kproof serve` writes; add others (say, a real KubeRay operator) with [`Self::with_actors`].
     pub fn new(path: Option<PathBuf>) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-        let mut backend = Self { kubeconfig: path, runtime, actors: BTreeSet::new(), facts: BTreeMap::new() };
+        let mut backend = Self {
+            kubeconfig: path,
+            runtime,
+            actors: BTreeSet::new(),
+            facts: BTreeMap::new(),
+            objects: Default::default(),
+        };
         let data = backend.runtime.block_on(async {
             let Ok(client) = backend.client().await else { return BTreeMap::new() };
             let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client, ACTORS_CONFIGMAP_NAMESPACE);
@@ -305,7 +314,12 @@ impl Backend for KubeconfigBackend {
         let (outcome, record, checks) = self.runtime.block_on(async {
             match self.client().await {
                 Ok(client) => {
-                    run_in_own_namespace(&client, suite, row, opts, Arc::new(NoKnobs), false, self.facts(row)).await
+                    let run = OwnNamespace {
+                        knobs: Arc::new(NoKnobs),
+                        wait_for_service_account: false,
+                        objects: &self.objects,
+                    };
+                    run_in_own_namespace(&client, suite, row, opts, run, self.facts(row)).await
                 }
                 Err(e) => (Err(RowFailure::plain(e)), None, Vec::new()),
             }
@@ -317,19 +331,29 @@ impl Backend for KubeconfigBackend {
     }
 }
 
-/// Runs a row on a real-time cluster in a fresh namespace of its own (deleted afterwards),
-/// recording the timeline from watches over the kinds the row touches. With
-/// `wait_for_service_account`, waits until the namespace's `default` ServiceAccount exists (a
-/// cluster whose ServiceAccount admission refuses pods until kube-controller-manager made it).
+/// How a real-time backend runs a row in its own namespace.
+pub(crate) struct OwnNamespace<'a> {
+    /// The actors' knobs.
+    pub knobs: Arc<dyn Knobs>,
+    /// Wait until the namespace's `default` ServiceAccount exists (a cluster whose
+    /// ServiceAccount admission refuses pods until kube-controller-manager made it).
+    pub wait_for_service_account: bool,
+    /// What the rows running now touched outside their namespaces.
+    pub objects: &'a Arc<SharedObjects>,
+}
+
+/// Runs a row on a real-time cluster in a fresh namespace of its own, recording the timeline
+/// from watches over the kinds the row touches; afterwards the namespace and what the row
+/// created elsewhere are deleted ([`crate::engine::cleanup`]) unless `opts.keep`.
 pub(crate) async fn run_in_own_namespace(
     client: &kube::Client,
     suite: &LoadedSuite,
     row: &Row,
     opts: &RunOptions,
-    knobs: Arc<dyn Knobs>,
-    wait_for_service_account: bool,
+    run: OwnNamespace<'_>,
     facts: BTreeMap<String, String>,
 ) -> (Result<(), RowFailure>, Option<FlightRecord>, Vec<CheckEvidence>) {
+    let OwnNamespace { knobs, wait_for_service_account, objects } = run;
     let logs = LogBuffer::default();
     let ns_name = format!("kproof-{}-{}", row.id.chars().take(40).collect::<String>(), suffix());
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
@@ -376,8 +400,9 @@ pub(crate) async fn run_in_own_namespace(
             watchers.push(tokio::spawn(record_watch(api, ar, timeline.clone(), from, filter)));
         }
     }
+    let made = RowObjects::new(objects.clone(), &ns_name);
     let ctx = RowContext {
-        client: client.clone(),
+        client: made.client(client, opts.default_timeout),
         namespace: ns_name.clone(),
         timeline: timeline.clone(),
         knobs,
@@ -395,7 +420,14 @@ pub(crate) async fn run_in_own_namespace(
     for w in watchers {
         w.abort();
     }
+    if opts.keep {
+        return (outcome, record, checks);
+    }
     let _ = namespaces.delete(&ns_name, &Default::default()).await;
+    let problems = made.clean_up(client, opts.default_timeout).await;
+    if !problems.is_empty() {
+        tracing::warn!(row = %row.id, "cleanup left: {}", problems.join("; "));
+    }
     (outcome, record, checks)
 }
 

@@ -37,6 +37,9 @@ pub struct RunOptions {
     /// task waits, so a simulated cluster that never goes idle (two controllers undoing each
     /// other) would never reach a row's virtual deadlines; this ends such a row instead.
     pub wall_limit: Duration,
+    /// On real-time backends, leave what each row made (its namespace, the cluster-scoped
+    /// objects it created) for debugging instead of deleting it ([`crate::engine::cleanup`]).
+    pub keep: bool,
 }
 
 impl Default for RunOptions {
@@ -47,6 +50,7 @@ impl Default for RunOptions {
             default_timeout: Duration::from_secs(30),
             poll: Duration::from_millis(100),
             wall_limit: Duration::from_secs(120),
+            keep: false,
         }
     }
 }

@@ -159,6 +159,10 @@ impl ActorFactory for AbsentController {
     fn setup(&self, client: kube::Client) -> futures::future::BoxFuture<'static, Result<(), String>> {
         self.0.setup(client)
     }
+    /// What the component's installation ships stays when its controller crashed.
+    fn installs(&self) -> Vec<serde_json::Value> {
+        self.0.installs()
+    }
     fn start(
         &self,
         _client: kube::Client,

@@ -16,14 +16,12 @@ impl Drop for Serve {
     }
 }
 
-#[test]
-fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    let _serve = Serve(
+/// Starts `kproof serve` writing `kubeconfig` and waits until it has.
+fn serve(kubeconfig: &Path) -> Serve {
+    let serve = Serve(
         Command::new(env!("CARGO_BIN_EXE_kproof"))
             .args(["serve", "--port", "0", "--kubeconfig"])
-            .arg(&kubeconfig)
+            .arg(kubeconfig)
             .stdout(Stdio::null())
             .spawn()
             .unwrap(),
@@ -33,14 +31,37 @@ fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
         assert!(start.elapsed() < Duration::from_secs(20), "kproof serve wrote no kubeconfig");
         std::thread::sleep(Duration::from_millis(20));
     }
+    serve
+}
+
+/// A `kproof serve` with the catalogue, a kubeconfig backend reaching it, and run options.
+struct Served {
+    _dir: tempfile::TempDir,
+    _serve: Serve,
+    kubeconfig: std::path::PathBuf,
+    suites: Vec<kproof::suite::LoadedSuite>,
+    backend: KubeconfigBackend,
+    opts: RunOptions,
+}
+
+fn served() -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let serve = serve(&kubeconfig);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let suites = kproof::suite::load_suite_dir(&root.join("suites")).unwrap();
-    let backend = KubeconfigBackend::new(Some(kubeconfig)).unwrap();
+    let backend = KubeconfigBackend::new(Some(kubeconfig.clone())).unwrap();
     let opts = RunOptions {
         fixtures_dir: root.join("fixtures"),
         default_timeout: Duration::from_secs(20),
         ..Default::default()
     };
+    Served { _dir: dir, _serve: serve, kubeconfig, suites, backend, opts }
+}
+
+#[test]
+fn the_catalogue_runs_on_the_kubeconfig_backend_against_kproof_serve() {
+    let Served { suites, backend, opts, _serve, _dir, .. } = served();
     // RayCluster rows wait on real time (kubelet delays, `consistently` windows), so they run
     // four at once, each in its own namespace (four rows' pods fit the default node pool). The
     // API rows share a cluster-scoped CRD fixture, so they run one at a time.
@@ -89,4 +110,79 @@ fn an_unreachable_cluster_fails_rows_with_a_clear_reason() {
     let r = backend.run_row(&suites[0], row, &RunOptions::default());
     assert_eq!(r.outcome, Outcome::Failed);
     assert!(r.reason.as_deref().is_some_and(|w| w.contains("cannot create namespace")), "{r:?}");
+}
+
+/// Every object the cluster serves (`resource.group namespace/name`), Events left out: they
+/// record what happened and expire by TTL (kube-apiserver's `--event-ttl`, one hour).
+async fn objects(client: &kube::Client) -> std::collections::BTreeSet<String> {
+    use kube::api::{Api, DynamicObject};
+    let discovery = kube::Discovery::new(client.clone()).run_aggregated().await.unwrap();
+    let mut all = std::collections::BTreeSet::new();
+    for group in discovery.groups() {
+        for (ar, caps) in group.recommended_resources() {
+            if ar.kind == "Event" || !caps.supports_operation(kube::discovery::verbs::LIST) {
+                continue;
+            }
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+            for o in api.list(&Default::default()).await.unwrap() {
+                let ns = o.metadata.namespace.unwrap_or_default();
+                all.insert(format!("{}.{} {ns}/{}", ar.plural, ar.group, o.metadata.name.unwrap_or_default()));
+            }
+        }
+    }
+    all
+}
+
+#[test]
+fn after_api_and_kueue_rows_against_kproof_serve_only_what_it_started_with_is_left() {
+    let Served { suites, backend, opts, kubeconfig, _serve, _dir } = served();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = runtime.block_on(async {
+        let config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(&kubeconfig).unwrap(),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+        kube::Client::try_from(config).unwrap()
+    });
+    let before = runtime.block_on(objects(&client));
+    // Rows that make cluster-scoped objects: the API table's CRD, Kueue's ResourceFlavor and
+    // ClusterQueue (`cluster-queue`, which the Kueue rows share with its quota, so they run one
+    // at a time, each creating the queues anew after the one before deleted them).
+    let kueue_rows = [
+        "kq-raycluster-runs-when-admitted",
+        "kq-raycluster-waits-for-quota-best-effort-fifo",
+        "kq-rayjob-runs-when-admitted",
+        "kq-webhook-queue-name-is-immutable-while-the-job-runs",
+        "kq-webhook-create-refuses-a-queue-name-not-a-dns-subdomain",
+    ];
+    let mut results = Vec::new();
+    for (suite, row_ids) in [("apiserver", vec![]), ("kueue", kueue_rows.map(String::from).to_vec())] {
+        let sel = kproof::engine::selection::Selection { suites: vec![suite.into()], rows: row_ids };
+        let rows = kproof::engine::selection::selected(&suites, &sel);
+        results.extend(kproof::backend::run_rows(&backend, &rows, &opts, 1, &|_| {}));
+    }
+    for r in results.iter().filter(|r| r.outcome == Outcome::Failed) {
+        println!("failed: {} {}", r.name(), r.failure.clone().unwrap_or_default().lines().next().unwrap_or_default());
+    }
+    let ran = results.iter().filter(|r| r.outcome != Outcome::Skipped).count();
+    let passed = results.iter().filter(|r| r.outcome == Outcome::Passed).count();
+    // Deletions finish (finalizers, namespace cleanup) shortly after the last row.
+    let settle = Instant::now();
+    let mut after = runtime.block_on(objects(&client));
+    while after != before && settle.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(200));
+        after = runtime.block_on(objects(&client));
+    }
+    println!(
+        "{} rows, {ran} ran ({passed} passed); objects before: {}, after: {}",
+        results.len(),
+        before.len(),
+        after.len()
+    );
+    assert!(ran >= 10, "the API rows and the Kueue rows run against kproof serve: {ran} ran");
+    let left: Vec<&String> = after.difference(&before).collect();
+    let gone: Vec<&String> = before.difference(&after).collect();
+    assert!(left.is_empty() && gone.is_empty(), "left behind: {left:#?}\ngone: {gone:#?}");
 }

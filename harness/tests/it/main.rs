@@ -1,8 +1,8 @@
 //! The harness's integration tests, in one binary (one link instead of one per file): the
 //! command line, expectations and reports, the kubeconfig and upstream backends, the
-//! differential smoke test, the suite schema, and the tables against deliberately wrong
-//! controllers and a deliberately wrong API server. The catalogue itself is the `suites`
-//! target, one test per row.
+//! differential smoke test, the suite schema, the docs' walk-throughs with kubectl, and the
+//! tables against deliberately wrong controllers and a deliberately wrong API server. The
+//! catalogue itself is the `suites` target, one test per row.
 
 mod cli;
 mod common;
@@ -12,6 +12,7 @@ mod expectations;
 mod kubeconfig;
 mod schema;
 mod upstream;
+mod walkthroughs;
 mod wrong_apiserver;
 mod wrong_dra;
 mod wrong_kueue;

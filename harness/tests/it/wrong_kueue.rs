@@ -109,3 +109,12 @@ fn a_workload_webhook_that_lets_reserved_pod_sets_change_is_caught() {
         &["kq-raycluster-runs-when-admitted", "kq-6-2a-raising-quota-opens-the-gate"],
     );
 }
+
+#[test]
+fn a_defaulting_webhook_that_leaves_out_the_elastic_gate_is_caught() {
+    assert_caught(
+        KueueDefect::ElasticGateNotDefaulted,
+        &["kq-webhook-defaulting-suspends-and-gates-the-sample-rayservice"],
+        &["kq-raycluster-runs-when-admitted", "kq-webhook-create-refuses-a-queue-name-not-a-dns-subdomain"],
+    );
+}

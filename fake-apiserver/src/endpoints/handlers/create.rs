@@ -40,7 +40,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let now = call.ctx.clock.now();
     let w = Write { ctx: &ctx, now, dry_run, fields: Some(&UpdateOwnership) };
     // Decoding, validation and serialization need no store: keep them out of the lock.
-    let prepared = store::prepare_create(&rt, &namespace, obj, &w)?;
+    let prepared = store::prepare_create(&rt, &namespace, obj, &w, &call.ctx.state)?;
     let created = call.ctx.write(dry_run, |st| create_prepared(st, &rt, &namespace, prepared, &w))?;
     Ok(with_warnings(bytes_response(StatusCode::CREATED, render(&rt, &created)), &warnings))
 }

@@ -178,7 +178,7 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
                     _ => set_nested_field(&mut obj, &["metadata", "name"], json!(name)),
                 };
                 typed(&obj)?;
-                let prepared = store::prepare_create(rt, &target.namespace, obj, &w)?;
+                let prepared = store::prepare_create(rt, &target.namespace, obj, &w, &*st)?;
                 Ok((create_prepared(st, rt, &target.namespace, prepared, &w)?, true))
             }
         }

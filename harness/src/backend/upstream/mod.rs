@@ -19,7 +19,7 @@ use crate::actors::{
     ActorFactory, ActorSet, AutoscalerFactory, DraDriverFactory, GatewayFactory, KubeletFactory, RayHeadFactory,
     TrafficFactory, start_actors,
 };
-use crate::backend::kubeconfig::run_in_own_namespace;
+use crate::backend::kubeconfig::{OwnNamespace, run_in_own_namespace};
 use crate::backend::{Backend, RunOptions, begin, finish};
 use crate::engine::runner::RowFailure;
 use crate::report::result::RowResult;
@@ -55,6 +55,8 @@ pub struct UpstreamBackend {
     client: kube::Client,
     /// The simulated actors running against the real API server (shared by every row).
     sims: Arc<ActorSet>,
+    /// What the rows running now touched outside their namespaces (for their cleanup).
+    objects: Arc<crate::engine::cleanup::SharedObjects>,
     /// Serves the simulated network to the operator (its `HTTP_PROXY`).
     _proxy: crate::actors::Task,
     /// The real and simulated actors rows may need.
@@ -175,6 +177,7 @@ impl UpstreamBackend {
             runtime,
             client,
             sims: Arc::new(sims),
+            objects: Default::default(),
             _proxy: proxy_task,
             actors,
             components,
@@ -326,7 +329,8 @@ impl Backend for UpstreamBackend {
             if let Err(down) = self.check() {
                 return (Err(RowFailure::plain(format!("the control plane is down: {down}"))), None, Vec::new());
             }
-            run_in_own_namespace(&self.client, suite, row, opts, self.sims.clone(), true, self.facts(row)).await
+            let run = OwnNamespace { knobs: self.sims.clone(), wait_for_service_account: true, objects: &self.objects };
+            run_in_own_namespace(&self.client, suite, row, opts, run, self.facts(row)).await
         });
         result.checks = checks;
         result.wall_ms = wall.elapsed().as_millis() as u64;
