@@ -186,11 +186,12 @@ impl Timeline for WatchTimeline {
     }
 }
 
-struct NoKnobs;
+/// The knobs of a backend whose actors are all real or remote: none can be turned.
+pub(crate) struct NoKnobs(pub(crate) &'static str);
 
 impl Knobs for NoKnobs {
     fn turn(&self, actor: ActorName, _: &str, _: &Value) -> Result<(), String> {
-        Err(format!("the kubeconfig backend has no actor {actor:?}"))
+        Err(format!("the {} backend turns no knobs of {actor:?}", self.0))
     }
 }
 
@@ -315,7 +316,7 @@ impl Backend for KubeconfigBackend {
             match self.client().await {
                 Ok(client) => {
                     let run = OwnNamespace {
-                        knobs: Arc::new(NoKnobs),
+                        knobs: Arc::new(NoKnobs("kubeconfig")),
                         wait_for_service_account: false,
                         objects: &self.objects,
                     };
