@@ -14,22 +14,6 @@ pub enum KindError {
         /// What the connection said.
         message: String,
     },
-    /// The daemon is older than the API testcontainers speaks.
-    #[error(
-        "the Docker daemon at {host} is too old for testcontainers {needed_by}: it serves Docker API {server}, testcontainers needs {needed}; upgrade Docker ({message})"
-    )]
-    DockerTooOld {
-        /// The daemon's address.
-        host: String,
-        /// The newest API the daemon serves (or `unknown`).
-        server: String,
-        /// The API version testcontainers' client sends.
-        needed: String,
-        /// The testcontainers release.
-        needed_by: &'static str,
-        /// The daemon's own words.
-        message: String,
-    },
     /// An image is neither in the daemon nor pullable.
     #[error("cannot get image {image}: {message}")]
     Image {

@@ -20,8 +20,8 @@
 //!
 //! # What is needed where it runs
 //!
-//! A Docker daemon serving API 1.53 or newer (testcontainers 0.28 sends that version and
-//! does not negotiate: Docker 29.3+), which may run privileged containers; the node image
+//! A Docker daemon (`DOCKER_HOST`, else the local socket) that may run privileged containers
+//! (Debian's Docker 20.10 and a current one both serve testcontainers 0.28); the node image
 //! (pulled from Docker Hub when absent); and the release files of the plan in a local
 //! directory (`kproof kind fetch-script` prints the commands). Each missing piece ends the
 //! run with exit code 2 and one line naming it ([`KindError`]).
