@@ -53,7 +53,9 @@ fn the_plan_and_the_fetch_script_print_without_docker() {
         .expect("kproof runs");
     assert!(plan.status.success());
     let text = String::from_utf8_lossy(&plan.stdout);
-    for name in ["gateway-api", "istio", "metallb", "kuberay-operator", "kueue", "kindest/node:v1.37", "kuberay/operator:dev"] {
+    for name in
+        ["gateway-api", "istio", "metallb", "kuberay-operator", "kueue", "kindest/node:v1.37", "kuberay/operator:dev"]
+    {
         assert!(text.contains(name), "{name} missing from:\n{text}");
     }
     let script = Command::cargo_bin("kproof")

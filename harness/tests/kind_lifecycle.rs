@@ -136,8 +136,6 @@ fn a_container_is_started_used_and_removed_by_testcontainers() {
             }
             other => panic!("expected an image error, got {other:?}"),
         }
-        let _ = docker
-            .remove_image(IMAGE, None::<bollard::query_parameters::RemoveImageOptions>, None)
-            .await;
+        let _ = docker.remove_image(IMAGE, None::<bollard::query_parameters::RemoveImageOptions>, None).await;
     });
 }

@@ -112,10 +112,10 @@ impl KindBackend {
             let pool = docker::metallb_pool(&subnet)
                 .map_err(|message| KindError::Install { component: "metallb".into(), message })?;
             install(&plan, &client, &opts.kind_manifests, &kubeconfig, &pool, progress).await?;
-            let server = client
-                .apiserver_version()
-                .await
-                .map_err(|e| KindError::Install { component: "kubernetes".into(), message: one_line(&e.to_string(), 200) })?;
+            let server = client.apiserver_version().await.map_err(|e| KindError::Install {
+                component: "kubernetes".into(),
+                message: one_line(&e.to_string(), 200),
+            })?;
             Ok::<_, KindError>((client, server.git_version))
         });
         let (client, server_version) = match prepared {
@@ -131,7 +131,8 @@ impl KindBackend {
             let image = c.image.as_deref().map(|i| format!(" ({i})")).unwrap_or_default();
             components.insert(c.name.into(), format!("{}{image}", c.version));
         }
-        let version_of = |name: &str| plan.components.iter().find(|c| c.name == name).and_then(|c| Version::parse(&c.version));
+        let version_of =
+            |name: &str| plan.components.iter().find(|c| c.name == name).and_then(|c| Version::parse(&c.version));
         Ok(Self {
             kuberay: version_of("kuberay-operator"),
             kueue: version_of("kueue"),
@@ -189,9 +190,9 @@ impl Backend for KindBackend {
 
     fn version(&self, component: Component) -> Option<Version> {
         match component {
-            Component::Kuberay => self.kuberay.clone(),
-            Component::Kueue => self.kueue.clone(),
-            Component::Kubernetes => self.kubernetes.clone(),
+            Component::Kuberay => self.kuberay,
+            Component::Kueue => self.kueue,
+            Component::Kubernetes => self.kubernetes,
         }
     }
 

@@ -34,7 +34,8 @@ pub async fn connect() -> Result<(Docker, String), KindError> {
         Ok(Err(e)) => return Err(no_docker(e.to_string())),
         Err(_) => return Err(no_docker("no answer to a ping within 10s".into())),
     }
-    let version = docker.version().await.map_err(|e| no_docker(format!("it answers a ping but not GET /version: {e}")))?;
+    let version =
+        docker.version().await.map_err(|e| no_docker(format!("it answers a ping but not GET /version: {e}")))?;
     Ok((docker, version.version.unwrap_or_else(|| "unknown".into())))
 }
 
@@ -151,6 +152,9 @@ mod tests {
         assert_eq!(split("busybox"), ("busybox".into(), "latest".into()));
         assert_eq!(split("localhost:5000/kueue"), ("localhost:5000/kueue".into(), "latest".into()));
         assert_eq!(split("localhost:5000/kueue:dev"), ("localhost:5000/kueue".into(), "dev".into()));
-        assert_eq!(split("quay.io/kuberay/operator@sha256:cd"), ("quay.io/kuberay/operator".into(), "latest@sha256:cd".into()));
+        assert_eq!(
+            split("quay.io/kuberay/operator@sha256:cd"),
+            ("quay.io/kuberay/operator".into(), "latest@sha256:cd".into())
+        );
     }
 }

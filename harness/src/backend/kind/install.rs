@@ -139,7 +139,9 @@ async fn wait_available(client: &kube::Client, objects: &[Value]) -> Result<(), 
         let available = || async {
             let got = api.get_opt(&name).await.map_err(|e| e.to_string())?;
             let conditions = got.map(|o| o.data["status"]["conditions"].clone()).unwrap_or(Value::Null);
-            Ok(conditions.as_array().is_some_and(|cs| cs.iter().any(|c| c["type"] == "Available" && c["status"] == "True")))
+            Ok(conditions
+                .as_array()
+                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Available" && c["status"] == "True")))
         };
         crate::backend::poll_until(COMPONENT_TIMEOUT, available, || {
             format!("Deployment {ns}/{name} not Available within {}s", COMPONENT_TIMEOUT.as_secs())
@@ -191,7 +193,8 @@ pub async fn install(
 ) -> Result<(), KindError> {
     for step in &plan.steps {
         let component = step.component();
-        let fail = |message: String| KindError::Install { component: component.into(), message: one_line(&message, 400) };
+        let fail =
+            |message: String| KindError::Install { component: component.into(), message: one_line(&message, 400) };
         match step {
             Step::Manifests { source, transform, .. } => {
                 progress(&format!("{component}: creating {}", source.file));
@@ -219,7 +222,11 @@ pub async fn install(
                     }
                 };
                 crate::backend::poll_until(COMPONENT_TIMEOUT, created, || {
-                    format!("not created within {}s: {}", COMPONENT_TIMEOUT.as_secs(), last.lock().unwrap_or_else(|p| p.into_inner()))
+                    format!(
+                        "not created within {}s: {}",
+                        COMPONENT_TIMEOUT.as_secs(),
+                        last.lock().unwrap_or_else(|p| p.into_inner())
+                    )
                 })
                 .await
                 .map_err(fail)?;
@@ -248,7 +255,10 @@ mod tests {
         assert_eq!(replace_image(&mut objects, "kuberay/operator", "kuberay/operator:dev"), Ok(1));
         assert_eq!(objects[0]["spec"]["template"]["spec"]["containers"][0]["image"], "kuberay/operator:dev");
         assert_eq!(objects[0]["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
-        assert_eq!(objects[0]["spec"]["template"]["spec"]["containers"][1]["image"], "gcr.io/kubebuilder/kube-rbac-proxy:v0.8.0");
+        assert_eq!(
+            objects[0]["spec"]["template"]["spec"]["containers"][1]["image"],
+            "gcr.io/kubebuilder/kube-rbac-proxy:v0.8.0"
+        );
         let mut other = vec![deployment("registry.k8s.io/kueue/kueue:v0.19.2")];
         assert!(replace_image(&mut other, "kuberay/operator", "x").unwrap_err().contains("kuberay/operator"));
         assert_eq!(repository_of("localhost:5000/kueue/kueue:dev@sha256:aa"), "kueue/kueue");

@@ -49,8 +49,8 @@ pub struct NodeSpec {
 /// published on 127.0.0.1 only.
 pub fn node_request(spec: &NodeSpec) -> ContainerRequest<GenericImage> {
     let images = testcontainers::core::Mount::bind_mount(spec.images_dir.display().to_string(), IMAGES_IN_NODE);
-    let modules = testcontainers::core::Mount::bind_mount("/lib/modules", "/lib/modules")
-        .with_access_mode(AccessMode::ReadOnly);
+    let modules =
+        testcontainers::core::Mount::bind_mount("/lib/modules", "/lib/modules").with_access_mode(AccessMode::ReadOnly);
     let (repository, tag) = crate::backend::kind::docker::split_image(&spec.image);
     labelled(GenericImage::new(repository, tag).with_exposed_port(6443.tcp()), &spec.name)
         .with_label("io.x-k8s.kind.cluster", &spec.name)
@@ -192,7 +192,10 @@ pub fn bootstrap(spec: &NodeSpec) -> Vec<(&'static str, String)> {
             ),
         ),
         ("installing the local-path storage class", format!("{KUBECTL} apply -f /kind/manifests/default-storage.yaml")),
-        ("waiting for the node to be Ready", format!("{KUBECTL} wait --for=condition=Ready nodes --all --timeout=180s")),
+        (
+            "waiting for the node to be Ready",
+            format!("{KUBECTL} wait --for=condition=Ready nodes --all --timeout=180s"),
+        ),
     ]
 }
 
@@ -225,7 +228,8 @@ impl Node {
     /// Starts the node and bootstraps it; the kubeconfig is written to `kubeconfig`.
     /// `progress` hears each step's name.
     pub async fn start(spec: &NodeSpec, kubeconfig: &Path, progress: &dyn Fn(&str)) -> Result<Self, KindError> {
-        let fail = |step: &str, message: String| KindError::Node { node: spec.name.clone(), step: step.into(), message };
+        let fail =
+            |step: &str, message: String| KindError::Node { node: spec.name.clone(), step: step.into(), message };
         progress("starting the node container");
         let container = ManagedContainer::start(node_request(spec), &spec.name)
             .await
@@ -241,10 +245,12 @@ impl Node {
                 return Err(fail(step, format!("{m}; node log: {}", log_tail(&container).await)));
             }
         }
-        let admin = container.read_file("/etc/kubernetes/admin.conf").await.map_err(|m| fail("reading admin.conf", m))?;
+        let admin =
+            container.read_file("/etc/kubernetes/admin.conf").await.map_err(|m| fail("reading admin.conf", m))?;
         let port = container.host_port(6443).await.map_err(|m| fail("reading the API server's published port", m))?;
         let text = host_kubeconfig(&String::from_utf8_lossy(&admin), port);
-        std::fs::write(kubeconfig, text).map_err(|e| fail("writing the kubeconfig", format!("{}: {e}", kubeconfig.display())))?;
+        std::fs::write(kubeconfig, text)
+            .map_err(|e| fail("writing the kubeconfig", format!("{}: {e}", kubeconfig.display())))?;
         Ok(Self { container, kubeconfig: kubeconfig.to_path_buf(), images_dir: spec.images_dir.clone() })
     }
 
@@ -307,11 +313,15 @@ mod tests {
         assert!(text.contains("  DRAWorkloadResourceClaims: true\n"), "{text}");
         assert!(text.contains("advertiseAddress: \"${NODE_IP}\""));
         assert!(text.contains("kubernetesVersion: ${KUBE_VERSION}"));
-        let docs: Vec<serde_json::Value> =
-            serde_saphyr::from_multiple(&text.replace("${NODE_IP}", "172.18.0.2").replace("${KUBE_VERSION}", "v1.37.0"))
-                .expect("the configuration is YAML");
+        let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(
+            &text.replace("${NODE_IP}", "172.18.0.2").replace("${KUBE_VERSION}", "v1.37.0"),
+        )
+        .expect("the configuration is YAML");
         let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
-        assert_eq!(kinds, ["ClusterConfiguration", "InitConfiguration", "KubeletConfiguration", "KubeProxyConfiguration"]);
+        assert_eq!(
+            kinds,
+            ["ClusterConfiguration", "InitConfiguration", "KubeletConfiguration", "KubeProxyConfiguration"]
+        );
         assert_eq!(docs[2]["featureGates"]["GenericWorkload"], true);
     }
 

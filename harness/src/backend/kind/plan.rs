@@ -259,14 +259,22 @@ impl InstallPlan {
     /// The plan as a person reads it: node, components, steps.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "kind node   {}  (bootstrap as kind {KIND_VERSION}; Docker network {NETWORK:?})", self.node_image);
+        let _ = writeln!(
+            out,
+            "kind node   {}  (bootstrap as kind {KIND_VERSION}; Docker network {NETWORK:?})",
+            self.node_image
+        );
         let _ = writeln!(out, "components");
         for c in &self.components {
             let image = c.image.as_deref().map(|i| format!("  image {i}")).unwrap_or_default();
             let _ = writeln!(out, "  {:<18} {}{image}", c.name, c.version);
         }
         if !self.local_images.is_empty() {
-            let _ = writeln!(out, "local images loaded into the node when Docker has them: {}", self.local_images.join(", "));
+            let _ = writeln!(
+                out,
+                "local images loaded into the node when Docker has them: {}",
+                self.local_images.join(", ")
+            );
         }
         let _ = writeln!(out, "steps");
         for (i, step) in self.steps.iter().enumerate() {
@@ -287,7 +295,13 @@ impl InstallPlan {
                 Step::Objects { objects, .. } => {
                     let kinds: Vec<String> = objects
                         .iter()
-                        .map(|o| format!("{} {}", o["kind"].as_str().unwrap_or("?"), o["metadata"]["name"].as_str().unwrap_or("?")))
+                        .map(|o| {
+                            format!(
+                                "{} {}",
+                                o["kind"].as_str().unwrap_or("?"),
+                                o["metadata"]["name"].as_str().unwrap_or("?")
+                            )
+                        })
                         .collect();
                     format!("create {} (pool: the top of the node network's IPv4 subnet)", kinds.join(", "))
                 }
@@ -346,9 +360,15 @@ mod tests {
         let plan = InstallPlan::new(&KindOptions::default());
         let script = plan.fetch_script();
         for source in plan.steps.iter().filter_map(Step::source) {
-            assert!(script.contains(&format!("$dir/{}", source.file)) || script.contains("-C \"$dir\" istioctl"), "{}", source.file);
+            assert!(
+                script.contains(&format!("$dir/{}", source.file)) || script.contains("-C \"$dir\" istioctl"),
+                "{}",
+                source.file
+            );
         }
-        assert!(script.contains(&format!("gateway-api/releases/download/{}/standard-install.yaml", pins::gateway_api())));
+        assert!(
+            script.contains(&format!("gateway-api/releases/download/{}/standard-install.yaml", pins::gateway_api()))
+        );
         assert!(script.starts_with("#!/usr/bin/env bash\n"));
     }
 
