@@ -7,9 +7,9 @@ use crate::backend::kind::install::{check_sources, install};
 use crate::backend::kind::node::{Node, NodeSpec};
 use crate::backend::kind::options::KindOptions;
 use crate::backend::kind::plan::{InstallPlan, KIND_VERSION, NETWORK};
-use crate::backend::kubeconfig::{NoKnobs, run_in_own_namespace};
+use crate::backend::kubeconfig::{NoKnobs, run_in_own_namespace, run_real_time_row};
 use crate::backend::upstream::plane::{FEATURE_GATES, RUNTIME_CONFIG};
-use crate::backend::{Backend, RunOptions, begin, finish};
+use crate::backend::{Backend, RunOptions};
 use crate::engine::runner::RowFailure;
 use crate::report::result::RowResult;
 use crate::suite::{ActorName, Capability, Component, LoadedSuite, Row, Version};
@@ -197,20 +197,12 @@ impl Backend for KindBackend {
     }
 
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
-        let mut result = match begin(self, suite, row) {
-            Ok(r) => r,
-            Err(skipped) => return *skipped,
-        };
-        let wall = std::time::Instant::now();
-        let (outcome, record) = self.runtime.block_on(async {
+        run_real_time_row(self, &self.runtime, suite, row, opts, || async {
             if self.node.is_none() {
                 return (Err(RowFailure::plain("the kind node was removed".to_string())), None);
             }
             let knobs = Arc::new(NoKnobs("kind"));
             run_in_own_namespace(&self.client, suite, row, opts, knobs, true, self.facts(row)).await
-        });
-        result.wall_ms = wall.elapsed().as_millis() as u64;
-        result.backend_ms = result.wall_ms;
-        finish(suite, result, outcome, || record.unwrap_or_default(), opts)
+        })
     }
 }
