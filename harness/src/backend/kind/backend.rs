@@ -18,24 +18,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// What runs in the kind cluster, as the actors rows name: the real kube-scheduler, kubelet and
-/// kube-controller-manager controllers, the real operators, real Ray heads (dashboard, Serve,
-/// the autoscaler sidecar) and Istio as the Gateway controller. Not here: the simulated data
-/// plane's `TrafficProbe` (`traffic`), the DRA driver stand-in (`dra-driver`: kind's nodes
-/// have no DRA driver) and the harness's self-test controller (`echo`).
-pub const ACTORS: [ActorName; 11] = [
-    ActorName::Kuberay,
-    ActorName::Kueue,
-    ActorName::Scheduler,
-    ActorName::Kubelet,
-    ActorName::Endpoints,
-    ActorName::RayHead,
-    ActorName::Autoscaler,
-    ActorName::Gateway,
-    ActorName::ResourceClaimController,
-    ActorName::PodGroupProtection,
-    ActorName::DeviceTaintEviction,
-];
+/// The actors rows name that the kind cluster does not have: the simulated data plane's
+/// `TrafficProbe` (`traffic`), the DRA driver stand-in (`dra-driver`: kind's nodes have no DRA
+/// driver) and the harness's self-test controller (`echo`). Every other actor is real there:
+/// kube-scheduler, the kubelet, kube-controller-manager's controllers, the operators, the Ray
+/// heads (dashboard, Serve, the autoscaler sidecar) and Istio as the Gateway controller.
+pub const ABSENT: [ActorName; 3] = [ActorName::Traffic, ActorName::DraDriver, ActorName::Echo];
 
 /// The kind backend: a kind node in Docker (owned by testcontainers), with Gateway API, Istio,
 /// MetalLB, the KubeRay operator and Kueue installed from [`InstallPlan`].
@@ -177,7 +165,7 @@ impl Backend for KindBackend {
 
     fn capabilities(&self) -> BTreeSet<Capability> {
         let mut c: BTreeSet<Capability> = [Capability::Timeline].into();
-        c.extend(ACTORS.iter().map(|a| Capability::Actor(*a)));
+        c.extend(ActorName::ALL.iter().filter(|a| !ABSENT.contains(a)).map(|a| Capability::Actor(*a)));
         // The node runs with the upstream plane's gates (the `podgroup` profile); `baseline` and
         // `raw` rows use no PodGroup, for which those gates change nothing.
         c.extend([DraProfile::Baseline, DraProfile::Podgroup, DraProfile::Raw].map(Capability::DraProfile));
