@@ -184,10 +184,14 @@ impl Backend for KindBackend {
         }
     }
 
+    fn shares_cluster(&self) -> bool {
+        true
+    }
+
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
         run_real_time_row(self, &self.runtime, suite, row, opts, || async {
             if self.node.is_none() {
-                return (Err(RowFailure::plain("the kind node was removed".to_string())), None);
+                return (Err(RowFailure::plain("the kind node was removed".to_string())), None, Vec::new());
             }
             let knobs = Arc::new(NoKnobs("kind"));
             run_in_own_namespace(&self.client, suite, row, opts, knobs, true, self.facts(row)).await

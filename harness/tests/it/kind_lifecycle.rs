@@ -3,8 +3,8 @@
 //! `docker import` does), so no registry is needed. The container is started, commands run in
 //! it (output, exit status), a file is read out of it, its log is read, and it is removed when
 //! dropped — also when the thread holding it panics. A missing image is named in the error.
-//! Prints SKIPPED with the reason when there is no usable Docker daemon or no busybox.
-#![cfg(feature = "kind")]
+//! Prints SKIPPED with the reason when there is no usable Docker daemon or no busybox. Built
+//! with the `kind` feature only.
 
 use kproof::backend::kind::KindError;
 use kproof::backend::kind::container::{ManagedContainer, RUN_LABEL, request};
