@@ -25,6 +25,17 @@ use std::sync::Arc;
 /// heads (dashboard, Serve, the autoscaler sidecar) and Istio as the Gateway controller.
 pub const ABSENT: [ActorName; 3] = [ActorName::Traffic, ActorName::DraDriver, ActorName::Echo];
 
+/// What the kind backend offers: the timeline (from watches), every actor but [`ABSENT`], and
+/// the DRA profiles the node's gates serve.
+pub fn capabilities() -> BTreeSet<Capability> {
+    let mut c: BTreeSet<Capability> = [Capability::Timeline].into();
+    c.extend(ActorName::ALL.iter().filter(|a| !ABSENT.contains(a)).map(|a| Capability::Actor(*a)));
+    // The node runs with the upstream plane's gates (the `podgroup` profile); `baseline` and
+    // `raw` rows use no PodGroup, for which those gates change nothing.
+    c.extend([DraProfile::Baseline, DraProfile::Podgroup, DraProfile::Raw].map(Capability::DraProfile));
+    c
+}
+
 /// The kind backend: a kind node in Docker (owned by testcontainers), with Gateway API, Istio,
 /// MetalLB, the KubeRay operator and Kueue installed from [`InstallPlan`].
 pub struct KindBackend {
@@ -164,12 +175,7 @@ impl Backend for KindBackend {
     }
 
     fn capabilities(&self) -> BTreeSet<Capability> {
-        let mut c: BTreeSet<Capability> = [Capability::Timeline].into();
-        c.extend(ActorName::ALL.iter().filter(|a| !ABSENT.contains(a)).map(|a| Capability::Actor(*a)));
-        // The node runs with the upstream plane's gates (the `podgroup` profile); `baseline` and
-        // `raw` rows use no PodGroup, for which those gates change nothing.
-        c.extend([DraProfile::Baseline, DraProfile::Podgroup, DraProfile::Raw].map(Capability::DraProfile));
-        c
+        capabilities()
     }
 
     fn components(&self) -> BTreeMap<String, String> {
@@ -196,5 +202,67 @@ impl Backend for KindBackend {
             let knobs = Arc::new(NoKnobs("kind"));
             run_in_own_namespace(&self.client, suite, row, opts, knobs, true, self.facts(row)).await
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::skip_reason;
+
+    /// The kind backend's declarations without a cluster: capabilities and pinned versions.
+    struct Declared;
+
+    impl Backend for Declared {
+        fn name(&self) -> &str {
+            "kind"
+        }
+        fn capabilities(&self) -> BTreeSet<Capability> {
+            capabilities()
+        }
+        fn version(&self, component: Component) -> Option<Version> {
+            let plan = InstallPlan::new(&KindOptions::default());
+            let name = match component {
+                Component::Kuberay => "kuberay-operator",
+                Component::Kueue => "kueue",
+                Component::Kubernetes => return Version::parse("v1.37.0"),
+            };
+            plan.components.iter().find(|c| c.name == name).and_then(|c| Version::parse(&c.version))
+        }
+        fn run_row(&self, _: &LoadedSuite, _: &Row, _: &RunOptions) -> RowResult {
+            unreachable!("only skip reasons are asked")
+        }
+    }
+
+    #[test]
+    fn every_table_has_rows_for_kind_and_skips_name_what_kind_lacks() {
+        let suites_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites");
+        let suites = crate::suite::load_suite_dir(&suites_dir).expect("the catalogue loads");
+        let absent: Vec<String> = ABSENT.iter().map(|a| Capability::Actor(*a).to_string()).collect();
+        let mut total = (0, 0);
+        for suite in &suites {
+            let (mut runs, mut skips) = (0, 0);
+            for row in &suite.suite.rows {
+                match skip_reason(&Declared, row) {
+                    None => runs += 1,
+                    Some(why) => {
+                        skips += 1;
+                        assert!(why.starts_with("backend kind lacks "), "{why}");
+                        for present in capabilities() {
+                            let name = present.to_string();
+                            assert!(
+                                !why.split(", ").any(|w| w.trim_start_matches("backend kind lacks ") == name),
+                                "{}: skipped for {name}, which kind has: {why}",
+                                row.id
+                            );
+                        }
+                    }
+                }
+            }
+            println!("{}: {runs} rows run on kind, {skips} skipped", suite.suite.suite);
+            assert!(runs > 0, "no row of {} runs on kind", suite.suite.suite);
+            total = (total.0 + runs, total.1 + skips);
+        }
+        println!("catalogue: {} rows run on kind, {} skipped (absent actors: {})", total.0, total.1, absent.join(", "));
     }
 }
