@@ -7,7 +7,7 @@ use crate::backend::kind::install::{check_sources, install};
 use crate::backend::kind::node::{Node, NodeSpec};
 use crate::backend::kind::options::KindOptions;
 use crate::backend::kind::plan::{InstallPlan, KIND_VERSION, NETWORK};
-use crate::backend::kubeconfig::{NoKnobs, run_in_own_namespace, run_real_time_row};
+use crate::backend::kubeconfig::{NoKnobs, OwnNamespace, run_in_own_namespace, run_real_time_row};
 use crate::backend::upstream::plane::{FEATURE_GATES, RUNTIME_CONFIG};
 use crate::backend::{Backend, RunOptions};
 use crate::engine::runner::RowFailure;
@@ -49,6 +49,8 @@ pub struct KindBackend {
     kueue: Option<Version>,
     work_dir: PathBuf,
     keep: bool,
+    /// What the rows running now touched outside their namespaces (deleted after each row).
+    objects: Arc<crate::engine::cleanup::SharedObjects>,
 }
 
 impl KindBackend {
@@ -142,6 +144,7 @@ impl KindBackend {
             components,
             work_dir,
             keep: opts.keep_cluster,
+            objects: Default::default(),
         })
     }
 
@@ -199,8 +202,12 @@ impl Backend for KindBackend {
             if self.node.is_none() {
                 return (Err(RowFailure::plain("the kind node was removed".to_string())), None, Vec::new());
             }
-            let knobs = Arc::new(NoKnobs("kind"));
-            run_in_own_namespace(&self.client, suite, row, opts, knobs, true, self.facts(row)).await
+            let run = OwnNamespace {
+                knobs: Arc::new(NoKnobs("kind")),
+                wait_for_service_account: true,
+                objects: &self.objects,
+            };
+            run_in_own_namespace(&self.client, suite, row, opts, run, self.facts(row)).await
         })
     }
 }
