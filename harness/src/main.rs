@@ -5,6 +5,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
+use kproof::backend::kind::KindOptions;
 use kproof::backend::{Backend, KubeconfigBackend, RunOptions};
 use kproof::report::events::{JsonReporter, JunitReporter};
 use kproof::report::human::HumanReporter;
@@ -50,6 +51,20 @@ enum Command {
         #[command(subcommand)]
         command: CertifyCommand,
     },
+    /// The kind backend's installation plan (needs a build with `--features kind`).
+    Kind {
+        #[command(subcommand)]
+        command: KindCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum KindCommand {
+    /// Print what `--backend kind` installs: node image, components, versions, steps.
+    Plan(KindOptions),
+    /// Print a bash script that downloads the plan's release files into the directory given
+    /// as its argument (run it where GitHub is reachable; pass the directory as --kind-manifests).
+    FetchScript(KindOptions),
 }
 
 #[derive(Subcommand, Debug)]
@@ -215,6 +230,9 @@ enum BackendName {
     Kubeconfig,
     /// Real Kubernetes 1.37, KubeRay and Kueue built from their Go modules, run on this machine.
     Upstream,
+    /// A real kind cluster in Docker with Istio, Gateway API, MetalLB, KubeRay and Kueue
+    /// (needs a build with `--features kind` and a Docker daemon).
+    Kind,
 }
 
 #[derive(clap::Args, Debug)]
@@ -265,6 +283,9 @@ struct RunArgs {
     /// With `--backend upstream`: how the control plane is started.
     #[command(flatten)]
     plane: PlaneArgs,
+    /// With `--backend kind`: what the cluster runs.
+    #[command(flatten)]
+    kind: KindOptions,
 }
 
 #[derive(clap::Args, Debug)]
@@ -389,7 +410,34 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Cluster { command: ClusterCommand::Down } => cluster_down(),
         Command::Differential(args) => differential(args),
         Command::Certify { command: CertifyCommand::Reservedfor(args) } => certify_reservedfor(*args),
+        Command::Kind { command } => kind_command(command),
     }
+}
+
+#[cfg(feature = "kind")]
+fn start_kind(opts: &KindOptions) -> anyhow::Result<Box<dyn Backend>> {
+    let backend = kproof::backend::kind::KindBackend::start(opts, &|step| eprintln!("kproof kind: {step}"))?;
+    Ok(Box::new(backend))
+}
+
+#[cfg(not(feature = "kind"))]
+fn start_kind(_: &KindOptions) -> anyhow::Result<Box<dyn Backend>> {
+    bail!(kproof::backend::kind::NOT_BUILT)
+}
+
+#[cfg(feature = "kind")]
+fn kind_command(command: KindCommand) -> anyhow::Result<ExitCode> {
+    use kproof::backend::kind::InstallPlan;
+    match command {
+        KindCommand::Plan(opts) => print!("{}", InstallPlan::new(&opts).render()),
+        KindCommand::FetchScript(opts) => print!("{}", InstallPlan::new(&opts).fetch_script()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "kind"))]
+fn kind_command(_: KindCommand) -> anyhow::Result<ExitCode> {
+    bail!(kproof::backend::kind::NOT_BUILT)
 }
 
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -407,6 +455,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 .with_actors(args.actors.clone()),
         ),
         BackendName::Upstream => Box::new(start_upstream(&args.plane)?),
+        BackendName::Kind => start_kind(&args.kind)?,
     };
     let opts = RunOptions {
         fixtures_dir,

@@ -186,11 +186,12 @@ impl Timeline for WatchTimeline {
     }
 }
 
-struct NoKnobs;
+/// The knobs of a backend whose actors are all real or remote: none can be turned.
+pub(crate) struct NoKnobs(pub(crate) &'static str);
 
 impl Knobs for NoKnobs {
     fn turn(&self, actor: ActorName, _: &str, _: &Value) -> Result<(), String> {
-        Err(format!("the kubeconfig backend has no actor {actor:?}"))
+        Err(format!("the {} backend turns no knobs of {actor:?}", self.0))
     }
 }
 
@@ -306,16 +307,11 @@ impl Backend for KubeconfigBackend {
     }
 
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult {
-        let mut result = match begin(self, suite, row) {
-            Ok(r) => r,
-            Err(skipped) => return *skipped,
-        };
-        let wall = std::time::Instant::now();
-        let (outcome, record, checks) = self.runtime.block_on(async {
+        run_real_time_row(self, &self.runtime, suite, row, opts, || async {
             match self.client().await {
                 Ok(client) => {
                     let run = OwnNamespace {
-                        knobs: Arc::new(NoKnobs),
+                        knobs: Arc::new(NoKnobs("kubeconfig")),
                         wait_for_service_account: false,
                         objects: &self.objects,
                     };
@@ -323,12 +319,34 @@ impl Backend for KubeconfigBackend {
                 }
                 Err(e) => (Err(RowFailure::plain(e)), None, Vec::new()),
             }
-        });
-        result.checks = checks;
-        result.wall_ms = wall.elapsed().as_millis() as u64;
-        result.backend_ms = result.wall_ms;
-        finish(suite, result, outcome, || record.unwrap_or_default(), opts)
+        })
     }
+}
+
+/// A row on a real-time backend: skipped when `backend` lacks what it needs, else `run` on
+/// `runtime`, timed (its wall time is the backend's time), and finished with its flight record.
+pub(crate) fn run_real_time_row<F, Fut>(
+    backend: &dyn Backend,
+    runtime: &tokio::runtime::Runtime,
+    suite: &LoadedSuite,
+    row: &Row,
+    opts: &RunOptions,
+    run: F,
+) -> RowResult
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = (Result<(), RowFailure>, Option<FlightRecord>, Vec<CheckEvidence>)>,
+{
+    let mut result = match begin(backend, suite, row) {
+        Ok(r) => r,
+        Err(skipped) => return *skipped,
+    };
+    let wall = std::time::Instant::now();
+    let (outcome, record, checks) = runtime.block_on(run());
+    result.checks = checks;
+    result.wall_ms = wall.elapsed().as_millis() as u64;
+    result.backend_ms = result.wall_ms;
+    finish(suite, result, outcome, || record.unwrap_or_default(), opts)
 }
 
 /// How a real-time backend runs a row in its own namespace.

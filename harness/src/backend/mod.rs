@@ -4,9 +4,13 @@
 //! - [`in_process`]: the fake API server and the reference actors, fresh per row, in virtual time.
 //! - [`kubeconfig`]: any cluster reached through a kubeconfig (e.g. `kproof serve`), in real time.
 //! - [`upstream`]: real Kubernetes, KubeRay and Kueue built from their Go modules, run locally.
+//! - [`kind`]: a real kind cluster in Docker with Istio, Gateway API, MetalLB, KubeRay and Kueue
+//!   (cargo feature `kind`; without it only its options and the message saying so are built).
 
 pub mod in_process;
+pub mod kind;
 pub mod kubeconfig;
+pub mod pins;
 pub mod upstream;
 
 pub use crate::actors::{ACTORS_CONFIGMAP_NAME, ACTORS_CONFIGMAP_NAMESPACE};

@@ -51,6 +51,10 @@ pub fn objects(default_yaml: &Path, webhook_port: u16) -> Result<Vec<Value>, Str
     Ok(all)
 }
 
+/// The Kueue integrations the tables use (`integrations.frameworks`), on every backend that
+/// runs the real Kueue.
+pub const INTEGRATIONS: [&str; 4] = ["batch/job", "ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice"];
+
 /// Kueue's configuration: no leader election, no metrics, health and webhooks on loopback, its
 /// own certificate management (the default), the visibility server off (it would write
 /// certificates to `/visibility`), and the integrations the tables use.
@@ -80,12 +84,9 @@ featureGates:
   VisibilityOnDemand: false
 integrations:
   frameworks:
-  - batch/job
-  - ray.io/rayjob
-  - ray.io/raycluster
-  - ray.io/rayservice
-",
-        cert_dir.display()
+{}",
+        cert_dir.display(),
+        INTEGRATIONS.iter().map(|f| format!("  - {f}\n")).collect::<String>()
     )
 }
 

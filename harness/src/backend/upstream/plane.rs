@@ -56,6 +56,12 @@ pub enum PlaneError {
     },
 }
 
+/// The feature gates of kube-apiserver, -controller-manager and -scheduler (and, on kind, the
+/// kubelet and kube-proxy) that the DRA and PodGroup rows need: the `podgroup` profile.
+pub const FEATURE_GATES: [&str; 2] = ["GenericWorkload=true", "DRAWorkloadResourceClaims=true"];
+/// kube-apiserver's `--runtime-config`: the `scheduling.k8s.io/v1beta1` PodGroup API.
+pub const RUNTIME_CONFIG: [&str; 1] = ["scheduling.k8s.io/v1beta1=true"];
+
 /// What to start.
 #[derive(Debug, Clone)]
 pub struct PlaneOptions {
@@ -97,9 +103,9 @@ impl PlaneOptions {
             ray_operator_crds: None,
             kueue: true,
             kuberay: true,
-            feature_gates: vec!["GenericWorkload=true".into(), "DRAWorkloadResourceClaims=true".into()],
+            feature_gates: FEATURE_GATES.map(String::from).to_vec(),
             dra_gates_off: Vec::new(),
-            runtime_config: vec!["scheduling.k8s.io/v1beta1=true".into()],
+            runtime_config: RUNTIME_CONFIG.map(String::from).to_vec(),
             http_proxy: None,
         }
     }
