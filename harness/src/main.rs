@@ -561,8 +561,12 @@ fn differential(args: DifferentialArgs) -> anyhow::Result<ExitCode> {
             None => {
                 let dir = args.upstream.upstream_dir.clone().unwrap_or_else(upstream::default_upstream_dir);
                 let build = upstream::build::locate(&dir)?;
-                let opts =
-                    upstream::PlaneOptions { kueue: false, kuberay: false, ..upstream::PlaneOptions::new(build) };
+                let opts = upstream::PlaneOptions {
+                    kueue: false,
+                    kuberay: false,
+                    kcm_controllers: kproof::differential::KCM_CONTROLLERS.map(String::from).to_vec(),
+                    ..upstream::PlaneOptions::new(build)
+                };
                 eprintln!("kproof differential: starting etcd and kube-apiserver ...");
                 let p = upstream::ControlPlane::start(opts).await?;
                 let client = upstream::client_from(&p.kubeconfig).await.map_err(anyhow::Error::msg)?;

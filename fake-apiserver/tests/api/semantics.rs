@@ -120,3 +120,28 @@ async fn built_ins_are_defaulted_and_lose_unknown_fields() {
     assert_eq!(body["spec"]["ports"][0]["protocol"], "TCP");
     assert_eq!(body["spec"]["ports"][0]["targetPort"], 80);
 }
+
+/// Found by the differential smoke test against kube-apiserver v1.37.2: a pod update may not
+/// change `terminationGracePeriodSeconds` (only from a negative value to 1), so a JSON patch
+/// that makes it negative is 422 Forbidden at `spec`, not accepted.
+#[tokio::test]
+async fn a_pod_update_changing_its_termination_grace_period_is_forbidden() {
+    let server = ApiServer::new(Config::default());
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "grace"},
+                     "spec": {"containers": [{"name": "c", "image": "busybox"}], "terminationGracePeriodSeconds": 30}});
+    let (code, body) = post(&server, "/api/v1/namespaces/default/pods", &pod).await;
+    assert_eq!(code, StatusCode::CREATED, "{body}");
+    for grace in [-5, 10] {
+        let patch = json!([{"op": "replace", "path": "/spec/terminationGracePeriodSeconds", "value": grace}]);
+        let (code, body) = crate::common::raw(
+            &server,
+            http::Method::PATCH,
+            "/api/v1/namespaces/default/pods/grace",
+            Some("application/json-patch+json"),
+            patch.to_string(),
+        )
+        .await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "grace {grace}: {body}");
+        assert_eq!(causes(&body), vec![("spec".to_string(), "FieldValueForbidden".to_string())], "grace {grace}");
+    }
+}

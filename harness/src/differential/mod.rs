@@ -148,6 +148,19 @@ fn strip_pod_admission_fields(fields: &mut Value) {
     }
 }
 
+/// The kube-controller-manager controllers a differential plane runs: those the fake API server
+/// has too (namespace lifecycle, garbage collection) and those every namespace needs (its
+/// default ServiceAccount and token). The workload controllers (Job, ReplicaSet, Deployment,
+/// StatefulSet, EndpointSlice...) stay off: they write objects right after a case creates them,
+/// and a read-modify-write case then meets a 409 Conflict on the real server only, by chance.
+/// Like envtest, the comparison is of API servers.
+pub const KCM_CONTROLLERS: [&str; 4] = [
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+    "namespace-controller",
+    "garbage-collector-controller",
+];
+
 /// A successful answer's object with what legitimately differs between two servers replaced:
 /// uids, resource versions, timestamps, generated name suffixes, allocated cluster IPs, and
 /// the Pod admission plugins the fake does not model ([`strip_pod_admission`]).

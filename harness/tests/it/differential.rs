@@ -17,7 +17,12 @@ async fn fake_and_real_apiserver_agree_on_a_small_corpus() {
             return;
         }
     };
-    let opts = upstream::PlaneOptions { kueue: false, kuberay: false, ..upstream::PlaneOptions::new(build) };
+    let opts = upstream::PlaneOptions {
+        kueue: false,
+        kuberay: false,
+        kcm_controllers: differential::KCM_CONTROLLERS.map(String::from).to_vec(),
+        ..upstream::PlaneOptions::new(build)
+    };
     let plane = match upstream::ControlPlane::start(opts).await {
         Ok(p) => p,
         Err(e) => {
@@ -33,7 +38,7 @@ async fn fake_and_real_apiserver_agree_on_a_small_corpus() {
     println!("{}", summary.table());
     plane.stop();
     assert!(
-        summary.percent() >= 85.0,
+        summary.percent() >= 99.0,
         "agreement {:.1} %:\n{}",
         summary.percent(),
         differential::disagreements(7, &outcomes)

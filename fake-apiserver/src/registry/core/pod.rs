@@ -19,9 +19,9 @@ const SCHEDULING_GATED_MESSAGE: &str = "Scheduling is blocked due to non-empty s
 #[derive(Debug)]
 pub(crate) struct PodStrategy;
 
-/// The spec fields a pod update may change (`ValidatePodUpdate`); images are compared apart.
-const MUTABLE_SPEC: &[&str] =
-    &["activeDeadlineSeconds", "terminationGracePeriodSeconds", "schedulingGates", "tolerations"];
+/// The spec fields a pod update may change (`ValidatePodUpdate`); images are compared apart, and
+/// `terminationGracePeriodSeconds` may only go from a negative value to 1 ([`munged_update`]).
+const MUTABLE_SPEC: &[&str] = &["activeDeadlineSeconds", "schedulingGates", "tolerations"];
 
 /// The spec with what an update may change taken out.
 fn munged_spec(pod: &Value) -> Value {
@@ -35,6 +35,22 @@ fn munged_spec(pod: &Value) -> Value {
                 }
             }
         }
+    }
+    spec
+}
+
+/// The new spec munged as `ValidatePodUpdate` munges it: what may change taken out, and
+/// `terminationGracePeriodSeconds` set to the old value when it went from negative to 1 (the
+/// one change of it allowed; any other is forbidden, e.g. a JSON patch making it negative,
+/// https://github.com/kubernetes/kubernetes/blob/v1.37.2/pkg/apis/core/validation/validation.go).
+fn munged_update(pod: &Value, old: &Value) -> Value {
+    let mut spec = munged_spec(pod);
+    let grace = |p: &Value| p.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64);
+    if grace(old).is_some_and(|g| g < 0)
+        && grace(pod) == Some(1)
+        && let Some(m) = spec.as_object_mut()
+    {
+        m.insert("terminationGracePeriodSeconds".into(), old["spec"]["terminationGracePeriodSeconds"].clone());
     }
     spec
 }
@@ -58,7 +74,7 @@ impl Strategy for PodStrategy {
     /// change.
     fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
         let mut out = self.validate(rt, obj);
-        if munged_spec(obj) != munged_spec(old) {
+        if munged_update(obj, old) != munged_spec(old) {
             out.push(field::forbidden(
                 &Path::root("spec"),
                 "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",

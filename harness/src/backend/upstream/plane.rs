@@ -88,6 +88,8 @@ pub struct PlaneOptions {
     pub dra_gates_off: Vec<crate::suite::DraComponent>,
     /// `--runtime-config` of kube-apiserver.
     pub runtime_config: Vec<String>,
+    /// kube-controller-manager's `--controllers` (`*`: all of them).
+    pub kcm_controllers: Vec<String>,
     /// Where the operator's plain-HTTP calls (Ray dashboard, Serve) go: `HTTP_PROXY`.
     pub http_proxy: Option<SocketAddr>,
 }
@@ -106,6 +108,7 @@ impl PlaneOptions {
             feature_gates: FEATURE_GATES.map(String::from).to_vec(),
             dra_gates_off: Vec::new(),
             runtime_config: RUNTIME_CONFIG.map(String::from).to_vec(),
+            kcm_controllers: vec!["*".into()],
             http_proxy: None,
         }
     }
@@ -340,7 +343,7 @@ impl ControlPlane {
             "--bind-address=127.0.0.1".into(),
             format!("--secure-port={kcm_port}"),
             format!("--cert-dir={}", p(&dir.join("kcm"))),
-            "--controllers=*".into(),
+            format!("--controllers={}", opts.kcm_controllers.join(",")),
             format!("--feature-gates={}", gates_of(crate::suite::DraComponent::KubeControllerManager)),
             format!("--service-account-private-key-file={}", p(&pki.service_account_key)),
             format!("--root-ca-file={}", p(&pki.ca_cert)),
