@@ -13,6 +13,12 @@ use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
 use std::collections::BTreeMap;
 
+mod slicing;
+mod start_stop;
+mod upgrade_gate;
+
+use slicing::{Ensure, counts, names};
+
 /// The Ray kinds Kueue manages here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobKind {
@@ -73,34 +79,6 @@ pub fn workload_pod_sets(wl: &Value) -> Vec<PodSet> {
     wl.pointer("/spec/podSets").and_then(Value::as_array).into_iter().flatten().map(PodSet::from_json).collect()
 }
 
-fn counts(sets: &[PodSet]) -> BTreeMap<String, i64> {
-    let mut m = BTreeMap::new();
-    for s in sets {
-        *m.entry(s.name.clone()).or_insert(0) += s.count;
-    }
-    m
-}
-
-fn names(sets: &[PodSet]) -> Vec<&str> {
-    let mut n: Vec<&str> = sets.iter().map(|s| s.name.as_str()).collect();
-    n.sort_unstable();
-    n
-}
-
-/// `ScaledDown`: at least one PodSet lower and none higher.
-fn scaled_down(old: &[PodSet], new: &[PodSet]) -> bool {
-    let (o, n) = (counts(old), counts(new));
-    let mut lower = false;
-    for (name, c) in &n {
-        let before = o.get(name).copied().unwrap_or(0);
-        if *c > before {
-            return false;
-        }
-        lower |= *c < before;
-    }
-    lower
-}
-
 /// The Workload name Kueue generates for a job (`GenerateWorkloadNameWithExtra`):
 /// `<kind>-<name>` truncated to 253 − 6, `-`, and 5 hex digits of a SHA-1 over kind, group,
 /// name, UID and the extra part.
@@ -123,23 +101,7 @@ pub fn workload_name(kind: &str, group: &str, name: &str, uid: &str, extra: &str
     format!("{prefix}-{}", &hex[..5])
 }
 
-/// What `EnsureWorkloadSlices` decided.
-enum Ensure {
-    /// Go on with this slice.
-    Use(Value),
-    /// Create a slice (replacing the given one, for a scale-up).
-    Create(Option<Value>),
-    /// The PodSet names changed: the non-slice path decides.
-    Incompatible,
-    /// Nothing to do this pass (a slice could not be created yet).
-    Wait,
-}
-
 impl KueueController {
-    fn gate(&self, jk: JobKind) -> bool {
-        jk == JobKind::RayService && self.config.rayservice_upgrade_gate
-    }
-
     /// Whether the job's `IsSuspended()` holds.
     fn is_suspended(&self, jk: JobKind, job: &Value) -> bool {
         match jk {
@@ -180,20 +142,6 @@ impl KueueController {
 
     fn is_elastic(&self, job: &Value) -> bool {
         self.config.elastic_jobs && annotation(job, ELASTIC_JOB_ANNOTATION) == Some("true")
-    }
-
-    /// The RayService's children: RayClusters labelled as originated from it, in list order.
-    pub(crate) fn children<'w>(world: &'w World, rs: &Value) -> Vec<&'w Value> {
-        let (ns, name) = key_of(rs);
-        world
-            .all(Kind::RayCluster)
-            .into_iter()
-            .filter(|rc| {
-                str_at(rc, "/metadata/namespace") == ns
-                    && label(rc, crate::kuberay::RAY_ORIGINATED_FROM_CR_NAME_LABEL) == Some(name.as_str())
-                    && label(rc, crate::kuberay::RAY_ORIGINATED_FROM_CRD_LABEL) == Some("RayService")
-            })
-            .collect()
     }
 
     /// `PodSets()` of the job.
@@ -385,173 +333,6 @@ impl KueueController {
             }
         }
         Ok(again)
-    }
-
-    /// The RayService or RayJob owning `rc` as its controller, when it is managed by Kueue (it
-    /// has a queue name): `rc` is then a child job.
-    fn managed_owner(&self, world: &World, rc: &Value) -> Option<Value> {
-        let owner = controller_owner(rc)?;
-        let kind = match owner.get("kind").and_then(Value::as_str) {
-            Some("RayService") => Kind::RayService,
-            Some("RayJob") => Kind::RayJob,
-            _ => return None,
-        };
-        let key = (str_at(rc, "/metadata/namespace").to_string(), owner.get("name")?.as_str()?.to_string());
-        let rs = world.get(kind, &key)?;
-        (str_at(rs, "/metadata/uid") == owner.get("uid").and_then(Value::as_str).unwrap_or("")
-            && label(rs, QUEUE_NAME_LABEL).is_some())
-        .then(|| rs.clone())
-    }
-
-    /// `shouldSuspendChildJob`: a running child of a Kueue-managed job is suspended when its
-    /// ancestor has no live Workload; for elastic jobs only when the latest slice is evicted;
-    /// otherwise when the latest Workload is not admitted. A suspended child is left alone.
-    async fn reconcile_child(&self, world: &mut World, rc: &Value, owner: &Value) -> Result<bool, KueueError> {
-        if rc.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
-            return Ok(false);
-        }
-        let live: Vec<Value> = Self::owned_workloads(world, owner).into_iter().filter(|w| !finished(w)).collect();
-        let suspend = match live.last() {
-            None => true,
-            Some(latest) if self.is_elastic(rc) || self.is_elastic(owner) => evicted(latest),
-            Some(latest) => !admitted(latest),
-        };
-        if suspend {
-            let rc2 = self.patch(world, Kind::RayCluster, rc, json!({"spec": {"suspend": true}}), false, true).await?;
-            self.event(
-                Kind::RayCluster,
-                &rc2,
-                EventType::Normal,
-                "Suspended",
-                "Suspended",
-                "Kueue managed child job suspended".into(),
-            )
-            .await;
-        }
-        Ok(false)
-    }
-
-    /// `GetCustomAnnotations` of an elastic RayService: the PodSets' counts and the generation
-    /// of the active RayCluster (`""` when there is none).
-    async fn ensure_custom_annotations(
-        &self,
-        world: &mut World,
-        job: &Value,
-        pod_sets: &[PodSet],
-    ) -> Result<Value, KueueError> {
-        let sizes: Vec<Value> = pod_sets.iter().map(|p| json!({"name": p.name, "count": p.count})).collect();
-        let sizes = serde_json::to_string(&sizes).unwrap_or_default();
-        let active = str_at(job, "/status/activeServiceStatus/rayClusterName");
-        let rc_gen = world
-            .get(Kind::RayCluster, &(str_at(job, "/metadata/namespace").to_string(), active.to_string()))
-            .filter(|_| !active.is_empty())
-            .map(|rc| generation(rc).to_string())
-            .unwrap_or_default();
-        if annotation(job, REPLICA_SIZES_ANNOTATION) == Some(sizes.as_str())
-            && annotation(job, RAYCLUSTER_GENERATION_ANNOTATION) == Some(rc_gen.as_str())
-        {
-            return Ok(job.clone());
-        }
-        let patch = json!({"metadata": {"annotations": {REPLICA_SIZES_ANNOTATION: sizes, RAYCLUSTER_GENERATION_ANNOTATION: rc_gen}}});
-        self.patch(world, Kind::RayService, job, patch, false, false).await
-    }
-
-    /// `EnsureWorkloadSlices` with `normalizeActiveSlices` (and the kueue#15661 fix).
-    async fn ensure_slices(
-        &self,
-        world: &mut World,
-        job: &Value,
-        slices: &[Value],
-        pod_sets: &[PodSet],
-    ) -> Result<Ensure, KueueError> {
-        let selected = match slices.len() {
-            0 => return Ok(Ensure::Create(None)),
-            1 => slices[0].clone(),
-            _ => {
-                let non_evicted: Vec<&Value> = slices.iter().filter(|w| !evicted(w)).collect();
-                if self.config.evicted_slice_fix
-                    && let Some(ev) = slices.iter().find(|w| evicted(w) && has_quota_reservation(w))
-                    && !non_evicted.iter().any(|w| admitted(w))
-                {
-                    return Ok(Ensure::Use(ev.clone()));
-                }
-                let latest_qr = non_evicted.iter().rev().find(|w| has_quota_reservation(w)).copied();
-                let pending_repl = latest_qr.and_then(|q| {
-                    let k = format!("{}/{}", str_at(q, "/metadata/namespace"), str_at(q, "/metadata/name"));
-                    non_evicted
-                        .iter()
-                        .rev()
-                        .find(|w| {
-                            !has_quota_reservation(w)
-                                && annotation(w, WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION) == Some(k.as_str())
-                        })
-                        .copied()
-                });
-                let selected = pending_repl.or(latest_qr).or(non_evicted.last().copied()).cloned();
-                let selected_key = selected.as_ref().map(key_of);
-                let latest_qr_key = latest_qr.map(key_of);
-                let keep = |w: &Value| Some(key_of(w)) == selected_key || Some(key_of(w)) == latest_qr_key;
-                for w in slices.iter().filter(|w| !keep(w)) {
-                    self.finish_workload(
-                        world,
-                        w,
-                        "OutOfSync",
-                        "The workload slice is out of sync with its parent job",
-                    )
-                    .await?;
-                }
-                match selected {
-                    None => return Ok(Ensure::Create(None)),
-                    Some(s) => {
-                        let live = slices.iter().filter(|w| keep(w)).count();
-                        if live >= 2 {
-                            // `prepareWorkloadSlice` refuses a third slice: only counts of the
-                            // selected (unreserved) one may change.
-                            let current = workload_pod_sets(&s);
-                            if names(&current) == names(pod_sets)
-                                && counts(&current) != counts(pod_sets)
-                                && !has_quota_reservation(&s)
-                            {
-                                let updated = self.apply_counts(world, &s, pod_sets).await?;
-                                return Ok(Ensure::Use(updated));
-                            }
-                            if counts(&current) == counts(pod_sets) {
-                                return Ok(Ensure::Use(s));
-                            }
-                            return Ok(Ensure::Wait);
-                        }
-                        s
-                    }
-                }
-            }
-        };
-        let _ = job;
-        let current = workload_pod_sets(&selected);
-        if names(&current) != names(pod_sets) {
-            return Ok(Ensure::Incompatible);
-        }
-        if counts(&current) == counts(pod_sets) {
-            return Ok(Ensure::Use(selected));
-        }
-        if !has_quota_reservation(&selected) || scaled_down(&current, pod_sets) {
-            let updated = self.apply_counts(world, &selected, pod_sets).await?;
-            return Ok(Ensure::Use(updated));
-        }
-        Ok(Ensure::Create(Some(selected)))
-    }
-
-    /// `ApplyPodSetCounts`: only the counts change; templates stay.
-    async fn apply_counts(&self, world: &mut World, wl: &Value, pod_sets: &[PodSet]) -> Result<Value, KueueError> {
-        let want = counts(pod_sets);
-        // Only the counts change: every other field of a reserved slice's PodSets is immutable
-        // (the Workload webhook's `validateImmutablePodSets`).
-        let mut sets: Vec<Value> = wl.pointer("/spec/podSets").and_then(Value::as_array).cloned().unwrap_or_default();
-        for p in &mut sets {
-            if let Some(c) = p.get("name").and_then(Value::as_str).and_then(|n| want.get(n)) {
-                p["count"] = json!(c);
-            }
-        }
-        self.patch(world, Kind::Workload, wl, json!({"spec": {"podSets": sets}}), false, true).await
     }
 
     /// Marks a Workload Finished=True with `reason`.
@@ -756,239 +537,6 @@ impl KueueController {
         }
         Ok(())
     }
-
-    /// `stopJob`: `Suspend()` plus `RestorePodSetsInfo` from the Workload's PodSets; event
-    /// `Stopped`. Nothing when the job is already suspended. Returns the job as it is now.
-    async fn stop_job(
-        &self,
-        world: &mut World,
-        jk: JobKind,
-        job: &Value,
-        wl: Option<&Value>,
-        message: &str,
-    ) -> Result<Value, KueueError> {
-        if self.is_suspended(jk, job) {
-            return Ok(job.clone());
-        }
-        let mut spec = job.pointer(jk.cluster_spec_pointer()).cloned().unwrap_or_else(|| json!({}));
-        let mut submitter = job.pointer("/spec/submitterPodTemplate").cloned().filter(Value::is_object);
-        if let Some(wl) = wl {
-            let originals = workload_pod_sets(wl);
-            if originals.len() == Self::expected_pod_sets(jk, job) {
-                // The RayCluster PodSets come first, a RayJob's submitter last.
-                if jk == JobKind::RayJob
-                    && podsets::submission_mode(job) == "K8sJobMode"
-                    && let (Some(t), Some(o)) = (submitter.as_mut(), originals.last())
-                {
-                    podsets::restore_template(t, &o.template);
-                }
-                for_each_group_template(&mut spec, &originals, |t, o| podsets::restore_template(t, &o.template));
-            }
-        }
-        let templates = template_patch(&spec);
-        let patch = match jk {
-            JobKind::RayCluster => {
-                let mut p = templates;
-                p["suspend"] = json!(true);
-                json!({"spec": p})
-            }
-            JobKind::RayJob => {
-                let mut p = json!({"suspend": true, "rayClusterSpec": templates});
-                if let Some(t) = submitter {
-                    p["submitterPodTemplate"] = t;
-                }
-                json!({"spec": p})
-            }
-            JobKind::RayService if self.gate(jk) => {
-                let mut p = templates;
-                p["suspend"] = json!(true);
-                json!({"spec": {"suspend": true, "rayClusterConfig": p}})
-            }
-            JobKind::RayService => {
-                let mut p = templates;
-                p["suspend"] = json!(true);
-                json!({"spec": {"rayClusterConfig": p}})
-            }
-        };
-        let job = self.patch(world, jk.kind(), job, patch, false, true).await?;
-        tracing::debug!("kueue stopped {}: {message}", str_at(&job, "/metadata/name"));
-        self.event(jk.kind(), &job, EventType::Normal, "Stopped", "Stopped", message.to_string()).await;
-        Ok(job)
-    }
-
-    /// `startJob`: `RunWithPodSetsInfo` from the admission; event `Started`. A PodSet count
-    /// that does not match the job's groups finishes the Workload with `FailedToStart`.
-    async fn start_job(
-        &self,
-        world: &mut World,
-        jk: JobKind,
-        job: &Value,
-        wl: &Value,
-        elastic: bool,
-    ) -> Result<(), KueueError> {
-        let assignments: Vec<Value> =
-            wl.pointer("/status/admission/podSetAssignments").and_then(Value::as_array).cloned().unwrap_or_default();
-        let wl_name = str_at(wl, "/metadata/name");
-        let infos: Vec<PodSetInfo> = assignments
-            .iter()
-            .map(|a| {
-                let name = str_at(a, "/name").to_string();
-                let mut node_selector = BTreeMap::new();
-                for flavor in a.get("flavors").and_then(Value::as_object).into_iter().flat_map(|m| m.values()) {
-                    let key = (String::new(), flavor.as_str().unwrap_or("").to_string());
-                    if let Some(rf) = world.get(Kind::ResourceFlavor, &key) {
-                        for (k, v) in rf.pointer("/spec/nodeLabels").and_then(Value::as_object).into_iter().flatten() {
-                            node_selector.insert(k.clone(), v.as_str().unwrap_or("").to_string());
-                        }
-                    }
-                }
-                let mut annotations = BTreeMap::from([(WORKLOAD_ANNOTATION.to_string(), wl_name.to_string())]);
-                // `assignQueueLabels` (gate AssignQueueLabelsForPods, beta and on since v0.17).
-                let mut labels = BTreeMap::from([(PODSET_LABEL.to_string(), name.clone())]);
-                labels.insert(LOCAL_QUEUE_LABEL.to_string(), str_at(wl, "/spec/queueName").to_string());
-                let cq = str_at(wl, "/status/admission/clusterQueue");
-                if is_dns1123_label(cq) {
-                    labels.insert(CLUSTER_QUEUE_LABEL.to_string(), cq.to_string());
-                }
-                if elastic {
-                    let chain = annotation(wl, WORKLOAD_SLICE_NAME_ANNOTATION).unwrap_or(wl_name);
-                    annotations.insert(WORKLOAD_SLICE_NAME_ANNOTATION.to_string(), chain.to_string());
-                }
-                PodSetInfo {
-                    count: a.get("count").and_then(Value::as_i64).unwrap_or(1),
-                    labels,
-                    annotations,
-                    node_selector,
-                    name,
-                }
-            })
-            .collect();
-        let mut spec = job.pointer(jk.cluster_spec_pointer()).cloned().unwrap_or_else(|| json!({}));
-        let expected = Self::expected_pod_sets(jk, job);
-        if infos.len() != expected {
-            let message = format!("invalid podset infos: expecting {expected} podset, got {}", infos.len());
-            self.finish_workload(world, wl, "FailedToStart", &message).await?;
-            return Ok(());
-        }
-        for_each_group_template(&mut spec, &infos, podsets::merge_info);
-        let templates = template_patch(&spec);
-        let patch = match jk {
-            JobKind::RayCluster => {
-                let mut p = templates;
-                p["suspend"] = json!(false);
-                json!({"spec": p})
-            }
-            JobKind::RayJob => {
-                let mut p = json!({"suspend": false, "rayClusterSpec": templates});
-                // The submitter's info is the last; its template is written back even when it
-                // was KubeRay's default (`if j.Spec.SubmitterPodTemplate == nil`).
-                if podsets::submission_mode(job) == "K8sJobMode"
-                    && let Some(info) = infos.last()
-                {
-                    let mut t = podsets::submitter_template(job);
-                    podsets::merge_info(&mut t, info);
-                    p["submitterPodTemplate"] = t;
-                }
-                json!({"spec": p})
-            }
-            // The nested suspend stays true: it is the template gate of later children.
-            JobKind::RayService if self.gate(jk) => json!({"spec": {"suspend": false, "rayClusterConfig": templates}}),
-            JobKind::RayService => {
-                let mut p = templates;
-                p["suspend"] = json!(false);
-                json!({"spec": {"rayClusterConfig": p}})
-            }
-        };
-        let job = self.patch(world, jk.kind(), job, patch, false, true).await?;
-        let cq = str_at(wl, "/status/admission/clusterQueue");
-        self.event(jk.kind(), &job, EventType::Normal, "Started", "Started", format!("Admitted by clusterQueue {cq}"))
-            .await;
-        Ok(())
-    }
-
-    /// PR 11264's `unsuspendAdmittedChildren`: once the latest slice is admitted and covers
-    /// every child's pods (the race guard), suspended children are unsuspended.
-    async fn unsuspend_admitted_children(
-        &self,
-        world: &mut World,
-        rs: &Value,
-        cached_workloads: &[Value],
-    ) -> Result<(), KueueError> {
-        if rs.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) || deleting(rs) {
-            return Ok(());
-        }
-        if label(rs, QUEUE_NAME_LABEL).is_none() {
-            return Ok(());
-        }
-        // Slices seen at the start of the reconcile, with their state as written since.
-        let live: Vec<Value> = cached_workloads
-            .iter()
-            .map(|w| world.get(Kind::Workload, &key_of(w)).cloned().unwrap_or_else(|| w.clone()))
-            .filter(|w| !finished(w))
-            .collect();
-        let Some(latest) = live.last() else { return Ok(()) };
-        let early = self.config.defective(KueueDefect::UnsuspendBeforeSliceAdmitted);
-        if !admitted(latest) && !early {
-            return Ok(());
-        }
-        let children: Vec<Value> = Self::children(world, rs).into_iter().cloned().collect();
-        if !early && !self.config.defective(KueueDefect::NoRaceGuard) {
-            let mut required: BTreeMap<String, i64> = BTreeMap::new();
-            for c in &children {
-                for p in podsets::ray_cluster_pod_sets(c.get("spec").unwrap_or(&Value::Null)) {
-                    *required.entry(p.name).or_insert(0) += p.count;
-                }
-            }
-            let covered = counts(&workload_pod_sets(latest));
-            if required.iter().any(|(name, need)| covered.get(name).copied().unwrap_or(0) < *need) {
-                return Ok(());
-            }
-        }
-        for c in children {
-            if c.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
-                self.patch(world, Kind::RayCluster, &c, json!({"spec": {"suspend": false}}), false, false).await?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// `validation.IsDNS1123Label`.
-fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
-}
-
-/// The templates part of a RayClusterSpec patch: the head group and the whole worker list (a
-/// merge patch replaces lists).
-fn template_patch(spec: &Value) -> Value {
-    let mut p = json!({});
-    if let Some(h) = spec.get("headGroupSpec") {
-        p["headGroupSpec"] = h.clone();
-    }
-    if let Some(w) = spec.get("workerGroupSpecs") {
-        p["workerGroupSpecs"] = w.clone();
-    }
-    p
-}
-
-/// Calls `f` on each group template of a RayCluster spec with its PodSet's item: the first item
-/// goes with the head group, item `i` with worker group `i - 1` (PodSets are in that order).
-fn for_each_group_template<T>(spec: &mut Value, items: &[T], f: impl Fn(&mut Value, &T)) {
-    for (i, item) in items.iter().enumerate() {
-        let at = if i == 0 {
-            "/headGroupSpec/template".to_string()
-        } else {
-            format!("/workerGroupSpecs/{}/template", i - 1)
-        };
-        if let Some(t) = spec.pointer_mut(&at) {
-            f(t, item);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -1001,18 +549,5 @@ mod tests {
         assert!(n.starts_with("rayservice-test-rayservice-"), "{n}");
         assert_eq!(n.len(), "rayservice-test-rayservice-".len() + 5);
         assert_ne!(n, workload_name("RayService", "ray.io", "test-rayservice", "uid-1", "2"));
-    }
-
-    #[test]
-    fn scale_down_needs_one_lower_and_none_higher() {
-        let ps = |h: i64, w: i64| {
-            vec![
-                PodSet { name: "head".into(), count: h, template: json!({}) },
-                PodSet { name: "w".into(), count: w, template: json!({}) },
-            ]
-        };
-        assert!(scaled_down(&ps(2, 2), &ps(1, 2)));
-        assert!(!scaled_down(&ps(2, 2), &ps(1, 3)));
-        assert!(!scaled_down(&ps(2, 2), &ps(2, 2)));
     }
 }
