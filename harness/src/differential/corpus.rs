@@ -526,7 +526,7 @@ pub fn generate(seed: u64, count: usize, names: &RunNames) -> Vec<Case> {
     let mut rng = Rng::new(seed);
     let mut out = Vec::with_capacity(count);
     for index in 0..count {
-        let t = rng.pick(&templates);
+        let t = rng.pick(templates);
         let name = format!("d{index}-{}", names.nonce);
         let (what, setup, request) = if rng.below(5) == 0 {
             let (what, setup, req) = machinery_case(&mut rng, t, &name, names);
