@@ -1,22 +1,13 @@
 //! The simulated Ray autoscaler as an actor.
 
-use crate::actors::{Actor, ActorFactory, Task};
+use crate::actors::{Actor, ActorFactory, KnoblessActor};
 use crate::suite::{ActorName, Needs};
 use controllers::sim::SimNetwork;
 use controllers::sim::autoscaler::{AutoscalerConfig, RayAutoscaler};
-use serde_json::Value;
 
 /// Starts the simulated Ray autoscaler, configured by `needs.settings.autoscaler` (`interval`,
 /// `idleTimeout`). No knobs.
 pub struct AutoscalerFactory;
-
-struct AutoscalerActor(#[allow(dead_code)] Task);
-
-impl Actor for AutoscalerActor {
-    fn knob(&mut self, knob: &str, _: &Value) -> Result<(), String> {
-        Err(format!("the autoscaler has no knob {knob:?}; configure it with needs.settings.autoscaler"))
-    }
-}
 
 impl ActorFactory for AutoscalerFactory {
     fn name(&self) -> ActorName {
@@ -38,6 +29,6 @@ impl ActorFactory for AutoscalerFactory {
                 tracing::warn!(error = %e, "the simulated Ray autoscaler stopped");
             }
         });
-        Ok(Box::new(AutoscalerActor(Task(task))))
+        Ok(KnoblessActor::boxed(ActorName::Autoscaler, task, "configure it with needs.settings.autoscaler"))
     }
 }

@@ -3,21 +3,13 @@
 //! publishes ResourceSlices (`controllers::sim::dra_driver`). Each runs with the configuration
 //! the row's `needs.dra` gives its component. No knobs.
 
-use crate::actors::{Actor, ActorFactory, Task};
+use crate::actors::{Actor, ActorFactory, KnoblessActor};
 use crate::suite::{ActorName, DraComponent, Needs};
 use controllers::dra::{
     DeviceTaintEvictionController, DraConfig, PodGroupProtectionController, ResourceClaimController,
 };
 use controllers::sim::dra_driver::DraDriver;
 use serde_json::Value;
-
-struct NoKnobs(ActorName, #[allow(dead_code)] Task);
-
-impl Actor for NoKnobs {
-    fn knob(&mut self, knob: &str, _: &Value) -> Result<(), String> {
-        Err(format!("the {} has no knob {knob:?}", self.0))
-    }
-}
 
 /// A change a factory makes to every configuration it builds (the wrong-component tests set a
 /// deliberate defect this way).
@@ -76,7 +68,7 @@ impl ActorFactory for ResourceClaimControllerFactory {
                 tracing::warn!(error = %e, "the resourceclaim controller stopped");
             }
         });
-        Ok(Box::new(NoKnobs(self.name(), Task(task))))
+        Ok(KnoblessActor::boxed(self.name(), task, ""))
     }
 }
 
@@ -103,7 +95,7 @@ impl ActorFactory for PodGroupProtectionFactory {
                 tracing::warn!(error = %e, "the podgroupprotection controller stopped");
             }
         });
-        Ok(Box::new(NoKnobs(self.name(), Task(task))))
+        Ok(KnoblessActor::boxed(self.name(), task, ""))
     }
 }
 
@@ -136,7 +128,7 @@ impl ActorFactory for DraDriverFactory {
                 tracing::warn!(error = %e, "the DRA driver stand-in stopped");
             }
         });
-        Ok(Box::new(NoKnobs(self.name(), Task(task))))
+        Ok(KnoblessActor::boxed(self.name(), task, ""))
     }
 }
 
@@ -166,6 +158,6 @@ impl ActorFactory for DeviceTaintEvictionFactory {
                 tracing::warn!(error = %e, "the device-taint-eviction controller stopped");
             }
         });
-        Ok(Box::new(NoKnobs(self.name(), Task(task))))
+        Ok(KnoblessActor::boxed(self.name(), task, ""))
     }
 }

@@ -1,21 +1,12 @@
 //! The simulated EndpointSlice controller as an actor.
 
-use crate::actors::{Actor, ActorFactory, Task};
+use crate::actors::{Actor, ActorFactory, KnoblessActor};
 use crate::suite::{ActorName, Needs};
 use controllers::sim::SimNetwork;
 use controllers::sim::endpoints::EndpointSliceController;
-use serde_json::Value;
 
 /// Starts the simulated EndpointSlice controller. No knobs, no settings.
 pub struct EndpointsFactory;
-
-struct EndpointsActor(#[allow(dead_code)] Task);
-
-impl Actor for EndpointsActor {
-    fn knob(&mut self, knob: &str, _: &Value) -> Result<(), String> {
-        Err(format!("the endpoint-slice controller has no knob {knob:?}"))
-    }
-}
 
 impl ActorFactory for EndpointsFactory {
     fn name(&self) -> ActorName {
@@ -35,6 +26,6 @@ impl ActorFactory for EndpointsFactory {
                 tracing::warn!(error = %e, "the simulated EndpointSlice controller stopped");
             }
         });
-        Ok(Box::new(EndpointsActor(Task(task))))
+        Ok(KnoblessActor::boxed(ActorName::Endpoints, task, ""))
     }
 }

@@ -1,7 +1,7 @@
 //! Kueue as an actor: the reference controller (`controllers::kueue`), Kueue v0.19.2 with PR
 //! 11264's RayService upgrade gate and the kueue#15661 fix. No knobs.
 
-use crate::actors::{Actor, ActorFactory, Task};
+use crate::actors::{Actor, ActorFactory, KnoblessActor};
 use crate::suite::{ActorName, Component, Needs, Version};
 use controllers::kueue::{KueueConfig, KueueController};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -85,14 +85,6 @@ pub struct KueueFactory {
     pub base: KueueConfig,
 }
 
-struct KueueActor(#[allow(dead_code)] Task);
-
-impl Actor for KueueActor {
-    fn knob(&mut self, knob: &str, _: &Value) -> Result<(), String> {
-        Err(format!("kueue has no knob {knob:?}"))
-    }
-}
-
 impl ActorFactory for KueueFactory {
     fn name(&self) -> ActorName {
         ActorName::Kueue
@@ -157,6 +149,6 @@ impl ActorFactory for KueueFactory {
                 tracing::warn!(error = %e, "the reference Kueue stopped");
             }
         });
-        Ok(Box::new(KueueActor(Task(task))))
+        Ok(KnoblessActor::boxed(ActorName::Kueue, task, ""))
     }
 }

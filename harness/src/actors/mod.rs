@@ -265,6 +265,28 @@ pub async fn announce(
 /// Aborts a spawned actor task when the row (or `kproof serve`) drops the actor.
 pub(crate) struct Task(pub(crate) tokio::task::JoinHandle<()>);
 
+/// An actor without knobs: its task runs until the row drops it, and a knob step gets an
+/// error that says what to do instead (`instead`, when there is something).
+pub(crate) struct KnoblessActor {
+    name: ActorName,
+    instead: &'static str,
+    _task: Task,
+}
+
+impl KnoblessActor {
+    /// The actor of `name` running `task`.
+    pub(crate) fn boxed(name: ActorName, task: tokio::task::JoinHandle<()>, instead: &'static str) -> Box<dyn Actor> {
+        Box::new(Self { name, instead, _task: Task(task) })
+    }
+}
+
+impl Actor for KnoblessActor {
+    fn knob(&mut self, knob: &str, _: &Value) -> Result<(), String> {
+        let instead = if self.instead.is_empty() { String::new() } else { format!("; {}", self.instead) };
+        Err(format!("{} has no knob {knob:?}{instead}", self.name))
+    }
+}
+
 impl Drop for Task {
     fn drop(&mut self) {
         self.0.abort();

@@ -1,23 +1,14 @@
 //! The simulated kube-scheduler as an actor.
 
 use crate::actors::dra::DraBase;
-use crate::actors::{Actor, ActorFactory, Task};
+use crate::actors::{Actor, ActorFactory, KnoblessActor};
 use crate::suite::{ActorName, DraComponent, Needs};
 use controllers::sim::{Scheduler, SchedulerConfig};
-use serde_json::Value;
 
 /// Starts the simulated kube-scheduler, its DynamicResources plugin configured by the row's
 /// `needs.dra`. No knobs, no settings.
 #[derive(Debug, Clone, Default)]
 pub struct SchedulerFactory(pub DraBase);
-
-struct SchedulerActor(#[allow(dead_code)] Task);
-
-impl Actor for SchedulerActor {
-    fn knob(&mut self, knob: &str, _: &Value) -> Result<(), String> {
-        Err(format!("the scheduler has no knob {knob:?}"))
-    }
-}
 
 impl ActorFactory for SchedulerFactory {
     fn name(&self) -> ActorName {
@@ -38,6 +29,6 @@ impl ActorFactory for SchedulerFactory {
                 tracing::warn!(error = %e, "the simulated scheduler stopped");
             }
         });
-        Ok(Box::new(SchedulerActor(Task(task))))
+        Ok(KnoblessActor::boxed(ActorName::Scheduler, task, ""))
     }
 }

@@ -1,24 +1,15 @@
 //! The simulated gateway data plane as an actor: it sends the requests `TrafficProbe` objects
 //! ask for. Its setup installs the TrafficProbe CRD.
 
-use crate::actors::{Actor, ActorFactory, Task};
+use crate::actors::{Actor, ActorFactory, KnoblessActor};
 use crate::suite::{ActorName, Needs};
 use controllers::crds::trafficprobe::trafficprobe_crd;
 use controllers::sim::SimNetwork;
 use controllers::sim::traffic::TrafficSimulator;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use serde_json::Value;
 
 /// Starts the simulated data plane. No knobs, no settings: a probe says what to send.
 pub struct TrafficFactory;
-
-struct TrafficActor(#[allow(dead_code)] Task);
-
-impl Actor for TrafficActor {
-    fn knob(&mut self, knob: &str, _: &Value) -> Result<(), String> {
-        Err(format!("the traffic simulator has no knob {knob:?}; create or change a TrafficProbe instead"))
-    }
-}
 
 impl ActorFactory for TrafficFactory {
     fn name(&self) -> ActorName {
@@ -48,6 +39,6 @@ impl ActorFactory for TrafficFactory {
                 tracing::warn!(error = %e, "the simulated data plane stopped");
             }
         });
-        Ok(Box::new(TrafficActor(Task(task))))
+        Ok(KnoblessActor::boxed(ActorName::Traffic, task, "create or change a TrafficProbe instead"))
     }
 }

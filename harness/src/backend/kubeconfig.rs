@@ -5,7 +5,7 @@
 use crate::actors::{ACTORS_CONFIGMAP_NAME, ACTORS_CONFIGMAP_NAMESPACE};
 use crate::backend::{Backend, LogBuffer, RunOptions, begin, collect_record, finish};
 use crate::engine::cleanup::{RowObjects, SharedObjects};
-use crate::engine::runner::{Knobs, RowContext, RowFailure, Timeline, execute};
+use crate::engine::runner::{Knobs, NoKnobs, RowContext, RowFailure, Timeline, execute};
 use crate::report::result::RowResult;
 use crate::report::result::{CheckEvidence, FlightRecord};
 use crate::suite::{ActorName, Capability, LoadedSuite, Row};
@@ -186,15 +186,6 @@ impl Timeline for WatchTimeline {
     }
 }
 
-/// The knobs of a backend whose actors are all real or remote: none can be turned.
-pub(crate) struct NoKnobs(pub(crate) &'static str);
-
-impl Knobs for NoKnobs {
-    fn turn(&self, actor: ActorName, _: &str, _: &Value) -> Result<(), String> {
-        Err(format!("the {} backend turns no knobs of {actor:?}", self.0))
-    }
-}
-
 /// Records the writes to one resource. Namespaced resources are watched in all namespaces and
 /// kept when they are in `namespaces` (the row's own, and those the row names).
 async fn record_watch(
@@ -311,7 +302,7 @@ impl Backend for KubeconfigBackend {
             match self.client().await {
                 Ok(client) => {
                     let run = OwnNamespace {
-                        knobs: Arc::new(NoKnobs("kubeconfig")),
+                        knobs: Arc::new(NoKnobs("the kubeconfig backend's actors are real or remote")),
                         wait_for_service_account: false,
                         objects: &self.objects,
                     };

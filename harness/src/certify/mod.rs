@@ -18,7 +18,7 @@ pub use contract::{CertProfile, Contract, ContractError, Scenario, Workload};
 pub use report::{Certificate, ObligationVerdict, ScenarioResult, Verdict};
 
 use crate::actors::{ActorFactory, ActorSet, start_actors};
-use crate::engine::runner::{Knobs, RowContext, execute, timeline_line};
+use crate::engine::runner::{NoKnobs, RowContext, execute, timeline_line};
 use crate::suite::{ActorName, DraComponent, DraNeeds, Needs};
 use fake_apiserver::{ApiServer, Config, TcpServer, UserInfo};
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
@@ -71,16 +71,6 @@ pub enum CertifyError {
     /// Setting up the cluster or the report directory.
     #[error("{0}")]
     Setup(String),
-}
-
-struct NoKnobs;
-
-impl Knobs for NoKnobs {
-    fn turn(&self, actor: ActorName, _: &str, _: &Value) -> Result<(), String> {
-        Err(format!(
-            "certification scenarios mark pods with sim.kproof.dev annotations instead of turning knobs ({actor})"
-        ))
-    }
 }
 
 /// One API server with the reference DRA components.
@@ -415,7 +405,9 @@ async fn run_scenario(cluster: &Cluster, scenario: &Scenario, i: usize, p: &Prep
         client: cluster.server.client_as("kproof"),
         namespace: ns.clone(),
         timeline: Arc::new(crate::backend::in_process::ServerTimeline::of_namespace(cluster.server.clone(), &ns)),
-        knobs: Arc::new(NoKnobs),
+        knobs: Arc::new(NoKnobs(
+            "certification scenarios mark pods with sim.kproof.dev annotations instead of turning knobs",
+        )),
         fixtures_dir: PathBuf::from("."),
         default_timeout: p.opts.wait_timeout,
         poll: Duration::from_millis(200),

@@ -3,6 +3,7 @@
 
 use crate::certify::CertifyOptions;
 use crate::certify::contract::{CertProfile, Contract, Scenario, Workload};
+use crate::report::junit::{JunitCase, JunitOutcome, JunitSuite, render_junit};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -321,62 +322,52 @@ impl Certificate {
         out
     }
 
-    /// JUnit XML: one test case per obligation (skipped when not applicable).
+    /// JUnit XML: one test case per obligation (skipped when not applicable), written by the
+    /// run report's JUnit writer.
     pub fn junit(&self) -> String {
-        let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
-        let failures = self.obligations.iter().filter(|o| o.verdict == Verdict::Fail).count();
-        let skipped = self.obligations.iter().filter(|o| o.verdict == Verdict::NotApplicable).count();
-        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        let _ = writeln!(
-            out,
-            "<testsuite name=\"kproof certify {} {}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\" time=\"{:.3}\">",
-            self.contract,
-            self.profile,
-            self.obligations.len(),
-            self.wall_ms as f64 / 1000.0
-        );
-        for o in &self.obligations {
-            let _ = write!(
-                out,
-                "  <testcase classname=\"{}.{}\" name=\"{} {}\"",
-                self.contract,
-                self.profile,
-                o.id,
-                esc(&o.title)
-            );
-            match o.verdict {
-                Verdict::Pass => out.push_str("/>\n"),
-                Verdict::NotApplicable => {
-                    let _ = writeln!(
-                        out,
-                        ">\n    <skipped message=\"{}\"/>\n  </testcase>",
-                        esc(o.reason.as_deref().unwrap_or_default())
-                    );
-                }
-                Verdict::Fail => {
-                    let mut body = String::new();
-                    for s in
-                        self.scenarios.iter().filter(|s| s.outcome == Verdict::Fail && s.obligations.contains(&o.id))
-                    {
-                        let _ = writeln!(body, "scenario {}: {}", s.id, s.failure.as_deref().unwrap_or_default());
-                        if let Some(d) = &s.detail {
-                            let _ = writeln!(body, "{d}");
+        let cases = self
+            .obligations
+            .iter()
+            .map(|o| {
+                let outcome = match o.verdict {
+                    Verdict::Pass => JunitOutcome::Passed,
+                    Verdict::NotApplicable => JunitOutcome::Skipped(o.reason.clone().unwrap_or_default()),
+                    Verdict::Fail => {
+                        let mut body = String::new();
+                        for s in self
+                            .scenarios
+                            .iter()
+                            .filter(|s| s.outcome == Verdict::Fail && s.obligations.contains(&o.id))
+                        {
+                            let _ = writeln!(body, "scenario {}: {}", s.id, s.failure.as_deref().unwrap_or_default());
+                            if let Some(d) = &s.detail {
+                                let _ = writeln!(body, "{d}");
+                            }
+                            for e in &s.evidence {
+                                let _ = writeln!(body, "{e}");
+                            }
                         }
-                        for e in &s.evidence {
-                            let _ = writeln!(body, "{e}");
-                        }
+                        JunitOutcome::Failed { message: o.reason.clone().unwrap_or_default(), kind: None, body }
                     }
-                    let _ = writeln!(
-                        out,
-                        ">\n    <failure message=\"{}\">{}</failure>\n  </testcase>",
-                        esc(o.reason.as_deref().unwrap_or_default()),
-                        esc(&body)
-                    );
+                };
+                JunitCase {
+                    classname: format!("{}.{}", self.contract, self.profile),
+                    name: format!("{} {}", o.id, o.title),
+                    time_ms: 0,
+                    properties: vec![("source".to_string(), o.source.clone())],
+                    outcome,
+                    system_out: None,
                 }
-            }
-        }
-        out.push_str("</testsuite>\n");
-        out
+            })
+            .collect();
+        let suite = JunitSuite {
+            name: format!("kproof certify {} {}", self.contract, self.profile),
+            time_ms: self.wall_ms,
+            timestamp: Some(self.started_at.clone()),
+            properties: vec![("schema".to_string(), self.schema.to_string())],
+            cases,
+        };
+        render_junit("kproof certify", self.wall_ms, &[suite])
     }
 
     /// Writes `certificate.json`, `junit.xml` and `report.md` into `dir`; their paths.
@@ -391,5 +382,74 @@ impl Certificate {
             paths.push(p);
         }
         Ok(paths)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obligation(id: &str, verdict: Verdict, reason: Option<&str>) -> ObligationVerdict {
+        ObligationVerdict {
+            id: id.into(),
+            title: format!("{id} <title>"),
+            source: "https://github.com/kubernetes/enhancements/pull/5195".into(),
+            verdict,
+            reason: reason.map(Into::into),
+            scenarios: vec!["s1".into()],
+        }
+    }
+
+    #[test]
+    fn junit_counts_each_verdict_and_carries_the_failing_scenario() {
+        let mut scenario = ScenarioResult {
+            id: "s1".into(),
+            title: "t".into(),
+            namespace: "ns".into(),
+            obligations: vec!["O2".into()],
+            outcome: Verdict::Fail,
+            wall_ms: 5,
+            failure: None,
+            detail: Some("expected 1 & got 0".into()),
+            evidence: vec![],
+            log: None,
+        };
+        scenario.failure = Some("claim kept".into());
+        let cert = Certificate {
+            schema: CERTIFICATE_SCHEMA,
+            tool: Tool { name: "kproof", version: "0" },
+            contract: "reservedfor".into(),
+            profile: CertProfile::Raw,
+            semantics: CertProfile::Raw.semantics(),
+            controller_command: vec![],
+            workload: CertifiedWorkload {
+                api_version: "v1".into(),
+                kind: "X".into(),
+                resource: "xs".into(),
+                replicas_path: "/spec/replicas".into(),
+            },
+            settings: Settings {
+                t_release: "1s".into(),
+                termination_grace: "1s".into(),
+                scenario_timeout: "1s".into(),
+            },
+            started_at: "2026-12-03T00:00:00Z".into(),
+            wall_ms: 1234,
+            certified: false,
+            obligations: vec![
+                obligation("O1", Verdict::Pass, None),
+                obligation("O2", Verdict::Fail, Some("failed: s1")),
+                obligation("O3", Verdict::NotApplicable, Some("no scenario in this profile")),
+            ],
+            scenarios: vec![scenario],
+        };
+        let xml = cert.junit();
+        assert!(xml.contains("<testsuites name=\"kproof certify\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\" time=\"1.234\">"), "{xml}");
+        assert!(xml.contains("name=\"O1 O1 &lt;title&gt;\""), "{xml}");
+        assert!(
+            xml.contains("<failure message=\"failed: s1\">scenario s1: claim kept\nexpected 1 &amp; got 0\n</failure>"),
+            "{xml}"
+        );
+        assert!(xml.contains("<skipped message=\"no scenario in this profile\"/>"), "{xml}");
     }
 }

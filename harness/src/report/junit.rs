@@ -20,43 +20,92 @@ pub fn write_junit(report: &RunReport, dir: &Path) -> io::Result<PathBuf> {
     Ok(path)
 }
 
-/// Renders the run as JUnit XML: one `<testsuite>` per suite (in order of first appearance),
-/// one `<testcase>` per row.
-pub fn junit_xml(report: &RunReport) -> String {
+/// One `<testsuite>` of a JUnit file.
+#[derive(Debug, Clone, Default)]
+pub struct JunitSuite {
+    /// The suite's name.
+    pub name: String,
+    /// Its wall time.
+    pub time_ms: u64,
+    /// When it started (RFC 3339), if known.
+    pub timestamp: Option<String>,
+    /// `<property>`s of the suite.
+    pub properties: Vec<(String, String)>,
+    /// Its test cases.
+    pub cases: Vec<JunitCase>,
+}
+
+/// One `<testcase>`.
+#[derive(Debug, Clone)]
+pub struct JunitCase {
+    /// `classname`.
+    pub classname: String,
+    /// `name`.
+    pub name: String,
+    /// Its wall time.
+    pub time_ms: u64,
+    /// `<property>`s of the case.
+    pub properties: Vec<(String, String)>,
+    /// How it ended.
+    pub outcome: JunitOutcome,
+    /// `<system-out>`, if any.
+    pub system_out: Option<String>,
+}
+
+/// How a test case ended.
+#[derive(Debug, Clone)]
+pub enum JunitOutcome {
+    /// Passed.
+    Passed,
+    /// Skipped, with why.
+    Skipped(String),
+    /// Failed: a one-line message, the failure's type (if any) and the full text.
+    Failed { message: String, kind: Option<String>, body: String },
+}
+
+impl JunitCase {
+    fn failed(&self) -> bool {
+        matches!(self.outcome, JunitOutcome::Failed { .. })
+    }
+
+    fn skipped(&self) -> bool {
+        matches!(self.outcome, JunitOutcome::Skipped(_))
+    }
+}
+
+/// Renders suites as a JUnit XML document under one `<testsuites name=...>`. Every kproof
+/// JUnit file (the run report, certification) is written by this one function.
+pub fn render_junit(name: &str, time_ms: u64, suites: &[JunitSuite]) -> String {
     let mut out = String::new();
     out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let cases = || suites.iter().flat_map(|s| &s.cases);
     // `write!` into a String cannot fail; the results are ignored on purpose.
     let _ = writeln!(
         out,
-        "<testsuites name=\"kproof\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{}\">",
-        report.rows.len(),
-        report.failed,
-        report.skipped,
-        seconds(report.wall_ms),
+        "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{}\">",
+        xml_escape_attr(name),
+        cases().count(),
+        cases().filter(|c| c.failed()).count(),
+        cases().filter(|c| c.skipped()).count(),
+        seconds(time_ms),
     );
-    for (suite, rows) in group_by_suite(&report.rows) {
-        let failures = rows.iter().filter(|r| r.outcome == Outcome::Failed).count();
-        let skipped = rows.iter().filter(|r| r.outcome == Outcome::Skipped).count();
-        let time: u64 = rows.iter().map(|r| r.wall_ms).sum();
-        let _ = writeln!(
+    for suite in suites {
+        let _ = write!(
             out,
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{}\" timestamp=\"{}\">",
-            xml_escape_attr(suite),
-            rows.len(),
-            failures,
-            skipped,
-            seconds(time),
-            xml_escape_attr(&report.started_at),
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{}\"",
+            xml_escape_attr(&suite.name),
+            suite.cases.len(),
+            suite.cases.iter().filter(|c| c.failed()).count(),
+            suite.cases.iter().filter(|c| c.skipped()).count(),
+            seconds(suite.time_ms),
         );
-        out.push_str("    <properties>\n");
-        property(&mut out, "      ", "backend", &report.backend);
-        property(&mut out, "      ", "schema", &report.schema);
-        for (component, version) in &report.components {
-            property(&mut out, "      ", &format!("component.{component}"), version);
+        if let Some(at) = &suite.timestamp {
+            let _ = write!(out, " timestamp=\"{}\"", xml_escape_attr(at));
         }
-        out.push_str("    </properties>\n");
-        for row in rows {
-            testcase(&mut out, row);
+        out.push_str(">\n");
+        properties(&mut out, "    ", &suite.properties);
+        for case in &suite.cases {
+            testcase(&mut out, case);
         }
         out.push_str("  </testsuite>\n");
     }
@@ -64,57 +113,109 @@ pub fn junit_xml(report: &RunReport) -> String {
     out
 }
 
-/// One `<testcase>`. Child order follows the JUnit schema: properties, then skipped or
-/// failure, then system-out.
-fn testcase(out: &mut String, row: &RowResult) {
-    let _ = writeln!(
-        out,
-        "    <testcase classname=\"kproof.{}\" name=\"{}\" time=\"{}\">",
-        xml_escape_attr(&row.suite),
-        xml_escape_attr(&row.id),
-        seconds(row.wall_ms),
-    );
-    out.push_str("      <properties>\n");
-    property(out, "        ", "source", &row.source);
-    property(out, "        ", "kind", &kind_name(row.kind));
-    property(out, "        ", "title", &row.title);
-    property(out, "        ", "backend_ms", &row.backend_ms.to_string());
-    if let Some(at) = &row.location {
-        property(out, "        ", "location", &at.to_string());
+/// Renders the run as JUnit XML: one `<testsuite>` per suite (in order of first appearance),
+/// one `<testcase>` per row.
+pub fn junit_xml(report: &RunReport) -> String {
+    let mut common =
+        vec![("backend".to_string(), report.backend.clone()), ("schema".to_string(), report.schema.clone())];
+    for (component, version) in &report.components {
+        common.push((format!("component.{component}"), version.clone()));
     }
-    out.push_str("      </properties>\n");
-    match row.outcome {
-        Outcome::Passed => {}
-        Outcome::Skipped => {
-            let _ = writeln!(
-                out,
-                "      <skipped message=\"{}\"/>",
-                xml_escape_attr(&one_line(row.reason.as_deref().unwrap_or("skipped")))
-            );
-        }
+    let suites: Vec<JunitSuite> = group_by_suite(&report.rows)
+        .into_iter()
+        .map(|(suite, rows)| JunitSuite {
+            name: suite.to_string(),
+            time_ms: rows.iter().map(|r| r.wall_ms).sum(),
+            timestamp: Some(report.started_at.clone()),
+            properties: common.clone(),
+            cases: rows.into_iter().map(row_case).collect(),
+        })
+        .collect();
+    render_junit("kproof", report.wall_ms, &suites)
+}
+
+fn row_case(row: &RowResult) -> JunitCase {
+    let mut properties = vec![
+        ("source".to_string(), row.source.clone()),
+        ("kind".to_string(), kind_name(row.kind)),
+        ("title".to_string(), row.title.clone()),
+        ("backend_ms".to_string(), row.backend_ms.to_string()),
+    ];
+    if let Some(at) = &row.location {
+        properties.push(("location".to_string(), at.to_string()));
+    }
+    let (outcome, system_out) = match row.outcome {
+        Outcome::Passed => (JunitOutcome::Passed, None),
+        Outcome::Skipped => (JunitOutcome::Skipped(row.reason.clone().unwrap_or_else(|| "skipped".into())), None),
         Outcome::Failed => {
             let message = failure_reason(row);
-            let body = row.failure.as_deref().unwrap_or(&message);
-            let _ = writeln!(
-                out,
-                "      <failure message=\"{}\" type=\"kproof.{}\">{}</failure>",
-                xml_escape_attr(&message),
-                xml_escape_attr(&kind_name(row.kind)),
-                xml_escape_text(body),
-            );
+            let body = row.failure.clone().unwrap_or_else(|| message.clone());
             let recorded = match &row.flight_record {
                 Some(path) => format!("flight record: {}", path.display()),
                 None => "flight record: none was written".to_string(),
             };
-            let _ = writeln!(out, "      <system-out>{}</system-out>", xml_escape_text(&recorded));
+            (
+                JunitOutcome::Failed { message, kind: Some(format!("kproof.{}", kind_name(row.kind))), body },
+                Some(recorded),
+            )
         }
+    };
+    JunitCase {
+        classname: format!("kproof.{}", row.suite),
+        name: row.id.clone(),
+        time_ms: row.wall_ms,
+        properties,
+        outcome,
+        system_out,
+    }
+}
+
+/// One `<testcase>`. Child order follows the JUnit schema: properties, then skipped or
+/// failure, then system-out.
+fn testcase(out: &mut String, case: &JunitCase) {
+    let _ = writeln!(
+        out,
+        "    <testcase classname=\"{}\" name=\"{}\" time=\"{}\">",
+        xml_escape_attr(&case.classname),
+        xml_escape_attr(&case.name),
+        seconds(case.time_ms),
+    );
+    properties(out, "      ", &case.properties);
+    match &case.outcome {
+        JunitOutcome::Passed => {}
+        JunitOutcome::Skipped(why) => {
+            let _ = writeln!(out, "      <skipped message=\"{}\"/>", xml_escape_attr(&one_line(why)));
+        }
+        JunitOutcome::Failed { message, kind, body } => {
+            let kind = kind.as_ref().map(|k| format!(" type=\"{}\"", xml_escape_attr(k))).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "      <failure message=\"{}\"{kind}>{}</failure>",
+                xml_escape_attr(&one_line(message)),
+                xml_escape_text(body),
+            );
+        }
+    }
+    if let Some(text) = &case.system_out {
+        let _ = writeln!(out, "      <system-out>{}</system-out>", xml_escape_text(text));
     }
     out.push_str("    </testcase>\n");
 }
 
-fn property(out: &mut String, indent: &str, name: &str, value: &str) {
-    let _ =
-        writeln!(out, "{indent}<property name=\"{}\" value=\"{}\"/>", xml_escape_attr(name), xml_escape_attr(value));
+fn properties(out: &mut String, indent: &str, props: &[(String, String)]) {
+    if props.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "{indent}<properties>");
+    for (name, value) in props {
+        let _ = writeln!(
+            out,
+            "{indent}  <property name=\"{}\" value=\"{}\"/>",
+            xml_escape_attr(name),
+            xml_escape_attr(value)
+        );
+    }
+    let _ = writeln!(out, "{indent}</properties>");
 }
 
 /// Groups rows by suite, keeping the order in which suites first appear, so the XML follows

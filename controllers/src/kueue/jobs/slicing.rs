@@ -155,7 +155,12 @@ impl KueueController {
     }
 
     /// `ApplyPodSetCounts`: only the counts change; templates stay.
-    pub(super) async fn apply_counts(&self, world: &mut World, wl: &Value, pod_sets: &[PodSet]) -> Result<Value, KueueError> {
+    pub(super) async fn apply_counts(
+        &self,
+        world: &mut World,
+        wl: &Value,
+        pod_sets: &[PodSet],
+    ) -> Result<Value, KueueError> {
         let want = counts(pod_sets);
         // Only the counts change: every other field of a reserved slice's PodSets is immutable
         // (the Workload webhook's `validateImmutablePodSets`).

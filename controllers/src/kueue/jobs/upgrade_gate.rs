@@ -41,7 +41,12 @@ impl KueueController {
     /// `shouldSuspendChildJob`: a running child of a Kueue-managed job is suspended when its
     /// ancestor has no live Workload; for elastic jobs only when the latest slice is evicted;
     /// otherwise when the latest Workload is not admitted. A suspended child is left alone.
-    pub(super) async fn reconcile_child(&self, world: &mut World, rc: &Value, owner: &Value) -> Result<bool, KueueError> {
+    pub(super) async fn reconcile_child(
+        &self,
+        world: &mut World,
+        rc: &Value,
+        owner: &Value,
+    ) -> Result<bool, KueueError> {
         if rc.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
             return Ok(false);
         }

@@ -7,10 +7,10 @@ use crate::backend::kind::install::{check_sources, install};
 use crate::backend::kind::node::{Node, NodeSpec};
 use crate::backend::kind::options::KindOptions;
 use crate::backend::kind::plan::{InstallPlan, KIND_VERSION, NETWORK};
-use crate::backend::kubeconfig::{NoKnobs, OwnNamespace, run_in_own_namespace, run_real_time_row};
+use crate::backend::kubeconfig::{OwnNamespace, run_in_own_namespace, run_real_time_row};
 use crate::backend::upstream::plane::{FEATURE_GATES, RUNTIME_CONFIG};
 use crate::backend::{Backend, RunOptions};
-use crate::engine::runner::RowFailure;
+use crate::engine::runner::{NoKnobs, RowFailure};
 use crate::report::result::RowResult;
 use crate::suite::{ActorName, Capability, Component, LoadedSuite, Row, Version};
 use controllers::dra::DraProfile;
@@ -203,7 +203,7 @@ impl Backend for KindBackend {
                 return (Err(RowFailure::plain("the kind node was removed".to_string())), None, Vec::new());
             }
             let run = OwnNamespace {
-                knobs: Arc::new(NoKnobs("kind")),
+                knobs: Arc::new(NoKnobs("the kind backend's actors are real")),
                 wait_for_service_account: true,
                 objects: &self.objects,
             };

@@ -95,6 +95,16 @@ pub trait Knobs: Send + Sync {
     fn turn(&self, actor: ActorName, knob: &str, value: &Value) -> Result<(), String>;
 }
 
+/// The knobs of a run where none can be turned (real or remote actors, certification); the
+/// text says why, so a knob step's error tells the reader what to do instead.
+pub struct NoKnobs(pub &'static str);
+
+impl Knobs for NoKnobs {
+    fn turn(&self, actor: ActorName, knob: &str, _: &Value) -> Result<(), String> {
+        Err(format!("cannot turn knob {knob:?} of {actor}: {}", self.0))
+    }
+}
+
 /// Content type of JSON bodies.
 const JSON: &str = "application/json";
 /// Content type of JSON merge patches.
