@@ -46,7 +46,9 @@ const REFRESH_TIME: Duration = Duration::from_secs(30 * 60);
 /// `Normal` or `Warning`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventType {
+    /// A routine event: something happened as expected.
     Normal,
+    /// An event about a problem or an unexpected outcome.
     Warning,
 }
 

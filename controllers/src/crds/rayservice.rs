@@ -51,19 +51,31 @@ pub mod condition {
 
 /// Condition reasons (`RayServiceConditionReason`).
 pub mod reason {
-    #![allow(missing_docs)]
+    /// Ready and UpgradeInProgress are False: the service is new (or just resumed) and has not served yet.
     pub const INITIALIZING: &str = "Initializing";
+    /// Ready is False for good: the service stayed initializing past its `ray.io/initializing-timeout`.
     pub const INITIALIZING_TIMEOUT: &str = "InitializingTimeout";
+    /// Ready went False because the number of ready serve endpoints dropped to 0.
     pub const ZERO_SERVE_ENDPOINTS: &str = "ZeroServeEndpoints";
+    /// Ready is True: at least one serve endpoint is ready.
     pub const NON_ZERO_SERVE_ENDPOINTS: &str = "NonZeroServeEndpoints";
+    /// UpgradeInProgress is True: both an active and a pending cluster are named.
     pub const BOTH_ACTIVE_PENDING_CLUSTERS_EXIST: &str = "BothActivePendingClustersExist";
+    /// UpgradeInProgress is False: an active cluster exists and no pending one.
     pub const NO_PENDING_CLUSTER: &str = "NoPendingCluster";
+    /// UpgradeInProgress is Unknown: no active cluster although the service is not initializing.
     pub const NO_ACTIVE_CLUSTER: &str = "NoActiveCluster";
+    /// Ready is False: the spec failed the controller's validation.
     pub const VALIDATION_FAILED: &str = "ValidationFailed";
+    /// RollbackInProgress is True: mid-upgrade, the goal spec moved away from the pending cluster's.
     pub const DESIRED_CLUSTER_SPEC_CHANGED: &str = "DesiredClusterSpecChanged";
+    /// Suspending is True: `spec.suspend` was just set and the deletion of owned resources begins.
     pub const SUSPEND_REQUESTED: &str = "SuspendRequested";
+    /// Suspension under way: owned resources are still being deleted.
     pub const SUSPEND_IN_PROGRESS: &str = "SuspendInProgress";
+    /// Suspension done: every owned resource is gone (Suspended is True).
     pub const SUSPEND_COMPLETE: &str = "SuspendComplete";
+    /// Suspended is False: `spec.suspend` went back to false and the service starts again.
     pub const RAY_SERVICE_RESUMED: &str = "RayServiceResumed";
 }
 

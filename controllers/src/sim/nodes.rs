@@ -31,7 +31,12 @@ pub enum NodeFixtureError {
     Yaml(String),
     /// One document is not a usable Node (`document` counts from 1, empty documents included).
     #[error("node fixture document {document}: {problem}")]
-    Document { document: usize, problem: String },
+    Document {
+        /// The document's position in the fixture, from 1.
+        document: usize,
+        /// What is wrong with it.
+        problem: String,
+    },
 }
 
 /// Parses core/v1 Node manifests from a YAML string (one or more documents; empty documents

@@ -32,10 +32,13 @@ use std::time::Duration;
 /// Options every backend takes from the command line or the test harness.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
+    /// The directory suite manifests name their fixture files relative to.
     pub fixtures_dir: PathBuf,
     /// Where failing rows' flight records go; `None` keeps them only in the result.
     pub flight_dir: Option<PathBuf>,
+    /// How long an `eventually` without `within`, or a `bind` step, waits at most.
     pub default_timeout: Duration,
+    /// How long a wait sleeps between checks.
     pub poll: Duration,
     /// The most wall time one in-process row may take. Virtual time only moves while every
     /// task waits, so a simulated cluster that never goes idle (two controllers undoing each

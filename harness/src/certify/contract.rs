@@ -101,6 +101,7 @@ pub struct Obligation {
 pub struct Scenario {
     /// Unique within the contract.
     pub id: String,
+    /// What the scenario shows, in one line.
     pub title: String,
     /// The obligations this scenario judges (`[C4]`).
     pub obligations: Vec<String>,
@@ -196,8 +197,11 @@ impl InjectedWatchLag {
 pub struct Contract {
     /// `reservedfor`.
     pub contract: String,
+    /// What the contract is about, in one line.
     pub title: String,
+    /// The obligations a certified controller meets.
     pub obligations: Vec<Obligation>,
+    /// The scenarios that judge the obligations.
     pub scenarios: Vec<Scenario>,
 }
 
@@ -206,13 +210,30 @@ pub struct Contract {
 pub enum ContractError {
     /// The file does not parse.
     #[error("{origin}: {message}")]
-    Parse { origin: String, message: String },
+    Parse {
+        /// Where the contract was read from (its path, as given).
+        origin: String,
+        /// What the parser reports.
+        message: String,
+    },
     /// The file parses but is inconsistent.
     #[error("{origin}: scenario {scenario}: {message}")]
-    Invalid { origin: String, scenario: String, message: String },
+    Invalid {
+        /// Where the contract was read from (its path, as given).
+        origin: String,
+        /// The id of the scenario at fault.
+        scenario: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A file named on the command line.
     #[error("{path}: {message}")]
-    Input { path: PathBuf, message: String },
+    Input {
+        /// The file: the contract, a CRD, RBAC or workload manifest.
+        path: PathBuf,
+        /// Why it cannot be used (unreadable, wrong kind, ...).
+        message: String,
+    },
 }
 
 impl Contract {

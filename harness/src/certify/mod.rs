@@ -35,6 +35,7 @@ pub const SHARED_CLAIM: &str = "kproof-shared";
 /// What to certify and how.
 #[derive(Debug, Clone)]
 pub struct CertifyOptions {
+    /// The profile to certify in (`pg`, `raw` or `w`).
     pub profile: CertProfile,
     /// CRD manifests of the workload kind(s).
     pub crds: Vec<PathBuf>,

@@ -15,8 +15,11 @@ pub const CERTIFICATE_SCHEMA: &str = "kproof.dev/certificate/v1";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
+    /// Passed: the scenario passed, or every scenario judging the obligation did.
     Pass,
+    /// Failed: the scenario failed, or some scenario judging the obligation did.
     Fail,
+    /// Not judged: no scenario judges the obligation in this profile.
     NotApplicable,
 }
 
@@ -35,12 +38,17 @@ impl Verdict {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScenarioResult {
+    /// The scenario's id in the contract.
     pub id: String,
+    /// The scenario's title.
     pub title: String,
+    /// The namespace the scenario ran in.
     pub namespace: String,
+    /// The obligations it judges.
     pub obligations: Vec<String>,
     /// `pass` or `fail`.
     pub outcome: Verdict,
+    /// Wall-clock time the scenario took.
     pub wall_ms: u64,
     /// One line: what failed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -85,9 +93,13 @@ impl ScenarioResult {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObligationVerdict {
+    /// The obligation's id (`C1` ... `C18`).
     pub id: String,
+    /// What the controller must do.
     pub title: String,
+    /// The upstream sources the obligation rests on.
     pub source: String,
+    /// Pass, fail or not applicable.
     pub verdict: Verdict,
     /// Why not applicable, or which scenarios failed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -99,7 +111,9 @@ pub struct ObligationVerdict {
 /// The tool that issued a certificate.
 #[derive(Debug, Clone, Serialize)]
 pub struct Tool {
+    /// The tool's name, `kproof`.
     pub name: &'static str,
+    /// The tool's version (the crate version).
     pub version: &'static str,
 }
 
@@ -107,9 +121,13 @@ pub struct Tool {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CertifiedWorkload {
+    /// The workload's `apiVersion`.
     pub api_version: String,
+    /// The workload's `kind`.
     pub kind: String,
+    /// The workload kind's plural resource name, from its CRD.
     pub resource: String,
+    /// Dotted path of the replica count in the workload.
     pub replicas_path: String,
 }
 
@@ -117,8 +135,11 @@ pub struct CertifiedWorkload {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Settings {
+    /// T_release: how long the controller may take to release after the last pod.
     pub t_release: String,
+    /// How long slowly terminating pods take to stop.
     pub termination_grace: String,
+    /// The longest a scenario may take.
     pub scenario_timeout: String,
 }
 
@@ -126,20 +147,31 @@ pub struct Settings {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Certificate {
+    /// The certificate's schema identifier ([`CERTIFICATE_SCHEMA`]).
     pub schema: &'static str,
+    /// The tool that issued the certificate.
     pub tool: Tool,
+    /// The contract certified against (`reservedfor`).
     pub contract: String,
+    /// The profile the controller was certified in.
     pub profile: CertProfile,
     /// The Kubernetes semantics the reference components model.
     pub semantics: &'static str,
+    /// The command that ran the controller.
     pub controller_command: Vec<String>,
+    /// The workload the controller was certified with.
     pub workload: CertifiedWorkload,
+    /// The settings the certification ran with.
     pub settings: Settings,
+    /// When the certification started (RFC 3339).
     pub started_at: String,
+    /// Wall-clock time the whole certification took.
     pub wall_ms: u64,
     /// True when at least one obligation was judged and every judged one passed.
     pub certified: bool,
+    /// One verdict per obligation: all of them, or those `--obligations` names.
     pub obligations: Vec<ObligationVerdict>,
+    /// Every scenario's result.
     pub scenarios: Vec<ScenarioResult>,
 }
 

@@ -60,7 +60,14 @@ pub enum JunitOutcome {
     /// Skipped, with why.
     Skipped(String),
     /// Failed: a one-line message, the failure's type (if any) and the full text.
-    Failed { message: String, kind: Option<String>, body: String },
+    Failed {
+        /// One line: the `<failure>` element's `message` attribute.
+        message: String,
+        /// The `<failure>` element's `type` attribute, if any.
+        kind: Option<String>,
+        /// The full failure text, the element's content.
+        body: String,
+    },
 }
 
 impl JunitCase {

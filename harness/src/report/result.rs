@@ -11,7 +11,9 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
+    /// Every step ran and every expectation held.
     Passed,
+    /// A step or an expectation failed; `reason` and `failure` say which and why.
     Failed,
     /// Not run: the backend lacks something the row needs. Never counted as passed.
     Skipped,
@@ -21,12 +23,19 @@ pub enum Outcome {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RowResult {
+    /// The suite's short name (`raycluster`).
     pub suite: String,
+    /// The row's id, unique within the catalogue.
     pub id: String,
+    /// The row's title.
     pub title: String,
+    /// What the row documents: a behaviour, a limitation or an upstream bug.
     pub kind: RowKind,
+    /// Where the behaviour is documented (file, URL, PR or issue).
     pub source: String,
+    /// The backend the row ran on (`fake`, `kubeconfig`, `kind`, `upstream`).
     pub backend: String,
+    /// How the row ended.
     pub outcome: Outcome,
     /// Why it was skipped, or what failed (one line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -137,15 +146,22 @@ pub struct FlightRecord {
 pub struct RunReport {
     /// The report format's version: `kproof.dev/report/v1`.
     pub schema: String,
+    /// The backend the run used.
     pub backend: String,
+    /// When the run started (RFC 3339).
     pub started_at: String,
+    /// Wall-clock time the whole run took.
     pub wall_ms: u64,
+    /// How many rows passed.
     pub passed: usize,
+    /// How many rows failed.
     pub failed: usize,
+    /// How many rows were skipped.
     pub skipped: usize,
     /// What the backend ran and at which version (API server, operators), by component.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub components: std::collections::BTreeMap<String, String>,
+    /// Every row's result, in catalogue order.
     pub rows: Vec<RowResult>,
 }
 

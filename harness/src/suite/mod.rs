@@ -35,6 +35,7 @@ pub struct Suite {
     /// Fixtures applied before the steps of every row.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fixtures: Vec<Manifest>,
+    /// The rows, each one test.
     pub rows: Vec<Row>,
 }
 
@@ -56,18 +57,23 @@ pub enum RowKind {
 pub struct Row {
     /// Unique within the catalogue; the test name under `cargo test` (`suite::id`).
     pub id: String,
+    /// One line saying what the row shows.
     pub title: String,
+    /// Whether the row documents a behaviour, a limitation or an upstream bug.
     pub kind: RowKind,
     /// Where the behaviour is documented: seed file name, URL, PR or issue (`kubernetes/kubernetes#1234`).
     pub source: String,
     /// Where upstream docs and code disagree, what the row models and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What the row needs from a backend (capabilities, feature gates, settings); a backend that
+    /// cannot serve it skips the row.
     #[serde(default)]
     pub needs: Needs,
     /// Manifests applied before the steps (after the suite's fixtures).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fixtures: Vec<Manifest>,
+    /// Steps run in order after the fixtures are applied.
     #[serde(default)]
     pub steps: Vec<Step>,
     /// Checked after the steps, in order.
@@ -91,6 +97,7 @@ pub enum Manifest {
 pub struct ObjectRef {
     /// `v1`, `apps/v1`, `ray.io/v1`.
     pub api_version: String,
+    /// The object's kind (`Pod`, `RayCluster`).
     pub kind: String,
     /// The object's name; may use bindings (`${cluster}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,8 +117,11 @@ pub struct ObjectRef {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PatchType {
+    /// A JSON merge patch (`application/merge-patch+json`).
     Merge,
+    /// A JSON patch: a list of operations (`application/json-patch+json`).
     Json,
+    /// A server-side apply patch (`application/apply-patch+yaml`).
     Apply,
 }
 
@@ -240,9 +250,12 @@ pub enum Step {
     Create(ManifestStep),
     /// Patch one object, or each object a selector (with no name) picks.
     Patch {
+        /// The object to patch; with a selector and no name, every selected object.
         target: ObjectRef,
+        /// The patch format: `merge`, `json` or `apply`.
         #[serde(rename = "type")]
         patch_type: PatchType,
+        /// The patch body; may use bindings (`${name}`).
         patch: Value,
         /// Patch the `/status` subresource.
         #[serde(default)]
@@ -256,7 +269,10 @@ pub enum Step {
     },
     /// Delete one object (or the set a selector names).
     Delete {
+        /// The object to delete (by name, or a label selector).
         target: ObjectRef,
+        /// The deletion's propagation policy: `Foreground`, `Background` or `Orphan`; unset leaves the
+        /// server's default.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         propagation: Option<String>,
         /// The request must be refused like this.
@@ -268,7 +284,9 @@ pub enum Step {
     },
     /// Set replicas through the `/scale` subresource.
     Scale {
+        /// The object whose `/scale` subresource is written.
         target: ObjectRef,
+        /// The replica count to set.
         replicas: i64,
         /// The request must be refused like this.
         #[serde(default, rename = "expectError", skip_serializing_if = "Option::is_none")]
@@ -283,13 +301,23 @@ pub enum Step {
     Wait(Box<Expectation>),
     /// Turn a knob of a simulated actor (make a pod fail, keep a Gateway unready, pause a controller).
     Knob {
+        /// The simulated actor whose knob is turned.
         actor: ActorName,
+        /// The knob's name, as the actor defines it.
         knob: String,
+        /// The value to set (null when omitted); may use bindings.
         #[serde(default)]
         value: Value,
     },
     /// Capture a value from an object for later steps: `${name}` in strings.
-    Bind { name: String, from: ObjectRef, path: String },
+    Bind {
+        /// The binding's name, used later as `${name}`.
+        name: String,
+        /// The object to read; the first one found is used.
+        from: ObjectRef,
+        /// Dotted path of the value to capture; the step waits until it is there.
+        path: String,
+    },
 }
 
 impl Step {
@@ -353,8 +381,10 @@ pub struct FieldMatch {
     /// Dotted path; `[N]` indexes a list, `[key=value]` picks the list item with that field
     /// (`status.conditions[type=Ready].status`).
     pub path: String,
+    /// The field equals this value (numbers compare by value: `3` equals `3.0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eq: Option<Value>,
+    /// The field is absent or differs from this value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ne: Option<Value>,
     /// `true`: the field exists.
@@ -363,8 +393,10 @@ pub struct FieldMatch {
     /// `true`: the field does not exist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub absent: Option<bool>,
+    /// The field is a number, or a string holding one, greater than this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gt: Option<f64>,
+    /// The field is a number, or a string holding one, less than this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lt: Option<f64>,
     /// A string contains this substring, or a list contains this value.
@@ -379,6 +411,7 @@ pub struct FieldMatch {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObjectMatch {
+    /// Which object or objects the conditions apply to.
     pub target: ObjectRef,
     /// Every condition must hold on the object (on every selected object).
     #[serde(default, rename = "match")]
@@ -406,12 +439,16 @@ pub struct EventMatch {
     /// `ADDED`, `MODIFIED` or `DELETED`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<String>,
+    /// The written object's kind (`Pod`, `RayCluster`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// The written object's name, exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The written object's name starts with this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_prefix: Option<String>,
+    /// The write went to this subresource (`status`, `scale`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subresource: Option<String>,
     /// The writer's user agent contains this.
@@ -432,15 +469,19 @@ pub struct EventMatch {
 pub enum Expectation {
     /// Becomes true within the duration (default 30s).
     Eventually {
+        /// The objects and the conditions that must come to hold.
         #[serde(flatten)]
         object: ObjectMatch,
+        /// How long to wait (default: the backend's default timeout, 30s unless configured).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         within: Option<DurationStr>,
     },
     /// Is true now and stays true for the duration.
     Consistently {
+        /// The objects and the conditions that must keep holding.
         #[serde(flatten)]
         object: ObjectMatch,
+        /// How long the conditions must hold.
         #[serde(rename = "for")]
         duration: DurationStr,
     },
@@ -452,11 +493,26 @@ pub enum Expectation {
     /// No write on the timeline matches.
     Never(EventMatch),
     /// At most `n` writes match.
-    AtMost { n: usize, event: EventMatch },
+    AtMost {
+        /// The most matching writes allowed.
+        n: usize,
+        /// Which writes count.
+        event: EventMatch,
+    },
     /// Exactly `n` writes match.
-    Count { n: usize, event: EventMatch },
+    Count {
+        /// The number of matching writes required.
+        n: usize,
+        /// Which writes count.
+        event: EventMatch,
+    },
     /// At least `n` writes match.
-    AtLeast { n: usize, event: EventMatch },
+    AtLeast {
+        /// The fewest matching writes allowed.
+        n: usize,
+        /// Which writes count.
+        event: EventMatch,
+    },
     /// On the timeline, the values at `paths` of the writes matching `event` (one value per
     /// path, `null` when absent), with consecutive repeats folded into one, are exactly
     /// `values` in this order — or, with `subsequence: true`, `values` appear among them in
@@ -468,7 +524,9 @@ pub enum Expectation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct BeforeMatch {
+    /// The writes that must come first.
     pub first: EventMatch,
+    /// The writes that must come after.
     pub then: EventMatch,
     /// Every `first` write must come before the `then` write.
     #[serde(default)]

@@ -37,6 +37,7 @@ pub type TimelineEntries = Arc<Vec<TimelineItem>>;
 /// ever matched on their metadata.
 #[derive(Debug, Clone)]
 pub struct TimelineItem {
+    /// The write's metadata as JSON (camelCase keys: `resourceVersion`, `verb`, `kind`, `name`, ...).
     pub meta: Value,
     object: LazyObject,
 }
@@ -112,11 +113,15 @@ const MERGE_PATCH: &str = "application/merge-patch+json";
 
 /// Everything a row runs against.
 pub struct RowContext {
+    /// The API client the row's steps and checks use.
     pub client: kube::Client,
     /// Namespace for namespaced objects that do not name one.
     pub namespace: String,
+    /// The writes the backend observes during the row, for timeline expectations.
     pub timeline: Arc<dyn Timeline>,
+    /// Sets knobs of the simulated actors and controllers (`knob` steps).
     pub knobs: Arc<dyn Knobs>,
+    /// The directory fixture files are read from.
     pub fixtures_dir: PathBuf,
     /// Default for `eventually` without `within`.
     pub default_timeout: Duration,
@@ -141,6 +146,7 @@ pub struct RowFailure {
     pub summary: String,
     /// The full message: expected against observed.
     pub message: String,
+    /// What the failing expectations expected and saw; empty for failures that are not mismatches.
     pub mismatches: Vec<Mismatch>,
     /// The fixture, step or expectation that failed; `None` before the first (e.g. actors
     /// that could not start).

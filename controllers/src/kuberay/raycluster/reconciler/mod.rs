@@ -46,7 +46,9 @@ pub enum ReconcileError {
     /// An API call failed.
     #[error("{context}: {source}")]
     Api {
+        /// What the reconciler was doing, e.g. `list pods`.
         context: String,
+        /// The client's error.
         #[source]
         source: kube::Error,
     },
