@@ -120,9 +120,10 @@ pub const PODGROUP_PROTECTION_FINALIZER: &str = "scheduling.k8s.io/podgroup-prot
 pub const SCHEDULING_GROUP: &str = "scheduling.k8s.io";
 
 impl ResourceClaim {
-    /// `status.reservedFor`, as sent.
-    pub fn reserved_for(&self) -> Vec<Value> {
-        self.field("status").get("reservedFor").and_then(Value::as_array).cloned().unwrap_or_default()
+    /// `status.reservedFor`, as sent (borrowed: the scheduler and the resourceclaim
+    /// controller read it for every pod of every pass, and a claim may hold 256 entries).
+    pub fn reserved_for(&self) -> &[Value] {
+        self.field("status").get("reservedFor").and_then(Value::as_array).map_or(&[], Vec::as_slice)
     }
 
     /// Replaces `status.reservedFor` (an empty list removes the field).

@@ -311,7 +311,7 @@ impl ResourceClaimController {
                     continue;
                 }
                 let mut updated = claim.clone();
-                let mut entries = updated.reserved_for();
+                let mut entries = updated.reserved_for().to_vec();
                 entries.push(consumer);
                 updated.set_reserved_for(entries);
                 self.replace_status(&updated)
@@ -507,7 +507,7 @@ impl ResourceClaimController {
         let ns = claim.namespace().to_string();
         let reserved = claim.reserved_for();
         let mut remaining = Vec::with_capacity(reserved.len());
-        for entry in &reserved {
+        for entry in reserved {
             let uid = text(entry, "uid");
             let name = text(entry, "name");
             if claims::is_pod_entry(entry) {

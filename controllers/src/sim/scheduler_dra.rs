@@ -533,7 +533,7 @@ async fn bind_claim(
         } else if config.gates.reserved_for_workloads && claim.reserved_for().iter().any(|r| !claims::is_pod_entry(r)) {
             return Ok(None);
         }
-        let mut entries = claim.reserved_for();
+        let mut entries = claim.reserved_for().to_vec();
         entries.push(entry);
         claim.set_reserved_for(entries);
         match api.replace_status(claim.name(), &PostParams::default(), &claim).await {
@@ -557,7 +557,7 @@ async fn unreserve(client: &Client, added: &[(String, String, String)]) {
         let api: Api<ResourceClaim> = Api::namespaced(client.clone(), ns);
         for _ in 0..5 {
             let Ok(mut claim) = api.get(name).await else { break };
-            let entries: Vec<Value> = claim.reserved_for().into_iter().filter(|r| text(r, "uid") != uid).collect();
+            let entries: Vec<Value> = claim.reserved_for().iter().filter(|r| text(r, "uid") != uid).cloned().collect();
             claim.set_reserved_for(entries);
             match api.replace_status(name, &PostParams::default(), &claim).await {
                 Err(kube::Error::Api(s)) if s.code == 409 => continue,
