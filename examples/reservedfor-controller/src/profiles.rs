@@ -65,12 +65,7 @@ impl Ctl {
         // Before the claim is reserved for the job, one pod only: it makes the scheduler
         // allocate the claim; the rest follow once our entry is in (C2).
         let limit = if held { want.min(room.max(0)) } else { want.min(1) };
-        let spec = json!({
-            "restartPolicy": "Never",
-            "containers": [{"name": "trainer", "image": "busybox", "resources": {"claims": [{"name": "dev"}]}}],
-            "resourceClaims": [{"name": "dev", "resourceClaimName": claim_name}],
-        });
-        self.sync_pods(job, pods, want, limit, spec).await?;
+        self.sync_pods(job, pods, want, limit, claim_pod_spec(&claim_name)).await?;
         let phase = if finished { done_phase } else { "Running" };
         self.set_status(job, phase, report).await
     }
@@ -271,12 +266,7 @@ impl Ctl {
         // A claim being deleted takes no new consumers: running pods go on, none are added (C10).
         let want = if finished { 0 } else { replicas };
         let limit = if claim.metadata.deletion_timestamp.is_some() { 0 } else { want };
-        let spec = json!({
-            "restartPolicy": "Never",
-            "containers": [{"name": "trainer", "image": "busybox", "resources": {"claims": [{"name": "dev"}]}}],
-            "resourceClaims": [{"name": "dev", "resourceClaimName": claim_name}],
-        });
-        self.sync_pods(job, pods, want, limit, spec).await?;
+        self.sync_pods(job, pods, want, limit, claim_pod_spec(&claim_name)).await?;
         let phase = if finished { done_phase } else { "Running" };
         self.set_status(job, phase, claim_report(held, release, &claim_name, active)).await
     }
@@ -310,4 +300,13 @@ impl Ctl {
             Err(e) => Err(e).context("creating the claim"),
         }
     }
+}
+
+/// The pod spec of a `raw` or `w` job: one container using the ResourceClaim `claim_name`.
+fn claim_pod_spec(claim_name: &str) -> Value {
+    json!({
+        "restartPolicy": "Never",
+        "containers": [{"name": "trainer", "image": "busybox", "resources": {"claims": [{"name": "dev"}]}}],
+        "resourceClaims": [{"name": "dev", "resourceClaimName": claim_name}],
+    })
 }
