@@ -164,11 +164,12 @@ pub struct RayServiceStatuses {
     /// Deprecated: `Running` iff the Ready condition is True, else empty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub service_status: String,
-    /// The cluster serving now.
-    #[serde(default, skip_serializing_if = "RayServiceStatus::is_empty")]
+    /// The cluster serving now. Always written, as Go writes a struct field (`omitempty` does
+    /// not omit structs): with no cluster it is `{rayClusterStatus: {desiredCPU: "0", …, head: {}}}`.
+    #[serde(default)]
     pub active_service_status: RayServiceStatus,
-    /// The cluster being prepared, during an upgrade.
-    #[serde(default, skip_serializing_if = "RayServiceStatus::is_empty")]
+    /// The cluster being prepared, during an upgrade; always written, as `active_service_status`.
+    #[serde(default)]
     pub pending_service_status: RayServiceStatus,
     /// Ready pods behind the serve service(s), counted once per pod.
     #[serde(default, skip_serializing_if = "is_zero_i32")]
@@ -205,13 +206,26 @@ pub struct RayServiceStatus {
     /// The RayCluster this part is about.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub ray_cluster_name: String,
-    /// A copy of the cluster's status, for observability only.
-    #[serde(default, skip_serializing_if = "is_default_cluster_status")]
+    /// A copy of the cluster's status, for observability only; written as Go writes it.
+    #[serde(default, serialize_with = "as_go_writes_it")]
     pub ray_cluster_status: RayClusterStatus,
 }
 
-fn is_default_cluster_status(s: &RayClusterStatus) -> bool {
-    *s == RayClusterStatus::default()
+/// A `RayClusterStatus` as Go's `encoding/json` writes it: its `resource.Quantity` fields
+/// (`desiredCPU`, `desiredMemory`, `desiredGPU`, `desiredTPU`) are `"0"` when unset and its
+/// `head` struct is `{}` (`omitempty` omits neither) — what real KubeRay v1.7.0 writes
+/// (https://github.com/ray-project/kuberay/blob/v1.7.0/ray-operator/apis/ray/v1/raycluster_types.go#L578).
+fn as_go_writes_it<S: serde::Serializer>(status: &RayClusterStatus, s: S) -> Result<S::Ok, S::Error> {
+    let zero = || Some("0".to_string());
+    let go = RayClusterStatus {
+        desired_cpu: status.desired_cpu.clone().or_else(zero),
+        desired_memory: status.desired_memory.clone().or_else(zero),
+        desired_gpu: status.desired_gpu.clone().or_else(zero),
+        desired_tpu: status.desired_tpu.clone().or_else(zero),
+        head: Some(status.head.clone().unwrap_or_default()),
+        ..status.clone()
+    };
+    go.serialize(s)
 }
 
 impl RayServiceStatus {

@@ -146,6 +146,35 @@ pub struct KubeRaySettings {
     pub enable_zero_downtime: Option<bool>,
 }
 
+impl KubeRaySettings {
+    /// The real operator's environment for these settings (`ray-operator/controllers/ray/utils/constant.go`
+    /// and `rayservice_controller.go` at v1.7.0 name the variables); `version` has none, a real
+    /// operator stamps its own.
+    pub fn environment(&self) -> Vec<(&'static str, String)> {
+        [
+            ("ENABLE_DETERMINISTIC_HEAD_POD_NAME", self.deterministic_head_pod_name),
+            ("ENABLE_RANDOM_POD_DELETE", self.random_pod_delete),
+            ("ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE", self.head_cluster_ip_service),
+            ("ENABLE_ZERO_DOWNTIME", self.enable_zero_downtime),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.map(|on| (name, on.to_string())))
+        .collect()
+    }
+}
+
+/// How the real operator's `--feature-gates` spells `gates` (`Name=true,Other=false`).
+pub fn feature_gates_flag(gates: &BTreeMap<KubeRayGate, bool>) -> String {
+    gates
+        .iter()
+        .map(|(gate, on)| {
+            let name = serde_json::to_value(gate).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            format!("{name}={on}")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Operator settings and feature gates: what a KubeRay deployment configures through its
 /// command line, environment and `--feature-gates`. Rows vary these through
 /// `needs.settings.kuberay` and `needs.featureGates.kuberay` (see [`KubeRayConfig::apply`]).

@@ -72,6 +72,11 @@ pub struct GatewaySettings {
     /// From first seeing a Gateway to reporting it Programmed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program_delay: Option<apimachinery::DurationText>,
+    /// `false`: the cluster has no Gateway API implementation at all, neither a controller nor
+    /// the Gateway API CRDs (a cluster without Istio or another gateway). A backend that
+    /// installs them for every row starts a cluster without them for such a row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed: Option<bool>,
 }
 
 impl GatewayConfig {

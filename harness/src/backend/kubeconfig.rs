@@ -382,6 +382,7 @@ pub(crate) async fn run_in_own_namespace(
     let mut keep = touched_namespaces(row, &opts.fixtures_dir);
     keep.insert(ns_name.clone());
     let keep = Arc::new(keep);
+    let mut namespaced_kinds: Vec<kube::api::ApiResource> = Vec::new();
     if let Ok(d) = kube::Discovery::new(client.clone()).run_aggregated().await {
         let mut kinds = touched_kinds(suite, row, &opts.fixtures_dir);
         let bare = bare_kinds(row);
@@ -398,6 +399,9 @@ pub(crate) async fn run_in_own_namespace(
                 continue;
             };
             let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
+            if namespaced {
+                namespaced_kinds.push(ar.clone());
+            }
             let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
             let from = api
                 .list(&ListParams::default().limit(1))
@@ -433,11 +437,43 @@ pub(crate) async fn run_in_own_namespace(
         return (outcome, record, checks);
     }
     let _ = namespaces.delete(&ns_name, &Default::default()).await;
+    release_holds(client, &ns_name, &namespaced_kinds).await;
     let problems = made.clean_up(client, opts.default_timeout).await;
     if !problems.is_empty() {
         tracing::warn!(row = %row.id, "cleanup left: {}", problems.join("; "));
     }
     (outcome, record, checks)
+}
+
+/// Takes the harness's own finalizers (`kproof.dev/…`, which rows add to hold an object) off
+/// every object of `kinds` in `namespace`: a row that failed before letting go of its hold would
+/// otherwise keep its namespace terminating for ever. The test-and-replace patch leaves a list
+/// another writer changed in between alone.
+async fn release_holds(client: &kube::Client, namespace: &str, kinds: &[kube::api::ApiResource]) {
+    for ar in kinds {
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
+        let Ok(list) = api.list(&ListParams::default()).await else { continue };
+        for o in list {
+            let finalizers = o.metadata.finalizers.clone().unwrap_or_default();
+            if !finalizers.iter().any(|f| f.starts_with("kproof.dev/")) {
+                continue;
+            }
+            let rest: Vec<&String> = finalizers.iter().filter(|f| !f.starts_with("kproof.dev/")).collect();
+            let patch: json_patch::Patch = match serde_json::from_value(json!([
+                {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
+                {"op": "replace", "path": "/metadata/finalizers", "value": rest},
+            ])) {
+                Ok(p) => p,
+                Err(_) => continue,
+            };
+            let name = o.metadata.name.clone().unwrap_or_default();
+            if let Err(e) =
+                api.patch(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Json::<()>(patch)).await
+            {
+                tracing::warn!(%namespace, %name, error = %e, "could not release the row's hold");
+            }
+        }
+    }
 }
 
 /// Waits (up to 30 s) for kube-controller-manager to create the namespace's `default`

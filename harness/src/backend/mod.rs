@@ -20,7 +20,7 @@ pub use upstream::UpstreamBackend;
 
 use crate::engine::runner::{RowContext, RowFailure};
 use crate::report::result::{FlightRecord, Outcome, RowResult};
-use crate::suite::{ActorName, Capability, Component, LoadedSuite, Row, Version};
+use crate::suite::{ActorName, Capability, Component, LoadedSuite, Needs, Row, Version};
 use kube::api::{Api, DynamicObject, ListParams};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -90,6 +90,11 @@ pub trait Backend: Send + Sync {
         let _ = actor;
         self.capabilities().contains(&Capability::Knobs)
     }
+    /// The settings of `needs` (component settings, feature gates, DRA gates and rules) this
+    /// backend cannot make, each named as a skip reason names it; empty when it can make all.
+    fn unmet_settings(&self, needs: &Needs) -> Vec<String> {
+        unmet_settings_by_capability(&self.capabilities(), needs)
+    }
     /// Runs one row to a result (never panics on a failing row).
     fn run_row(&self, suite: &LoadedSuite, row: &Row, opts: &RunOptions) -> RowResult;
     /// Whether rows share one cluster (and so its cluster-scoped objects), rather than each
@@ -102,31 +107,23 @@ pub trait Backend: Send + Sync {
 /// Why a backend cannot run a row, or `None` when it can.
 pub fn skip_reason(backend: &dyn Backend, row: &Row) -> Option<String> {
     let caps = backend.capabilities();
-    let mut missing: Vec<Capability> = row.needs.capabilities.iter().filter(|c| !caps.contains(*c)).copied().collect();
-    let mut require = |cap: Capability| {
-        if !caps.contains(&cap) && !missing.contains(&cap) {
-            missing.push(cap);
-        }
-    };
-    let other_settings = !row.needs.feature_gates.is_empty() || !row.needs.settings.is_empty();
-    if other_settings {
-        require(Capability::ControllerSettings);
+    let mut missing: Vec<String> =
+        row.needs.capabilities.iter().filter(|c| !caps.contains(*c)).map(ToString::to_string).collect();
+    // A pattern naming a verb a watch cannot see, or a writer, would match nothing on a
+    // watch-recorded timeline: a `never` would pass and a `before` fail for no reason.
+    let write_actors = Capability::WriteActors;
+    if row.matches_write_actors() && !caps.contains(&write_actors) && !row.needs.capabilities.contains(&write_actors) {
+        missing.push(write_actors.to_string());
     }
-    if let Some(profile) = row.needs.dra.profile {
-        require(Capability::DraProfile(profile));
+    for unmet in backend.unmet_settings(&row.needs) {
+        if !missing.contains(&unmet) {
+            missing.push(unmet);
+        }
     }
-    // DRA gates set per row are named, so the skip says which setting the backend cannot make.
-    let mut dra_settings: Vec<String> = Vec::new();
-    if row.needs.dra.configures() && !caps.contains(&Capability::ControllerSettings) {
-        if !row.needs.dra.gates_off.is_empty() && !caps.contains(&Capability::DraGateSkew) {
-            let names: Vec<&str> = row.needs.dra.gates_off.iter().map(|c| c.as_str()).collect();
-            dra_settings
-                .push(format!("the profile's DRA gate turned off per row (needs.dra.gatesOff: {})", names.join(", ")));
-        }
-        if row.needs.dra.unknown_entries.is_some_and(|u| u != controllers::dra::UnknownEntries::Keep) {
-            dra_settings
-                .push("kube-controller-manager's <= 1.35 unknown-entry rule (needs.dra.unknownEntries: error)".into());
-        }
+    if let Some(profile) = row.needs.dra.profile
+        && !caps.contains(&Capability::DraProfile(profile))
+    {
+        missing.push(Capability::DraProfile(profile).to_string());
     }
     let mut knobless: Vec<ActorName> = Vec::new();
     for step in &row.steps {
@@ -137,8 +134,6 @@ pub fn skip_reason(backend: &dyn Backend, row: &Row) -> Option<String> {
             knobless.push(*actor);
         }
     }
-    let mut missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
-    missing.extend(dra_settings);
     missing.extend(knobless.iter().map(|a| format!("knobs of {a}")));
     for (component, min) in &row.needs.min_versions {
         match backend.version(*component) {
@@ -149,6 +144,29 @@ pub fn skip_reason(backend: &dyn Backend, row: &Row) -> Option<String> {
     }
     (!missing.is_empty()).then(|| format!("backend {} lacks {}", backend.name(), missing.join(", ")))
 }
+
+/// The settings of `needs` a backend with `caps` cannot make, as a skip reason names them: any
+/// component setting or feature gate needs [`Capability::ControllerSettings`]; DRA gates turned
+/// off per row need it or [`Capability::DraGateSkew`], and the <= 1.35 unknown-entry rule needs it.
+pub fn unmet_settings_by_capability(caps: &BTreeSet<Capability>, needs: &Needs) -> Vec<String> {
+    let settings = caps.contains(&Capability::ControllerSettings);
+    let mut unmet = Vec::new();
+    if !settings && (!needs.feature_gates.is_empty() || !needs.settings.is_empty()) {
+        unmet.push(Capability::ControllerSettings.to_string());
+    }
+    if !settings && !needs.dra.gates_off.is_empty() && !caps.contains(&Capability::DraGateSkew) {
+        let names: Vec<&str> = needs.dra.gates_off.iter().map(|c| c.as_str()).collect();
+        unmet.push(format!("the profile's DRA gate turned off per row (needs.dra.gatesOff: {})", names.join(", ")));
+    }
+    if !settings && needs.dra.unknown_entries.is_some_and(|u| u != controllers::dra::UnknownEntries::Keep) {
+        unmet.push(UNKNOWN_ENTRY_RULE.into());
+    }
+    unmet
+}
+
+/// How a skip names the DRA rule of kube-controller-manager <= 1.35 a row asks for.
+pub const UNKNOWN_ENTRY_RULE: &str =
+    "kube-controller-manager's <= 1.35 unknown-entry rule (needs.dra.unknownEntries: error)";
 
 fn base_result(suite: &LoadedSuite, row: &Row, backend: &str) -> RowResult {
     RowResult {

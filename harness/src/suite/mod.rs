@@ -516,7 +516,8 @@ pub enum Expectation {
     /// On the timeline, the values at `paths` of the writes matching `event` (one value per
     /// path, `null` when absent), with consecutive repeats folded into one, are exactly
     /// `values` in this order — or, with `subsequence: true`, `values` appear among them in
-    /// this order. With one path each value is that path's; with several, a list in path order.
+    /// this order; with `maySkip: true`, they are `values` in order with some skipped, never the
+    /// first or the last. With one path each value is that path's; with several, a list in path order.
     Sequence(Box<SequenceMatch>),
 }
 
@@ -555,6 +556,11 @@ pub struct SequenceMatch {
     /// `values` need only appear in order among the observed ones, not be all of them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub subsequence: bool,
+    /// The other way round: the observed values are `values` in order with some skipped, but
+    /// never the first or the last. For a controller that may take two steps in one pass and
+    /// write them as one, depending on when the pass runs (real time decides).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub may_skip: bool,
     /// Every change (each observed value after the first) comes at least this long after the
     /// previous one, by the backend's clock (write times have whole seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -575,6 +581,41 @@ impl Expectation {
             Expectation::AtLeast { .. } => "atLeast",
             Expectation::Sequence(_) => "sequence",
         }
+    }
+
+    /// The timeline patterns it matches writes with.
+    pub fn events(&self) -> Vec<&EventMatch> {
+        match self {
+            Expectation::Eventually { .. } | Expectation::Consistently { .. } => Vec::new(),
+            Expectation::Before(b) => vec![&b.first, &b.then],
+            Expectation::Never(e)
+            | Expectation::AtMost { event: e, .. }
+            | Expectation::Count { event: e, .. }
+            | Expectation::AtLeast { event: e, .. } => vec![e],
+            Expectation::Sequence(s) => vec![&s.event],
+        }
+    }
+}
+
+impl EventMatch {
+    /// Whether it tells writes apart by what only a server's own write log knows: a verb a
+    /// watch cannot see (`patch`, `update`, `apply`, an internal actor's), the writer's user
+    /// agent or its user. A watch sees an object appear (`create`) or go (`delete`).
+    pub fn needs_write_actors(&self) -> bool {
+        let verb = self.verb.as_deref().is_some_and(|v| !matches!(v, "create" | "delete"));
+        verb || self.actor.is_some() || self.user.is_some()
+    }
+}
+
+impl Row {
+    /// Whether a timeline pattern of its waits or expectations needs the writes' actors
+    /// ([`EventMatch::needs_write_actors`]).
+    pub fn matches_write_actors(&self) -> bool {
+        let waits = self.steps.iter().filter_map(|s| match s {
+            Step::Wait(e) => Some(&**e),
+            _ => None,
+        });
+        waits.chain(&self.expect).flat_map(Expectation::events).any(EventMatch::needs_write_actors)
     }
 }
 

@@ -186,3 +186,54 @@ fn after_api_and_kueue_rows_against_kproof_serve_only_what_it_started_with_is_le
     let gone: Vec<&String> = before.difference(&after).collect();
     assert!(left.is_empty() && gone.is_empty(), "left behind: {left:#?}\ngone: {gone:#?}");
 }
+
+/// A row that fails while it holds an object with a finalizer of its own (`kproof.dev/hold`)
+/// must not leave its namespace terminating: the cleanup lets go of the hold first.
+#[test]
+fn a_row_that_fails_holding_a_finalizer_leaves_nothing_behind() {
+    let Served { backend, opts, kubeconfig, _serve, _dir, .. } = served();
+    let suite = kproof::suite::load_suite_str(
+        Path::new("held.yaml"),
+        r#"suite: held
+title: a row that fails while it holds a ConfigMap
+rows:
+  - id: fails-holding
+    title: holds a ConfigMap with a finalizer, then fails
+    kind: behaviour
+    source: https://kubernetes.io/docs/concepts/overview/working-with-objects/finalizers/
+    steps:
+      - apply:
+          inline: {apiVersion: v1, kind: ConfigMap, metadata: {name: held, finalizers: [kproof.dev/hold]}}
+    expect:
+      - eventually:
+          target: {apiVersion: v1, kind: ConfigMap, name: held}
+          within: 1s
+          match: [{path: data.never, exists: true}]
+"#,
+    )
+    .unwrap();
+    let result = backend.run_row(&suite, &suite.suite.rows[0], &opts);
+    assert_eq!(result.outcome, Outcome::Failed, "{result:?}");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = kproof::backend::upstream::client_from(&kubeconfig).await.unwrap();
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
+        let start = Instant::now();
+        loop {
+            let left: Vec<String> = namespaces
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .filter_map(|n| n.metadata.name)
+                .filter(|n| n.starts_with("kproof-fails-holding"))
+                .collect();
+            if left.is_empty() {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "the row's namespace is still there: {left:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+}

@@ -211,7 +211,43 @@ pub(crate) fn head_pod(rc: &RayCluster, hash: &str, cfg: &KubeRayConfig) -> Pod 
     if let Some(c) = pod.spec.as_mut().and_then(|s| s.containers.first_mut()) {
         inject_ray_container(c, rc, true, start, cfg);
     }
+    if rc.spec.enable_in_tree_autoscaling == Some(true)
+        && let Some(spec) = pod.spec.as_mut()
+    {
+        let image = spec.containers.first().and_then(|c| c.image.clone());
+        spec.containers.push(autoscaler_container(rc, image));
+    }
     pod
+}
+
+/// The Ray autoscaler sidecar KubeRay appends to the head pod of an autoscaled cluster, with
+/// the Ray container's image and 500m / 512Mi requested and limited, which
+/// `spec.autoscalerOptions.resources` and `.image` replace (`BuildAutoscalerContainer`,
+/// `mergeAutoscalerOverrides`: https://github.com/ray-project/kuberay/blob/v1.7.0/ray-operator/controllers/ray/common/pod.go#L935).
+/// It counts toward what the head pod needs from a node.
+fn autoscaler_container(rc: &RayCluster, image: Option<String>) -> Container {
+    let options = rc.spec.extra.get("autoscalerOptions");
+    let default = json!({"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}});
+    let resources = options.and_then(|o| o.get("resources")).cloned().unwrap_or(default);
+    let image = options.and_then(|o| o.get("image")).and_then(|i| i.as_str()).map(str::to_string).or(image);
+    let command =
+        "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) --cluster-namespace $(RAY_CLUSTER_NAMESPACE)";
+    Container {
+        name: "autoscaler".into(),
+        image,
+        image_pull_policy: Some("IfNotPresent".into()),
+        command: Some(vec!["/bin/bash".into(), "-c".into(), "--".into()]),
+        args: Some(vec![command.into()]),
+        resources: serde_json::from_value(resources).ok(),
+        env: Some(vec![
+            env_field("RAY_CLUSTER_NAME", &format!("metadata.labels['{RAY_CLUSTER_LABEL}']")),
+            env_field("RAY_CLUSTER_NAMESPACE", "metadata.namespace"),
+            env_field("RAY_HEAD_POD_NAME", "metadata.name"),
+            env("KUBERAY_CRD_VER", "v1"),
+            env("KUBERAY_GEN_AUTOSCALER_START_CMD", command),
+        ]),
+        ..Default::default()
+    }
 }
 
 /// Where a worker pod sits in its group under the `RayMultiHostIndexing` gate

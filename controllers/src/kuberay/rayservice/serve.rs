@@ -401,7 +401,11 @@ impl RayServiceReconciler {
             serde_saphyr::from_str(&cached)
                 .map_err(|e| RayServiceError::Serve(format!("cached Serve config is not YAML: {e}")))?
         };
-        if config.get("target_capacity").and_then(Value::as_f64).is_some_and(|c| c as i32 == goal) {
+        // Go decodes the cached YAML with k8s.io/apimachinery's yaml.Unmarshal, whole numbers as
+        // int64, and the check asserts float64: only a fraction (50.5 against a goal of 50) ever
+        // matches, and then the step looks applied although it never was (kuberay#4777).
+        let fraction = config.get("target_capacity").and_then(Value::as_f64).filter(|c| c.fract() != 0.0);
+        if fraction.is_some_and(|c| c as i32 == goal) {
             return Ok(());
         }
         if let Some(map) = config.as_object_mut() {

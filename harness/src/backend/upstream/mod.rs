@@ -66,13 +66,64 @@ pub struct UpstreamBackend {
     run_dir: PathBuf,
     started_in: std::time::Duration,
     plane: parking_lot::Mutex<Option<ControlPlane>>,
-    /// The components this plane runs with `DRAWorkloadResourceClaims` off (sorted).
-    gates_off: Vec<DraComponent>,
-    /// How a plane with other DRA gates starts (this plane's options, without the operators).
+    /// What this plane runs with: its DRA gates and its components' settings.
+    variant: Variant,
+    /// How a plane of another variant starts (this plane's options, without the operators).
     variant_opts: PlaneOptions,
-    /// Planes started for rows that turn the `podgroup` gate off in some components, one per
-    /// set of components, started on the first such row and stopped with this one.
-    variants: parking_lot::Mutex<BTreeMap<Vec<DraComponent>, Arc<UpstreamBackend>>>,
+    /// Planes started for rows whose settings this one does not run with (DRA gates off in some
+    /// components, KubeRay's environment or feature gates, the simulated components' settings),
+    /// one per variant, started on its first row and stopped with this one.
+    /// Keyed by the variant and whether its plane runs KubeRay and Kueue.
+    variants: parking_lot::Mutex<BTreeMap<(Variant, bool, bool), Arc<UpstreamBackend>>>,
+    /// This plane was started for one row that turns knobs, and is stopped after it.
+    row_plane: bool,
+}
+
+/// What a row needs its plane to run with, beyond what rows set in their own namespace: the
+/// components that run with `DRAWorkloadResourceClaims` off, the operators it runs, and the
+/// components' settings and feature gates. Rows of one variant share its plane.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Variant {
+    /// Sorted, without duplicates.
+    gates_off: Vec<DraComponent>,
+    /// `needs.settings` and `needs.featureGates` as JSON (`[{},{}]` when none).
+    settings: String,
+}
+
+impl Variant {
+    fn of(needs: &Needs) -> Self {
+        let mut gates_off = needs.dra.gates_off.clone();
+        gates_off.sort();
+        gates_off.dedup();
+        let settings = serde_json::to_string(&(&needs.settings, &needs.feature_gates)).unwrap_or_default();
+        Self { gates_off, settings }
+    }
+}
+
+/// A row's settings as the plane's options make them: KubeRay's environment and
+/// `--feature-gates`, kube-apiserver's (and kcm's and the scheduler's) feature gates, and the DRA
+/// gates turned off per component. The simulated components take theirs from the row's needs.
+fn plane_options_for(base: &PlaneOptions, needs: &Needs) -> PlaneOptions {
+    let mut opts = base.clone();
+    opts.dra_gates_off = Variant::of(needs).gates_off;
+    let settings = &needs.settings.kuberay;
+    opts.kuberay_env = settings.environment().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    if !needs.feature_gates.kuberay.is_empty() {
+        // After the plane's own (`--ray-operator-feature-gates`): the operator takes the last value.
+        let row = controllers::kuberay::feature_gates_flag(&needs.feature_gates.kuberay);
+        opts.kuberay_feature_gates = Some(match opts.kuberay_feature_gates.take() {
+            Some(base) => format!("{base},{row}"),
+            None => row,
+        });
+    }
+    for (gate, on) in &needs.feature_gates.apiserver {
+        opts.feature_gates.retain(|g| g.split_once('=').map(|(n, _)| n) != Some(gate.as_str()));
+        opts.feature_gates.push(format!("{gate}={on}"));
+    }
+    opts.gateway_api = needs.settings.gateway.installed.unwrap_or(true);
+    opts.kuberay = needs.capabilities.contains(&Capability::Actor(ActorName::Kuberay));
+    opts.kueue = needs.capabilities.contains(&Capability::Actor(ActorName::Kueue));
+    opts
 }
 
 impl UpstreamBackend {
@@ -87,7 +138,14 @@ impl UpstreamBackend {
     /// reaches the simulated dashboards (`<head svc>.<ns>.svc.cluster.local:8265`) and Serve
     /// proxies (`<pod IP>:8000`). EndpointSlices are kube-controller-manager's own. Waits until
     /// the nodes are registered.
-    pub fn start(mut opts: PlaneOptions) -> Result<Self, PlaneError> {
+    pub fn start(opts: PlaneOptions) -> Result<Self, PlaneError> {
+        Self::start_for(opts, &Needs::default())
+    }
+
+    /// [`UpstreamBackend::start`] for the rows of one variant: the simulated components run
+    /// with `needs.settings` (the kubelet's node pool and delays, the Ray heads', the
+    /// autoscaler's and the gateway's settings).
+    fn start_for(mut opts: PlaneOptions, needs: &Needs) -> Result<Self, PlaneError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -111,24 +169,27 @@ impl UpstreamBackend {
         // The kubelet is kproof's: the plane's gate skew reaches it through its own settings.
         let kubelet_gates_off: Vec<DraComponent> =
             opts.dra_gates_off.iter().copied().filter(|c| *c == DraComponent::Kubelet).collect();
-        let mut gates_off = opts.dra_gates_off.clone();
-        gates_off.sort();
-        gates_off.dedup();
+        let mut variant = Variant::of(needs);
+        variant.gates_off = opts.dra_gates_off.clone();
+        variant.gates_off.sort();
+        variant.gates_off.dedup();
         let variant_opts = PlaneOptions {
             run_dir: None,
             kueue: false,
             kuberay: false,
             dra_gates_off: Vec::new(),
             http_proxy: None,
+            kuberay_env: Vec::new(),
             ..opts.clone()
         };
         let proxy_task = crate::actors::Task(proxy.1);
+        let gateway_api = opts.gateway_api;
         let (plane, client, sims) = runtime.block_on(async {
             let plane = ControlPlane::start(opts).await?;
             let client = client_from(&plane.kubeconfig)
                 .await
                 .map_err(|message| PlaneError::Api { what: "building the harness's client".into(), message })?;
-            let factories: Vec<Arc<dyn ActorFactory>> = vec![
+            let mut factories: Vec<Arc<dyn ActorFactory>> = vec![
                 Arc::new(KubeletFactory::with_node_leases().with_fixed_dra(crate::suite::DraNeeds {
                     profile: Some(DraProfile::Podgroup),
                     gates_off: kubelet_gates_off.clone(),
@@ -137,11 +198,14 @@ impl UpstreamBackend {
                 Arc::new(DraDriverFactory),
                 Arc::new(RayHeadFactory),
                 Arc::new(AutoscalerFactory),
-                Arc::new(GatewayFactory::with_installed_crds()),
-                Arc::new(TrafficFactory),
             ];
+            // Without the Gateway API there is no gateway to simulate, nor traffic through it.
+            if gateway_api {
+                factories.push(Arc::new(GatewayFactory::with_installed_crds()));
+                factories.push(Arc::new(TrafficFactory));
+            }
             let client_for = |_: ActorName| client.clone();
-            let sims = start_actors(&factories, client_for, controllers::Clock::system(), &Needs::default(), &network)
+            let sims = start_actors(&factories, client_for, controllers::Clock::system(), needs, &network)
                 .await
                 .map_err(|message| PlaneError::Api { what: "starting the simulated components".into(), message })?;
             wait_for_nodes(&client)
@@ -185,9 +249,10 @@ impl UpstreamBackend {
             run_dir,
             started_in,
             plane: parking_lot::Mutex::new(Some(plane)),
-            gates_off,
+            variant,
             variant_opts,
             variants: parking_lot::Mutex::new(BTreeMap::new()),
+            row_plane: false,
         })
     }
 
@@ -229,25 +294,29 @@ impl UpstreamBackend {
         killed
     }
 
-    /// The plane whose components in `gates_off` run with `DRAWorkloadResourceClaims` off,
-    /// started on first use (about as long as this one took).
-    fn variant(&self, gates_off: &[DraComponent]) -> Result<Arc<UpstreamBackend>, String> {
-        let mut key = gates_off.to_vec();
-        key.sort();
-        key.dedup();
+    /// The plane for rows of `needs`' variant, started on first use (about as long as this one
+    /// took); the row's settings go to the operator's environment and flags and to the simulated
+    /// components.
+    fn variant(&self, needs: &Needs) -> Result<Arc<UpstreamBackend>, String> {
+        let opts = plane_options_for(&self.variant_opts, needs);
+        let key = (Variant::of(needs), opts.kuberay, opts.kueue);
         let mut variants = self.variants.lock();
         if let Some(v) = variants.get(&key) {
             return Ok(v.clone());
         }
-        let opts = PlaneOptions { dra_gates_off: key.clone(), ..self.variant_opts.clone() };
-        let names: Vec<&str> = key.iter().map(|c| c.as_str()).collect();
-        eprintln!(
-            "kproof: starting a second control plane with DRAWorkloadResourceClaims off in {} ...",
-            names.join(", ")
-        );
-        let started = UpstreamBackend::start(opts).map_err(|e| {
-            format!("the control plane with DRAWorkloadResourceClaims off in {} did not start: {e}", names.join(", "))
-        })?;
+        let mut what: Vec<String> = Vec::new();
+        if !key.0.gates_off.is_empty() {
+            let names: Vec<&str> = key.0.gates_off.iter().map(|c| c.as_str()).collect();
+            what.push(format!("DRAWorkloadResourceClaims off in {}", names.join(", ")));
+        }
+        if !needs.settings.is_empty() || !needs.feature_gates.is_empty() {
+            what.push(format!("the row's settings {}", key.0.settings));
+        }
+        let what = what.join(" and ");
+        eprintln!("kproof: starting a second control plane with {what} ...");
+        let row_needs = Needs { capabilities: Vec::new(), ..needs.clone() };
+        let started = UpstreamBackend::start_for(opts, &row_needs)
+            .map_err(|e| format!("the control plane with {what} did not start: {e}"))?;
         let started = Arc::new(started);
         variants.insert(key, started.clone());
         Ok(started)
@@ -283,9 +352,27 @@ impl Backend for UpstreamBackend {
         // scheduling group those gates change nothing, so they run here too; `workloads`
         // (KEP-5194, in no upstream build) and gates turned off per row do not.
         c.extend([DraProfile::Baseline, DraProfile::Podgroup, DraProfile::Raw].map(Capability::DraProfile));
-        // Rows that turn the `podgroup` gate off in some components run on a plane of their own.
+        // Rows that turn the `podgroup` gate off in some components, or set the components'
+        // settings and feature gates, run on a plane of their own (see `unmet_settings`).
         c.insert(Capability::DraGateSkew);
+        c.insert(Capability::ControllerSettings);
+        // Knob steps turn the simulated actors' knobs; a knob of a real operator skips the row
+        // (`turns_knobs_of`).
+        c.insert(Capability::Knobs);
         c
+    }
+
+    fn unmet_settings(&self, needs: &Needs) -> Vec<String> {
+        let mut unmet = Vec::new();
+        // A real operator stamps the version it was built as.
+        if needs.settings.kuberay.version.is_some() {
+            unmet.push("the KubeRay operator's version as a setting (needs.settings.kuberay.version)".to_string());
+        }
+        // kube-controller-manager 1.37 keeps unknown entries; the older rule is another release.
+        if needs.dra.unknown_entries.is_some_and(|u| u != controllers::dra::UnknownEntries::Keep) {
+            unmet.push(crate::backend::UNKNOWN_ENTRY_RULE.to_string());
+        }
+        unmet
     }
 
     fn turns_knobs_of(&self, actor: ActorName) -> bool {
@@ -315,11 +402,29 @@ impl Backend for UpstreamBackend {
             Ok(r) => r,
             Err(skipped) => return *skipped,
         };
-        let mut wanted = row.needs.dra.gates_off.clone();
-        wanted.sort();
-        wanted.dedup();
-        if wanted != self.gates_off {
-            return match self.variant(&wanted) {
+        // Knobs turn the simulated components every row of a plane shares, and stay turned: a
+        // row that turns them runs on a plane of its own, stopped after it.
+        let turns_knobs = row.steps.iter().any(|s| matches!(s, crate::suite::Step::Knob { .. }));
+        if turns_knobs && !self.row_plane {
+            let plane = plane_options_for(&self.variant_opts, &row.needs);
+            let sims = Needs { capabilities: Vec::new(), ..row.needs.clone() };
+            return match UpstreamBackend::start_for(plane, &sims) {
+                Ok(mut own) => {
+                    own.row_plane = true;
+                    let r = own.run_row(suite, row, opts);
+                    for killed in own.stop() {
+                        tracing::warn!(row = %row.id, "{killed} of the row's own plane had to be killed");
+                    }
+                    r
+                }
+                Err(e) => {
+                    let why = format!("the row's own control plane (it turns knobs) did not start: {e}");
+                    finish(suite, result, Err(RowFailure::plain(why)), Default::default, opts)
+                }
+            };
+        }
+        if Variant::of(&row.needs) != self.variant {
+            return match self.variant(&row.needs) {
                 Ok(variant) => variant.run_row(suite, row, opts),
                 Err(e) => finish(suite, result, Err(RowFailure::plain(e)), Default::default, opts),
             };

@@ -92,6 +92,13 @@ pub struct PlaneOptions {
     pub kcm_controllers: Vec<String>,
     /// Where the operator's plain-HTTP calls (Ray dashboard, Serve) go: `HTTP_PROXY`.
     pub http_proxy: Option<SocketAddr>,
+    /// More of the KubeRay operator's environment (a row's `needs.settings.kuberay`).
+    pub kuberay_env: Vec<(String, String)>,
+    /// The KubeRay operator's `--feature-gates` (a row's `needs.featureGates.kuberay`), if any.
+    pub kuberay_feature_gates: Option<String>,
+    /// Install the Gateway API CRDs (a row's `needs.settings.gateway.installed: false` turns
+    /// them off, with the simulated gateway).
+    pub gateway_api: bool,
 }
 
 impl PlaneOptions {
@@ -110,6 +117,9 @@ impl PlaneOptions {
             runtime_config: RUNTIME_CONFIG.map(String::from).to_vec(),
             kcm_controllers: vec!["*".into()],
             http_proxy: None,
+            kuberay_env: Vec::new(),
+            kuberay_feature_gates: None,
+            gateway_api: true,
         }
     }
 }
@@ -390,7 +400,8 @@ impl ControlPlane {
                 .map_err(|message| PlaneError::Api { what: "installing Kueue's objects".into(), message })?;
         }
         let kuberay_crds = opts.ray_operator_crds.clone().unwrap_or_else(|| manifests.join("kuberay/crd"));
-        for dir in [kuberay_crds, manifests.join("gateway-api/standard")] {
+        let gateway_api = opts.gateway_api.then(|| manifests.join("gateway-api/standard"));
+        for dir in std::iter::once(kuberay_crds).chain(gateway_api) {
             let objects = crate::backend::upstream::install::read_dir(&dir)
                 .map_err(|message| PlaneError::Api { what: format!("reading {}", dir.display()), message })?;
             crate::backend::upstream::install::create_all(&client, &objects)
@@ -443,7 +454,7 @@ impl ControlPlane {
                 }
             };
             let probe = free_port()?;
-            let env: Vec<(String, String)> = opts
+            let mut env: Vec<(String, String)> = opts
                 .http_proxy
                 .map(|a| {
                     vec![
@@ -452,13 +463,15 @@ impl ControlPlane {
                     ]
                 })
                 .unwrap_or_default();
-            let args = [
+            env.extend(opts.kuberay_env.iter().cloned());
+            let mut args = vec![
                 format!("--kubeconfig={kubeconfig}"),
                 "--enable-leader-election=false".into(),
                 "--metrics-addr=0".into(),
                 format!("--health-probe-bind-address=127.0.0.1:{probe}"),
                 "--log-stdout-encoder=console".into(),
             ];
+            args.extend(opts.kuberay_feature_gates.iter().map(|g| format!("--feature-gates={g}")));
             self.supervisor.spawn("ray-operator", &binary, &args, &env, &self.log("ray-operator"))?;
             self.wait("ray-operator", Duration::from_secs(60), || http_ok(probe, "/readyz")).await?;
             self.components.insert("kuberay-operator".into(), ray_version);

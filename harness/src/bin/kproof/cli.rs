@@ -184,6 +184,11 @@ pub(crate) struct PlaneArgs {
     /// instead of the built version's.
     #[arg(long, value_name = "DIR", requires = "ray_operator")]
     pub(crate) ray_operator_crds: Option<PathBuf>,
+    /// The KubeRay operator's `--feature-gates`, e.g. `RayServiceIncrementalUpgrade=true` (an
+    /// Alpha gate in v1.6.2, on by default in v1.7.0). Rows that set gates of their own run on a
+    /// plane with theirs added.
+    #[arg(long, value_name = "GATES")]
+    pub(crate) ray_operator_feature_gates: Option<String>,
     /// Do not start Kueue.
     #[arg(long)]
     pub(crate) no_kueue: bool,

@@ -29,6 +29,7 @@ fn start_upstream(args: &PlaneArgs) -> anyhow::Result<kproof::backend::UpstreamB
     opts.keep_run_dir = args.keep_run_dir;
     opts.ray_operator = args.ray_operator.clone();
     opts.ray_operator_crds = args.ray_operator_crds.clone();
+    opts.kuberay_feature_gates = args.ray_operator_feature_gates.clone();
     opts.kueue = !args.no_kueue;
     eprintln!(
         "kproof: starting the upstream control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler{}, the KubeRay operator)...",

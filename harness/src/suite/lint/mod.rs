@@ -188,6 +188,17 @@ impl Linter<'_> {
             self.report(at, "row has no steps and no expectations");
         }
         self.dra(at, row);
+        let gateway = crate::suite::Capability::Actor(ActorName::Gateway);
+        if row.needs.settings.gateway.installed == Some(false) && row.needs.capabilities.contains(&gateway) {
+            self.report(at, "needs.settings.gateway.installed is false, yet the row runs actor:gateway");
+        }
+        if row.matches_write_actors() && !row.needs.capabilities.contains(&crate::suite::Capability::WriteActors) {
+            self.report(
+                at,
+                "a timeline pattern names a verb other than create or delete, an actor or a user: only a server's \
+                 write log knows those (a watch sees objects appear and go), so the row needs `write-actors`",
+            );
+        }
 
         // Every place that can use a binding, at its position in the row: fixtures at 0, step i
         // at i + 1, expectations after every step. A binding made at position p is visible at
@@ -441,6 +452,9 @@ impl Linter<'_> {
                 }
                 if seq.values.is_empty() {
                     self.report(at, format!("{label}: `values` is empty"));
+                }
+                if seq.subsequence && seq.may_skip {
+                    self.report(at, format!("{label}: `subsequence` and `maySkip` exclude each other; use one"));
                 }
                 if seq.paths.len() > 1 {
                     for (i, v) in seq.values.iter().enumerate() {
