@@ -72,8 +72,8 @@ pub struct UpstreamBackend {
     variant_opts: PlaneOptions,
     /// Planes started for rows whose settings this one does not run with (DRA gates off in some
     /// components, KubeRay's environment or feature gates, the simulated components' settings),
-    /// one per variant, started on its first row and stopped with this one.
-    /// Keyed by the variant and whether its plane runs KubeRay and Kueue.
+    /// one per variant and pair of operators (KubeRay, Kueue) it runs, started on its first row
+    /// and stopped with this one.
     variants: parking_lot::Mutex<BTreeMap<(Variant, bool, bool), Arc<UpstreamBackend>>>,
     /// This plane was started for one row that turns knobs, and is stopped after it.
     row_plane: bool,
