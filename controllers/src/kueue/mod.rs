@@ -1,6 +1,6 @@
 //! The Kueue reference controller: queues and quota, admission, Workload slicing, and the job
 //! framework for RayCluster, RayJob and RayService, modelled on Kueue v0.19.2 (API `v1beta2`) with PR
-//! 11264's RayService upgrade gate (`kueue@PR` in kueue.md) and the fix of kueue#15661.
+//! 11264's RayService upgrade gate (`kueue@PR` in kueue.md); the fix of kueue#15661 (after v0.19.2) is a setting, off.
 //!
 //! One level-triggered loop reads every ResourceFlavor, ClusterQueue, Cohort, LocalQueue,
 //! WorkloadPriorityClass, Workload, RayCluster, RayService, RayJob and every pod Kueue stamped
@@ -132,8 +132,10 @@ pub struct KueueConfig {
     /// admitted children). Off: v0.19.2's RayService integration (nested suspend only, PodSets
     /// from the template).
     pub rayservice_upgrade_gate: bool,
-    /// The kueue#15661 fix: an evicted slice that still holds quota goes back to the job
-    /// reconciler (which stops the job first) instead of being finished by normalisation.
+    /// The kueue#15661 fix (merged after v0.19.2): an evicted slice that still holds quota goes
+    /// back to the job reconciler (which stops the job first) instead of being finished by
+    /// normalisation. Off: v0.19.2, where `normalizeActiveSlices` finishes the evicted slice as
+    /// replaced and the job keeps running (kueue#15399).
     pub evicted_slice_fix: bool,
     /// A deliberate bug (only with the `defects` feature).
     #[cfg(feature = "defects")]
@@ -145,7 +147,7 @@ impl Default for KueueConfig {
         Self {
             elastic_jobs: true,
             rayservice_upgrade_gate: true,
-            evicted_slice_fix: true,
+            evicted_slice_fix: false,
             #[cfg(feature = "defects")]
             defect: None,
         }

@@ -1,5 +1,5 @@
 //! Kueue as an actor: the reference controller (`controllers::kueue`), Kueue v0.19.2 with PR
-//! 11264's RayService upgrade gate and the kueue#15661 fix. No knobs.
+//! 11264's RayService upgrade gate (without the kueue#15661 fix, which came after v0.19.2). No knobs.
 
 use crate::actors::{Actor, ActorFactory, KnoblessActor};
 use crate::suite::{ActorName, Component, Needs, Version};

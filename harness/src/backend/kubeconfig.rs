@@ -167,10 +167,14 @@ fn bare_kinds(row: &Row) -> BTreeSet<String> {
     out
 }
 
-/// A timeline recorded from watches (verb inferred from the change, `delete` for the write that
-/// starts a graceful deletion; no user agent).
+/// A timeline recorded from watches: the verb inferred from the change (`delete` for the write
+/// that starts a graceful deletion), no user agent; or, with the cluster's audit log, the verb,
+/// user agent, user and subresource of the request that made each write.
 #[derive(Default)]
-struct WatchTimeline(Mutex<Vec<(Value, Value)>>);
+struct WatchTimeline {
+    writes: Mutex<Vec<(Value, Value)>>,
+    audit: Option<Arc<crate::backend::audit::AuditLog>>,
+}
 
 impl Timeline for WatchTimeline {
     fn lag(&self) -> Duration {
@@ -178,8 +182,21 @@ impl Timeline for WatchTimeline {
     }
 
     fn entries(&self) -> crate::engine::runner::TimelineEntries {
-        let mut e = self.0.lock().clone();
+        let mut e = self.writes.lock().clone();
         e.sort_by_key(|(m, _)| m["resourceVersion"].as_u64().unwrap_or(0));
+        if let Some(audit) = &self.audit {
+            for (meta, _) in &mut e {
+                let rv = meta["resourceVersion"].as_u64().unwrap_or(0);
+                let uid = meta["uid"].as_str().unwrap_or_default();
+                let Some(writer) = audit.writer_of(rv, uid, meta["verb"] == "delete") else { continue };
+                meta["verb"] = json!(writer.verb);
+                meta["userAgent"] = json!(writer.user_agent);
+                meta["user"] = json!(writer.user);
+                if let Some(sub) = writer.subresource {
+                    meta["subresource"] = json!(sub);
+                }
+            }
+        }
         Arc::new(
             e.into_iter().map(|(meta, object)| crate::engine::runner::TimelineItem::decoded(meta, object)).collect(),
         )
@@ -246,7 +263,7 @@ async fn record_watch(
         if let Some(sub) = subresource {
             meta["subresource"] = json!(sub);
         }
-        sink.0.lock().push((meta, value));
+        sink.writes.lock().push((meta, value));
     }
 }
 
@@ -305,6 +322,7 @@ impl Backend for KubeconfigBackend {
                         knobs: Arc::new(NoKnobs("the kubeconfig backend's actors are real or remote")),
                         wait_for_service_account: false,
                         objects: &self.objects,
+                        audit: None,
                     };
                     run_in_own_namespace(&client, suite, row, opts, run, self.facts(row)).await
                 }
@@ -349,6 +367,8 @@ pub(crate) struct OwnNamespace<'a> {
     pub wait_for_service_account: bool,
     /// What the rows running now touched outside their namespaces.
     pub objects: &'a Arc<SharedObjects>,
+    /// The cluster's audit log, which names the request behind each write of the timeline.
+    pub audit: Option<Arc<crate::backend::audit::AuditLog>>,
 }
 
 /// Runs a row on a real-time cluster in a fresh namespace of its own, recording the timeline
@@ -362,7 +382,7 @@ pub(crate) async fn run_in_own_namespace(
     run: OwnNamespace<'_>,
     facts: BTreeMap<String, String>,
 ) -> (Result<(), RowFailure>, Option<FlightRecord>, Vec<CheckEvidence>) {
-    let OwnNamespace { knobs, wait_for_service_account, objects } = run;
+    let OwnNamespace { knobs, wait_for_service_account, objects, audit } = run;
     let logs = LogBuffer::default();
     let ns_name = format!("kproof-{}-{}", row.id.chars().take(40).collect::<String>(), suffix());
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
@@ -377,7 +397,7 @@ pub(crate) async fn run_in_own_namespace(
         let _ = namespaces.delete(&ns_name, &Default::default()).await;
         return (Err(RowFailure::plain(e)), None, Vec::new());
     }
-    let timeline = Arc::new(WatchTimeline::default());
+    let timeline = Arc::new(WatchTimeline { writes: Default::default(), audit });
     let mut watchers = Vec::new();
     let mut keep = touched_namespaces(row, &opts.fixtures_dir);
     keep.insert(ns_name.clone());

@@ -7,6 +7,7 @@
 //! - [`kind`]: a real kind cluster in Docker with Istio, Gateway API, MetalLB, KubeRay and Kueue
 //!   (cargo feature `kind`; without it only its options and the message saying so are built).
 
+pub mod audit;
 pub mod in_process;
 pub mod kind;
 pub mod kubeconfig;

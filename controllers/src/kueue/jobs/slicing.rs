@@ -70,7 +70,8 @@ impl KueueController {
         self.patch(world, Kind::RayService, job, patch, false, false).await
     }
 
-    /// `EnsureWorkloadSlices` with `normalizeActiveSlices` (and the kueue#15661 fix).
+    /// `EnsureWorkloadSlices` with `normalizeActiveSlices` (and, when configured, the kueue#15661
+    /// fix, which came after v0.19.2).
     pub(super) async fn ensure_slices(
         &self,
         world: &mut World,
@@ -105,14 +106,20 @@ impl KueueController {
                 let selected_key = selected.as_ref().map(key_of);
                 let latest_qr_key = latest_qr.map(key_of);
                 let keep = |w: &Value| Some(key_of(w)) == selected_key || Some(key_of(w)) == latest_qr_key;
+                // A slice a live one replaces is finished as replaced (v0.19.2 normalizeActiveSlices,
+                // kueue#13489), any other as out of sync.
+                let replaced: Vec<&str> = non_evicted
+                    .iter()
+                    .filter_map(|w| annotation(w, WORKLOAD_SLICE_REPLACEMENT_FOR_ANNOTATION))
+                    .collect();
                 for w in slices.iter().filter(|w| !keep(w)) {
-                    self.finish_workload(
-                        world,
-                        w,
-                        "OutOfSync",
-                        "The workload slice is out of sync with its parent job",
-                    )
-                    .await?;
+                    let k = format!("{}/{}", str_at(w, "/metadata/namespace"), str_at(w, "/metadata/name"));
+                    let (reason, message) = if replaced.contains(&k.as_str()) {
+                        ("WorkloadSliceReplaced", "Replaced to accommodate a new workload slice")
+                    } else {
+                        ("OutOfSync", "The workload slice is out of sync with its parent job")
+                    };
+                    self.finish_workload(world, w, reason, message).await?;
                 }
                 match selected {
                     None => return Ok(Ensure::Create(None)),

@@ -138,8 +138,10 @@ impl KueueController {
                 }
                 json!({"spec": p})
             }
-            // The nested suspend stays true: it is the template gate of later children.
-            JobKind::RayService if self.gate(jk) => json!({"spec": {"suspend": false, "rayClusterConfig": templates}}),
+            // The nested suspend stays true: it is the template gate of later children. The
+            // top-level one goes: Go's `Suspend bool \`json:"suspend,omitempty"\`` (KubeRay v1.7.0
+            // rayservice_types.go) drops a false from the object Kueue writes back.
+            JobKind::RayService if self.gate(jk) => json!({"spec": {"suspend": null, "rayClusterConfig": templates}}),
             JobKind::RayService => {
                 let mut p = templates;
                 p["suspend"] = json!(false);

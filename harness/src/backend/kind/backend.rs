@@ -206,6 +206,7 @@ impl Backend for KindBackend {
                 knobs: Arc::new(NoKnobs("the kind backend's actors are real")),
                 wait_for_service_account: true,
                 objects: &self.objects,
+                audit: None,
             };
             run_in_own_namespace(&self.client, suite, row, opts, run, self.facts(row)).await
         })

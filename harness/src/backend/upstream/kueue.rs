@@ -114,6 +114,45 @@ pub async fn copy_webhook_certs(client: kube::Client, cert_dir: PathBuf) {
     }
 }
 
+/// Whether the running Kueue gates RayService upgrades as PR 11264
+/// (<https://github.com/kubernetes-sigs/kueue/pull/11264>, head 1828096a) does: its defaulting
+/// webhook suspends a queued RayService with the top-level `spec.suspend` (`Suspend()` in
+/// `pkg/controller/jobs/rayservice/rayservice_controller.go`), where Kueue v0.19.2 only sets
+/// `spec.rayClusterConfig.suspend`. Asked with a server-side dry run (Kueue's webhooks declare
+/// `sideEffects: None`), so nothing is created. The KubeRay CRD must know `spec.suspend` (v1.7.0
+/// does; the apiserver prunes it otherwise, and the gate could not work either). Retries for up to
+/// `timeout` while the webhook is not reachable yet.
+pub async fn offers_rayservice_upgrade_gate(client: &kube::Client, timeout: Duration) -> Result<bool, String> {
+    let gvk = kube::api::GroupVersionKind::gvk("ray.io", "v1", "RayService");
+    let api: kube::Api<kube::api::DynamicObject> =
+        kube::Api::namespaced_with(client.clone(), "default", &kube::api::ApiResource::from_gvk(&gvk));
+    let probe: kube::api::DynamicObject = serde_json::from_value(probe_rayservice()).map_err(|e| e.to_string())?;
+    let params = kube::api::PostParams { dry_run: true, field_manager: Some("kproof".into()) };
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match api.create(&params, &probe).await {
+            Ok(created) => return Ok(created.data.pointer("/spec/suspend") == Some(&json!(true))),
+            Err(e) if tokio::time::Instant::now() >= deadline => {
+                return Err(format!("a dry-run create of a queued RayService failed for {timeout:?}: {e}"));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
+}
+
+/// The smallest queued RayService KubeRay's CRD and Kueue's webhooks accept.
+fn probe_rayservice() -> Value {
+    json!({
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": "kproof-gate-probe", "namespace": "default",
+                     "labels": {"kueue.x-k8s.io/queue-name": "kproof-gate-probe"}},
+        "spec": {"rayClusterConfig": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {
+            "containers": [{"name": "ray-head", "image": "rayproject/ray:2.52.0",
+                            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}}}
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@
 
 pub mod build;
 pub mod install;
+pub mod knobs;
 pub mod kueue;
 pub mod pki;
 pub mod plane;
@@ -31,11 +32,20 @@ use std::sync::Arc;
 
 /// A client for the cluster a kubeconfig file names.
 pub async fn client_from(kubeconfig: &Path) -> Result<kube::Client, String> {
+    client_as(kubeconfig, None).await
+}
+
+/// [`client_from`], sending `user_agent` (which the audit log records for each write) when given.
+pub async fn client_as(kubeconfig: &Path, user_agent: Option<&str>) -> Result<kube::Client, String> {
     let kc = kube::config::Kubeconfig::read_from(kubeconfig)
         .map_err(|e| format!("cannot read kubeconfig {}: {e}", kubeconfig.display()))?;
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
         .await
         .map_err(|e| format!("bad kubeconfig {}: {e}", kubeconfig.display()))?;
+    if let Some(agent) = user_agent {
+        let value = http::HeaderValue::from_str(agent).map_err(|e| format!("user agent {agent:?}: {e}"))?;
+        config.headers.push((http::header::USER_AGENT, value));
+    }
     kube::Client::try_from(config).map_err(|e| format!("cannot build a client: {e}"))
 }
 
@@ -61,11 +71,15 @@ pub struct UpstreamBackend {
     _proxy: crate::actors::Task,
     /// The real and simulated actors rows may need.
     actors: BTreeSet<ActorName>,
+    /// The Kueue runs PR 11264's RayService upgrade gate (asked at start).
+    kueue_rayservice_upgrade_gate: bool,
+    /// kube-apiserver's audit log, on a plane for rows that need `write-actors`.
+    audit: Option<Arc<crate::backend::audit::AuditLog>>,
     components: BTreeMap<String, String>,
     kubeconfig: PathBuf,
     run_dir: PathBuf,
     started_in: std::time::Duration,
-    plane: parking_lot::Mutex<Option<ControlPlane>>,
+    plane: Arc<parking_lot::Mutex<Option<ControlPlane>>>,
     /// What this plane runs with: its DRA gates and its components' settings.
     variant: Variant,
     /// How a plane of another variant starts (this plane's options, without the operators).
@@ -88,6 +102,8 @@ struct Variant {
     gates_off: Vec<DraComponent>,
     /// `needs.settings` and `needs.featureGates` as JSON (`[{},{}]` when none).
     settings: String,
+    /// kube-apiserver writes its audit log (the row needs `write-actors`).
+    audit: bool,
 }
 
 impl Variant {
@@ -96,7 +112,8 @@ impl Variant {
         gates_off.sort();
         gates_off.dedup();
         let settings = serde_json::to_string(&(&needs.settings, &needs.feature_gates)).unwrap_or_default();
-        Self { gates_off, settings }
+        let audit = needs.capabilities.contains(&Capability::WriteActors);
+        Self { gates_off, settings, audit }
     }
 }
 
@@ -121,6 +138,7 @@ fn plane_options_for(base: &PlaneOptions, needs: &Needs) -> PlaneOptions {
         opts.feature_gates.push(format!("{gate}={on}"));
     }
     opts.gateway_api = needs.settings.gateway.installed.unwrap_or(true);
+    opts.audit = needs.capabilities.contains(&Capability::WriteActors);
     opts.kuberay = needs.capabilities.contains(&Capability::Actor(ActorName::Kuberay));
     opts.kueue = needs.capabilities.contains(&Capability::Actor(ActorName::Kueue));
     opts
@@ -170,6 +188,8 @@ impl UpstreamBackend {
         let kubelet_gates_off: Vec<DraComponent> =
             opts.dra_gates_off.iter().copied().filter(|c| *c == DraComponent::Kubelet).collect();
         let mut variant = Variant::of(needs);
+        // `needs` carries no capabilities here: the plane's own options say what it runs with.
+        variant.audit = opts.audit;
         variant.gates_off = opts.dra_gates_off.clone();
         variant.gates_off.sort();
         variant.gates_off.dedup();
@@ -204,7 +224,15 @@ impl UpstreamBackend {
                 factories.push(Arc::new(GatewayFactory::with_installed_crds()));
                 factories.push(Arc::new(TrafficFactory));
             }
-            let client_for = |_: ActorName| client.clone();
+            // Each simulated component writes with its name as user agent, as on the fake backend.
+            let mut clients = BTreeMap::new();
+            for name in factories.iter().map(|f| f.name()) {
+                let own = client_as(&plane.kubeconfig, Some(name.as_str()))
+                    .await
+                    .map_err(|message| PlaneError::Api { what: format!("building {name}'s client"), message })?;
+                clients.insert(name, own);
+            }
+            let client_for = |name: ActorName| clients.get(&name).cloned().unwrap_or_else(|| client.clone());
             let sims = start_actors(&factories, client_for, controllers::Clock::system(), needs, &network)
                 .await
                 .map_err(|message| PlaneError::Api { what: "starting the simulated components".into(), message })?;
@@ -230,6 +258,8 @@ impl UpstreamBackend {
         if plane.kueue {
             actors.insert(ActorName::Kueue);
         }
+        let kueue_rayservice_upgrade_gate = plane.kueue_rayservice_upgrade_gate;
+        let audit = plane.audit_log.clone().map(|log| Arc::new(crate::backend::audit::AuditLog::new(log)));
         let mut components = plane.components.clone();
         for sim in sims.names() {
             components.insert(sim.to_string(), "kproof simulated".into());
@@ -244,11 +274,13 @@ impl UpstreamBackend {
             objects: Default::default(),
             _proxy: proxy_task,
             actors,
+            kueue_rayservice_upgrade_gate,
+            audit,
             components,
             kubeconfig,
             run_dir,
             started_in,
-            plane: parking_lot::Mutex::new(Some(plane)),
+            plane: Arc::new(parking_lot::Mutex::new(Some(plane))),
             variant,
             variant_opts,
             variants: parking_lot::Mutex::new(BTreeMap::new()),
@@ -312,6 +344,9 @@ impl UpstreamBackend {
         if !needs.settings.is_empty() || !needs.feature_gates.is_empty() {
             what.push(format!("the row's settings {}", key.0.settings));
         }
+        if key.0.audit {
+            what.push("kube-apiserver's audit log (write-actors)".to_string());
+        }
         let what = what.join(" and ");
         eprintln!("kproof: starting a second control plane with {what} ...");
         let row_needs = Needs { capabilities: Vec::new(), ..needs.clone() };
@@ -356,9 +391,15 @@ impl Backend for UpstreamBackend {
         // settings and feature gates, run on a plane of their own (see `unmet_settings`).
         c.insert(Capability::DraGateSkew);
         c.insert(Capability::ControllerSettings);
-        // Knob steps turn the simulated actors' knobs; a knob of a real operator skips the row
-        // (`turns_knobs_of`).
+        // Knob steps turn the simulated actors' knobs and pause or restart the real KubeRay
+        // operator's process (`turns_knobs_of`, `knobs::PlaneKnobs`).
         c.insert(Capability::Knobs);
+        // Rows that need each write's verb and writer run on a plane whose kube-apiserver writes
+        // its audit log (`Variant::audit`, `backend::audit`).
+        c.insert(Capability::WriteActors);
+        if self.kueue_rayservice_upgrade_gate {
+            c.insert(Capability::KueueRayServiceUpgradeGate);
+        }
         c
     }
 
@@ -376,8 +417,9 @@ impl Backend for UpstreamBackend {
     }
 
     fn turns_knobs_of(&self, actor: ActorName) -> bool {
-        // The simulated actors run in this process; the operators are the real ones.
-        self.sims.names().contains(&actor)
+        // The simulated actors run in this process; of the real operators, KubeRay's process
+        // pauses and restarts (`knobs::PlaneKnobs`); Kueue has no knobs on any backend.
+        self.sims.names().contains(&actor) || (actor == ActorName::Kuberay && self.actors.contains(&actor))
     }
 
     fn components(&self) -> BTreeMap<String, String> {
@@ -434,7 +476,9 @@ impl Backend for UpstreamBackend {
             if let Err(down) = self.check() {
                 return (Err(RowFailure::plain(format!("the control plane is down: {down}"))), None, Vec::new());
             }
-            let run = OwnNamespace { knobs: self.sims.clone(), wait_for_service_account: true, objects: &self.objects };
+            let knobs = Arc::new(knobs::PlaneKnobs { sims: self.sims.clone(), plane: self.plane.clone() });
+            let audit = self.audit.clone();
+            let run = OwnNamespace { knobs, wait_for_service_account: true, objects: &self.objects, audit };
             run_in_own_namespace(&self.client, suite, row, opts, run, self.facts(row)).await
         });
         result.checks = checks;

@@ -62,6 +62,9 @@ pub const FEATURE_GATES: [&str; 2] = ["GenericWorkload=true", "DRAWorkloadResour
 /// kube-apiserver's `--runtime-config`: the `scheduling.k8s.io/v1beta1` PodGroup API.
 pub const RUNTIME_CONFIG: [&str; 1] = ["scheduling.k8s.io/v1beta1=true"];
 
+/// The name of the KubeRay operator's process (and of its log).
+pub const RAY_OPERATOR: &str = "ray-operator";
+
 /// What to start.
 #[derive(Debug, Clone)]
 pub struct PlaneOptions {
@@ -77,6 +80,12 @@ pub struct PlaneOptions {
     pub ray_operator: Option<(PathBuf, String)>,
     /// The KubeRay CRDs to install instead of the built version's (for `ray_operator`).
     pub ray_operator_crds: Option<PathBuf>,
+    /// A Kueue binary to use instead of the built one (e.g. a build of a pull request's head
+    /// commit, which the module proxy does not serve), and the version to report for it.
+    pub kueue_binary: Option<(PathBuf, String)>,
+    /// The `config/default` rendering (`kustomize build`) of that Kueue, installed instead of
+    /// the built version's (for `kueue_binary`).
+    pub kueue_manifests: Option<PathBuf>,
     /// Start Kueue.
     pub kueue: bool,
     /// Start the KubeRay operator.
@@ -99,6 +108,9 @@ pub struct PlaneOptions {
     /// Install the Gateway API CRDs (a row's `needs.settings.gateway.installed: false` turns
     /// them off, with the simulated gateway).
     pub gateway_api: bool,
+    /// Write kube-apiserver's audit log (every write's request and response), which names the
+    /// verb, user agent and user of each write (rows that need `write-actors`).
+    pub audit: bool,
 }
 
 impl PlaneOptions {
@@ -110,6 +122,8 @@ impl PlaneOptions {
             keep_run_dir: false,
             ray_operator: None,
             ray_operator_crds: None,
+            kueue_binary: None,
+            kueue_manifests: None,
             kueue: true,
             kuberay: true,
             feature_gates: FEATURE_GATES.map(String::from).to_vec(),
@@ -120,6 +134,7 @@ impl PlaneOptions {
             kuberay_env: Vec::new(),
             kuberay_feature_gates: None,
             gateway_api: true,
+            audit: false,
         }
     }
 }
@@ -155,6 +170,12 @@ pub struct ControlPlane {
     pub kuberay: bool,
     /// Whether Kueue runs.
     pub kueue: bool,
+    /// Whether that Kueue gates RayService upgrades as PR 11264 does (its defaulting webhook
+    /// suspends a queued RayService with the top-level `spec.suspend`; see
+    /// [`crate::backend::upstream::kueue::offers_rayservice_upgrade_gate`]).
+    pub kueue_rayservice_upgrade_gate: bool,
+    /// kube-apiserver's audit log, when [`PlaneOptions::audit`].
+    pub audit_log: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for ControlPlane {
@@ -225,6 +246,8 @@ impl ControlPlane {
             started_in: Duration::ZERO,
             kuberay: false,
             kueue: false,
+            kueue_rayservice_upgrade_gate: false,
+            audit_log: None,
         };
         // On error `plane` drops here: processes stop and the run directory goes.
         plane.launch(&opts).await?;
@@ -287,7 +310,7 @@ impl ControlPlane {
         self.wait("etcd", Duration::from_secs(30), || http_ok(etcd_port, "/health")).await?;
 
         let api_port = free_port()?;
-        let apiserver = [
+        let mut apiserver = vec![
             format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
             "--bind-address=127.0.0.1".into(),
             "--advertise-address=127.0.0.1".into(),
@@ -313,6 +336,13 @@ impl ControlPlane {
             format!("--feature-gates={}", gates_of(crate::suite::DraComponent::KubeApiserver)),
             format!("--runtime-config={}", opts.runtime_config.join(",")),
         ];
+        if opts.audit {
+            let policy = dir.join("audit-policy.yaml");
+            std::fs::write(&policy, crate::backend::audit::POLICY).map_err(io(&policy))?;
+            let log = dir.join("logs").join("audit.log");
+            apiserver.extend(crate::backend::audit::apiserver_flags(&policy, &log));
+            self.audit_log = Some(log);
+        }
         self.supervisor.spawn(
             "kube-apiserver",
             &build.bin("kube-apiserver"),
@@ -391,10 +421,12 @@ impl ControlPlane {
         let manifests = build.manifests();
         let kueue_webhook_port = free_port()?;
         if opts.kueue {
-            build.require(&["kueue"])?;
-            let objects =
-                crate::backend::upstream::kueue::objects(&manifests.join("kueue/default.yaml"), kueue_webhook_port)
-                    .map_err(|message| PlaneError::Api { what: "reading Kueue's manifests".into(), message })?;
+            if opts.kueue_binary.is_none() {
+                build.require(&["kueue"])?;
+            }
+            let default_yaml = opts.kueue_manifests.clone().unwrap_or_else(|| manifests.join("kueue/default.yaml"));
+            let objects = crate::backend::upstream::kueue::objects(&default_yaml, kueue_webhook_port)
+                .map_err(|message| PlaneError::Api { what: "reading Kueue's manifests".into(), message })?;
             crate::backend::upstream::install::create_all(&client, &objects)
                 .await
                 .map_err(|message| PlaneError::Api { what: "installing Kueue's objects".into(), message })?;
@@ -430,9 +462,13 @@ impl ControlPlane {
             let config = kueue_dir.join("config.yaml");
             std::fs::write(&config, crate::backend::upstream::kueue::config(health, kueue_webhook_port, &cert_dir))
                 .map_err(io(&config))?;
+            let (binary, kueue_version) = match &opts.kueue_binary {
+                Some((path, v)) => (path.clone(), v.clone()),
+                None => (build.bin("kueue"), version("kueue")),
+            };
             self.supervisor.spawn(
                 "kueue",
-                &build.bin("kueue"),
+                &binary,
                 &[format!("--config={}", p(&config)), format!("--kubeconfig={kubeconfig}")],
                 &[],
                 &self.log("kueue"),
@@ -441,7 +477,11 @@ impl ControlPlane {
             let ready = self.wait("kueue", Duration::from_secs(120), || http_ok(health, "/readyz")).await;
             copier.abort();
             ready?;
-            self.components.insert("kueue".into(), version("kueue"));
+            self.kueue_rayservice_upgrade_gate =
+                crate::backend::upstream::kueue::offers_rayservice_upgrade_gate(&client, Duration::from_secs(30))
+                    .await
+                    .map_err(|message| PlaneError::Api { what: "asking Kueue's RayService webhook".into(), message })?;
+            self.components.insert("kueue".into(), kueue_version);
             self.kueue = true;
         }
 
@@ -472,8 +512,8 @@ impl ControlPlane {
                 "--log-stdout-encoder=console".into(),
             ];
             args.extend(opts.kuberay_feature_gates.iter().map(|g| format!("--feature-gates={g}")));
-            self.supervisor.spawn("ray-operator", &binary, &args, &env, &self.log("ray-operator"))?;
-            self.wait("ray-operator", Duration::from_secs(60), || http_ok(probe, "/readyz")).await?;
+            self.supervisor.spawn(RAY_OPERATOR, &binary, &args, &env, &self.log(RAY_OPERATOR))?;
+            self.wait(RAY_OPERATOR, Duration::from_secs(60), || http_ok(probe, "/readyz")).await?;
             self.components.insert("kuberay-operator".into(), ray_version);
             self.kuberay = true;
         }
@@ -496,6 +536,16 @@ impl ControlPlane {
             let _ = std::fs::remove_dir_all(&self.run_dir);
         }
         killed
+    }
+
+    /// Pauses (SIGSTOP) or resumes (SIGCONT) one component's processes (`ray-operator`, ...).
+    pub fn pause(&mut self, component: &str, paused: bool) -> Result<(), ProcessError> {
+        self.supervisor.pause(component, paused)
+    }
+
+    /// Stops one component and starts it again as it was; `true` if it had to be killed.
+    pub fn restart(&mut self, component: &str) -> Result<bool, ProcessError> {
+        self.supervisor.restart(component)
     }
 
     /// Whether every process still runs (`Err` names the first that exited, with its log).

@@ -1,6 +1,8 @@
 //! Child processes of a local control plane: each in its own process group, killed with the
 //! parent if kproof dies (`PR_SET_PDEATHSIG`), logging to a file, and stopped in reverse start
-//! order — SIGTERM, then SIGKILL after a grace period — so nothing is ever left behind.
+//! order — SIGTERM, then SIGKILL after a grace period — so nothing is ever left behind. A
+//! component can be paused (SIGSTOP to its group; it keeps its connections and catches up on
+//! SIGCONT) and restarted (stopped, then started again as it was, its log appended).
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -46,6 +48,9 @@ pub enum ProcessError {
         /// The last lines of the log.
         tail: String,
     },
+    /// No component of that name runs.
+    #[error("no component {0} runs")]
+    Unknown(String),
 }
 
 /// One running component.
@@ -55,7 +60,16 @@ pub struct Component {
     pub name: String,
     /// Where its standard output and error go.
     pub log: PathBuf,
+    launch: Launch,
     child: Child,
+}
+
+/// How a component was started (to start it again).
+#[derive(Debug, Clone)]
+struct Launch {
+    program: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 impl Component {
@@ -84,36 +98,31 @@ impl Supervisor {
         env: &[(String, String)],
         log: &Path,
     ) -> Result<&Component, ProcessError> {
-        let out = File::create(log).map_err(|source| ProcessError::Log {
-            name: name.to_string(),
-            path: log.to_path_buf(),
-            source,
-        })?;
-        let err = out.try_clone().map_err(|source| ProcessError::Log {
-            name: name.to_string(),
-            path: log.to_path_buf(),
-            source,
-        })?;
-        let mut command = Command::new(program);
-        command.args(args).envs(env.iter().map(|(k, v)| (k, v))).stdin(Stdio::null()).stdout(out).stderr(err);
-        command.process_group(0);
-        // SAFETY: prctl is async-signal-safe and touches nothing of the parent's state; it asks
-        // the kernel to kill the child when the thread that forked it (kproof) dies.
-        unsafe {
-            command.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = command.spawn().map_err(|source| ProcessError::Spawn {
-            name: name.to_string(),
-            program: program.to_path_buf(),
-            source,
-        })?;
-        self.components.push(Component { name: name.to_string(), log: log.to_path_buf(), child });
+        let launch = Launch { program: program.to_path_buf(), args: args.to_vec(), env: env.to_vec() };
+        let child = start(name, &launch, log, false)?;
+        self.components.push(Component { name: name.to_string(), log: log.to_path_buf(), launch, child });
         Ok(self.components.last().expect("just pushed"))
+    }
+
+    /// Pauses (`true`: SIGSTOP to its process group) or resumes (`false`: SIGCONT) `name`.
+    pub fn pause(&mut self, name: &str, paused: bool) -> Result<(), ProcessError> {
+        let c = self.find(name)?;
+        signal_group(c.child.id(), if paused { libc::SIGSTOP } else { libc::SIGCONT });
+        Ok(())
+    }
+
+    /// Stops `name` (as [`Supervisor::stop_all`] does) and starts it again with the same
+    /// program, arguments and environment, appending to its log; `true` if it had to be killed.
+    pub fn restart(&mut self, name: &str) -> Result<bool, ProcessError> {
+        let c = self.find(name)?;
+        let killed = terminate(&mut c.child);
+        let (launch, log) = (c.launch.clone(), c.log.clone());
+        c.child = start(name, &launch, &log, true)?;
+        Ok(killed)
+    }
+
+    fn find(&mut self, name: &str) -> Result<&mut Component, ProcessError> {
+        self.components.iter_mut().find(|c| c.name == name).ok_or_else(|| ProcessError::Unknown(name.to_string()))
     }
 
     /// The components started so far, in start order.
@@ -141,25 +150,64 @@ impl Supervisor {
     pub fn stop_all(&mut self) -> Vec<String> {
         let mut killed = Vec::new();
         while let Some(mut c) = self.components.pop() {
-            if matches!(c.child.try_wait(), Ok(Some(_))) {
-                continue;
-            }
-            signal_group(c.child.id(), libc::SIGTERM);
-            let deadline = Instant::now() + GRACE;
-            loop {
-                match c.child.try_wait() {
-                    Ok(Some(_)) => break,
-                    Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-                    _ => {
-                        signal_group(c.child.id(), libc::SIGKILL);
-                        let _ = c.child.wait();
-                        killed.push(c.name.clone());
-                        break;
-                    }
-                }
+            if terminate(&mut c.child) {
+                killed.push(c.name.clone());
             }
         }
         killed
+    }
+}
+
+/// Starts one component in its own process group, its output in `log` (appended to when
+/// `append`), killed with kproof (`PR_SET_PDEATHSIG`).
+fn start(name: &str, launch: &Launch, log: &Path, append: bool) -> Result<Child, ProcessError> {
+    let log_error = |source| ProcessError::Log { name: name.to_string(), path: log.to_path_buf(), source };
+    let out = File::options().create(true).write(true).append(append).truncate(!append).open(log).map_err(log_error)?;
+    let err = out.try_clone().map_err(log_error)?;
+    let mut command = Command::new(&launch.program);
+    command
+        .args(&launch.args)
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    command.process_group(0);
+    // SAFETY: prctl is async-signal-safe and touches nothing of the parent's state; it asks
+    // the kernel to kill the child when the thread that forked it (kproof) dies.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command.spawn().map_err(|source| ProcessError::Spawn {
+        name: name.to_string(),
+        program: launch.program.clone(),
+        source,
+    })
+}
+
+/// Stops a child: SIGTERM to its group (and SIGCONT, should it be paused), SIGKILL after the
+/// grace period; `true` if it had to be killed.
+fn terminate(child: &mut Child) -> bool {
+    if matches!(child.try_wait(), Ok(Some(_))) {
+        return false;
+    }
+    signal_group(child.id(), libc::SIGTERM);
+    signal_group(child.id(), libc::SIGCONT);
+    let deadline = Instant::now() + GRACE;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return false,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            _ => {
+                signal_group(child.id(), libc::SIGKILL);
+                let _ = child.wait();
+                return true;
+            }
+        }
     }
 }
 
@@ -220,5 +268,34 @@ mod tests {
         // SAFETY: probing with signal 0 only checks that the process exists.
         let alive = unsafe { libc::kill(sleeper as libc::pid_t, 0) } == 0;
         assert!(!alive, "the sleeper is gone");
+    }
+
+    #[test]
+    fn a_paused_component_stops_a_restarted_one_is_a_new_process_logging_on() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("t.log");
+        let mut sup = Supervisor::default();
+        // Prints a line every 20 ms: paused, its log stops growing.
+        let script = "echo start; while :; do echo tick; sleep 0.02; done";
+        let first =
+            sup.spawn("ticker", Path::new("/bin/sh"), &["-c".into(), script.into()], &[], &log).expect("spawn").pid();
+        std::thread::sleep(Duration::from_millis(200));
+        sup.pause("ticker", true).expect("pause");
+        std::thread::sleep(Duration::from_millis(100));
+        let paused_at = std::fs::read_to_string(&log).expect("log").len();
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(std::fs::read_to_string(&log).expect("log").len(), paused_at, "no tick while paused");
+        sup.pause("ticker", false).expect("resume");
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(std::fs::read_to_string(&log).expect("log").len() > paused_at, "ticks again once resumed");
+        sup.pause("ticker", true).expect("pause again");
+        assert!(!sup.restart("ticker").expect("restart"), "a paused sh exits on SIGTERM once continued");
+        let second = sup.components()[0].pid();
+        assert_ne!(first, second, "a new process");
+        std::thread::sleep(Duration::from_millis(200));
+        let text = std::fs::read_to_string(&log).expect("log");
+        assert_eq!(text.matches("start").count(), 2, "the log goes on: {text}");
+        assert!(matches!(sup.pause("nobody", true), Err(ProcessError::Unknown(_))));
+        assert!(sup.stop_all().is_empty());
     }
 }

@@ -153,7 +153,7 @@ pub(crate) struct UpstreamDirArgs {
 pub(crate) enum ClusterCommand {
     /// Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler, Kueue, the KubeRay
     /// operator and the simulated kubelet; write a kubeconfig; stop everything on Ctrl-C.
-    Up(ClusterArgs),
+    Up(Box<ClusterArgs>),
     /// Remove the run directories of control planes whose kproof process is gone (their
     /// processes died with it).
     Down,
@@ -189,6 +189,16 @@ pub(crate) struct PlaneArgs {
     /// plane with theirs added.
     #[arg(long, value_name = "GATES")]
     pub(crate) ray_operator_feature_gates: Option<String>,
+    /// A Kueue binary to run instead of the built one, as PATH=VERSION (e.g. a build of
+    /// kubernetes-sigs/kueue#11264's head commit, which the module proxy does not serve). The rows
+    /// that need PR 11264's RayService upgrade gate run when its webhook suspends a queued
+    /// RayService with `spec.suspend` (asked at start).
+    #[arg(long, value_name = "PATH=VERSION", value_parser = parse_binary_version, conflicts_with = "no_kueue")]
+    pub(crate) kueue: Option<(PathBuf, String)>,
+    /// With --kueue: that Kueue's `config/default` rendered by `kustomize build` (CRDs, RBAC,
+    /// webhook configurations), installed instead of the built version's.
+    #[arg(long, value_name = "FILE", requires = "kueue")]
+    pub(crate) kueue_manifests: Option<PathBuf>,
     /// Do not start Kueue.
     #[arg(long)]
     pub(crate) no_kueue: bool,

@@ -31,6 +31,8 @@ fn start_upstream(args: &PlaneArgs) -> anyhow::Result<kproof::backend::UpstreamB
     opts.ray_operator_crds = args.ray_operator_crds.clone();
     opts.kuberay_feature_gates = args.ray_operator_feature_gates.clone();
     opts.kueue = !args.no_kueue;
+    opts.kueue_binary = args.kueue.clone();
+    opts.kueue_manifests = args.kueue_manifests.clone();
     eprintln!(
         "kproof: starting the upstream control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler{}, the KubeRay operator)...",
         if opts.kueue { ", Kueue" } else { "" }
@@ -115,7 +117,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
         }
         Command::Serve(args) => serve(args),
         Command::Upstream { command } => upstream_command(command),
-        Command::Cluster { command: ClusterCommand::Up(args) } => cluster_up(args),
+        Command::Cluster { command: ClusterCommand::Up(args) } => cluster_up(*args),
         Command::Cluster { command: ClusterCommand::Down } => cluster_down(),
         Command::Differential(args) => differential(args),
         Command::Certify { command: CertifyCommand::Reservedfor(args) } => certify_reservedfor(*args),
