@@ -1,7 +1,10 @@
 //! Knob steps on the upstream backend: the simulated components' knobs as on the fake backend,
-//! and the two knobs of the KubeRay operator, turned on its real process — `paused` stops it
-//! (SIGSTOP: it keeps its watches and catches up when resumed, as a paused controller does) and
-//! `restart` starts a new process (new caches, and a new random suffix for the names it draws).
+//! and the two knobs of the KubeRay operator, turned on its real process — `paused` stops it and
+//! starts it again when unpaused, and `restart` starts a new process (new caches, and a new random
+//! suffix for the names it draws). Not SIGSTOP: a frozen process resumes with each informer's watch
+//! stream delivering its backlog on its own, so it may reconcile an object before an older write
+//! to another kind reaches its cache; a process that starts lists everything before it
+//! reconciles, which is what "the operator was stopped and came back" means.
 //! Rows that turn knobs run on a plane of their own, so no other row sees the operator paused.
 
 use crate::actors::ActorSet;
@@ -27,7 +30,8 @@ impl Knobs for PlaneKnobs {
         let mut plane = self.plane.lock();
         let plane = plane.as_mut().ok_or("the control plane was stopped")?;
         match (knob, value) {
-            ("paused", Value::Bool(paused)) => plane.pause(RAY_OPERATOR, *paused).map_err(|e| e.to_string()),
+            ("paused", Value::Bool(true)) => plane.stop_component(RAY_OPERATOR).map(|_| ()).map_err(|e| e.to_string()),
+            ("paused", Value::Bool(false)) => plane.start_component(RAY_OPERATOR).map_err(|e| e.to_string()),
             ("paused", other) => Err(format!("knob paused takes true or false, not {other}")),
             ("restart", Value::Bool(true)) => match plane.restart(RAY_OPERATOR) {
                 Ok(false) => Ok(()),

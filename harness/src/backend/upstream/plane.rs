@@ -538,9 +538,15 @@ impl ControlPlane {
         killed
     }
 
-    /// Pauses (SIGSTOP) or resumes (SIGCONT) one component's processes (`ray-operator`, ...).
-    pub fn pause(&mut self, component: &str, paused: bool) -> Result<(), ProcessError> {
-        self.supervisor.pause(component, paused)
+    /// Stops one component (`ray-operator`, ...), keeping how to start it; `true` if it had to be
+    /// killed.
+    pub fn stop_component(&mut self, component: &str) -> Result<bool, ProcessError> {
+        self.supervisor.stop_one(component)
+    }
+
+    /// Starts a component stopped with [`ControlPlane::stop_component`] again.
+    pub fn start_component(&mut self, component: &str) -> Result<(), ProcessError> {
+        self.supervisor.start_again(component)
     }
 
     /// Stops one component and starts it again as it was; `true` if it had to be killed.
