@@ -61,11 +61,12 @@ pub struct Writer {
 #[derive(Debug)]
 pub struct AuditLog {
     path: PathBuf,
-    state: parking_lot::Mutex<Index>,
+    state: parking_lot::Mutex<AuditIndex>,
 }
 
+/// What the audit log said so far, by the writes it names.
 #[derive(Debug, Default)]
-struct Index {
+pub struct AuditIndex {
     /// How far the file was read, and the incomplete last line.
     offset: u64,
     partial: Vec<u8>,
@@ -81,21 +82,26 @@ impl AuditLog {
         Self { path, state: Default::default() }
     }
 
-    /// The request whose write produced `resource_version` of object `uid`, reading what the log
-    /// gained since the last call first. `deletion`: the write starts or ends the object's
-    /// deletion, which a deletecollection may have made.
-    pub fn writer_of(&self, resource_version: u64, uid: &str, deletion: bool) -> Option<Writer> {
+    /// The index of the log, after reading what the log gained since the last call (once per
+    /// look at the timeline, not once per write).
+    pub fn read(&self) -> parking_lot::MutexGuard<'_, AuditIndex> {
         let mut index = self.state.lock();
         index.catch_up(&self.path);
-        if let Some(w) = index.by_version.get(&resource_version) {
-            return Some(w.clone());
-        }
-        let (listed, w) = index.collected.get(uid).filter(|_| deletion)?;
-        (*listed < resource_version).then(|| w.clone())
+        index
     }
 }
 
-impl Index {
+impl AuditIndex {
+    /// The request whose write produced `resource_version` of object `uid`. `deletion`: the
+    /// write starts or ends the object's deletion, which a deletecollection may have made.
+    pub fn writer_of(&self, resource_version: u64, uid: &str, deletion: bool) -> Option<&Writer> {
+        if let Some(w) = self.by_version.get(&resource_version) {
+            return Some(w);
+        }
+        let (listed, w) = self.collected.get(uid).filter(|_| deletion)?;
+        (*listed < resource_version).then_some(w)
+    }
+
     fn catch_up(&mut self, path: &Path) {
         let Ok(mut file) = std::fs::File::open(path) else { return };
         if file.seek(SeekFrom::Start(self.offset)).is_err() {
@@ -168,7 +174,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("audit.log");
         let log = AuditLog::new(path.clone());
-        assert_eq!(log.writer_of(5, "u", false), None, "no log yet");
+        assert_eq!(log.read().writer_of(5, "u", false).cloned(), None, "no log yet");
         let pod = |rv: &str| json!({"kind": "Pod", "metadata": {"name": "p", "uid": format!("u{rv}"), "resourceVersion": rv}});
         let first = [
             event("create", "kuberay-operator/v1.7.0", "", 201, pod("5")),
@@ -185,19 +191,30 @@ mod tests {
             json!({"kind": "PodList", "items": [pod("8"), pod("9")]}),
         );
         std::fs::write(&path, format!("{whole}{}", &cut[..40])).expect("write");
-        let created = log.writer_of(5, "u5", false).expect("the create");
+        let created = log.read().writer_of(5, "u5", false).cloned().expect("the create");
         assert_eq!(
             (created.verb.as_str(), created.user_agent.as_str(), created.subresource),
             ("create", "kuberay-operator/v1.7.0", None)
         );
-        assert_eq!(log.writer_of(6, "u6", false).and_then(|w| w.subresource).as_deref(), Some("status"));
-        assert_eq!(log.writer_of(20, "u8", true), None, "half a line is not read");
+        assert_eq!(
+            log.read().writer_of(6, "u6", false).cloned().and_then(|w| w.subresource).as_deref(),
+            Some("status")
+        );
+        assert_eq!(log.read().writer_of(20, "u8", true).cloned(), None, "half a line is not read");
         std::fs::write(&path, format!("{whole}{cut}\n")).expect("write");
         // The items as listed (8, 9): their deletions come later.
         for uid in ["u8", "u9"] {
-            assert_eq!(log.writer_of(20, uid, true).map(|w| w.verb).as_deref(), Some("deletecollection"), "{uid}");
+            assert_eq!(
+                log.read().writer_of(20, uid, true).cloned().map(|w| w.verb).as_deref(),
+                Some("deletecollection"),
+                "{uid}"
+            );
         }
-        assert_eq!(log.writer_of(20, "u8", false), None, "a write that deletes nothing is not the collection's");
-        assert_eq!(log.writer_of(8, "u8", true), None, "nor one at or before the listed version");
+        assert_eq!(
+            log.read().writer_of(20, "u8", false).cloned(),
+            None,
+            "a write that deletes nothing is not the collection's"
+        );
+        assert_eq!(log.read().writer_of(8, "u8", true).cloned(), None, "nor one at or before the listed version");
     }
 }

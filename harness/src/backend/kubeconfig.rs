@@ -185,14 +185,15 @@ impl Timeline for WatchTimeline {
         let mut e = self.writes.lock().clone();
         e.sort_by_key(|(m, _)| m["resourceVersion"].as_u64().unwrap_or(0));
         if let Some(audit) = &self.audit {
+            let index = audit.read();
             for (meta, _) in &mut e {
                 let rv = meta["resourceVersion"].as_u64().unwrap_or(0);
                 let uid = meta["uid"].as_str().unwrap_or_default();
-                let Some(writer) = audit.writer_of(rv, uid, meta["verb"] == "delete") else { continue };
+                let Some(writer) = index.writer_of(rv, uid, meta["verb"] == "delete") else { continue };
                 meta["verb"] = json!(writer.verb);
                 meta["userAgent"] = json!(writer.user_agent);
                 meta["user"] = json!(writer.user);
-                if let Some(sub) = writer.subresource {
+                if let Some(sub) = &writer.subresource {
                     meta["subresource"] = json!(sub);
                 }
             }
