@@ -58,13 +58,15 @@ struct KubeRayActor {
 impl Actor for KubeRayActor {
     fn knob(&mut self, knob: &str, value: &Value) -> Result<(), String> {
         match (knob, value) {
-            ("paused", Value::Bool(b)) => {
+            // The reference operator keeps its caches while paused and then goes on from its
+            // queue: the fake backend's model of a frozen process as well as a stopped one.
+            ("paused" | "frozen", Value::Bool(b)) => {
                 for p in &self.operator.paused {
                     p.store(*b, Ordering::SeqCst);
                 }
                 Ok(())
             }
-            ("paused", other) => Err(format!("knob paused takes true or false, not {other}")),
+            ("paused" | "frozen", other) => Err(format!("knob {knob} takes true or false, not {other}")),
             ("restart", Value::Bool(true)) => {
                 // A new process draws other random names than the old one did.
                 self.config.name_seed = self.config.name_seed.wrapping_add(1);
@@ -74,7 +76,7 @@ impl Actor for KubeRayActor {
             }
             ("restart", other) => Err(format!("knob restart takes true, not {other}")),
             (other, _) => Err(format!(
-                "kuberay has no knob {other:?} (it has: paused, restart); configure it with needs.settings.kuberay and needs.featureGates.kuberay"
+                "kuberay has no knob {other:?} (it has: paused, frozen, restart); configure it with needs.settings.kuberay and needs.featureGates.kuberay"
             )),
         }
     }

@@ -1,7 +1,11 @@
 //! Kueue as an actor: the reference controller (`controllers::kueue`), Kueue v0.19.2 with PR
-//! 11264's RayService upgrade gate (without the kueue#15661 fix, which came after v0.19.2). No knobs.
+//! 11264's RayService upgrade gate (without the kueue#15661 fix, which came after v0.19.2).
+//! Knobs: `paused` stops the controller and starts a new one when unpaused, `restart` does both
+//! at once, as the upstream backend stops and starts Kueue's process. Unlike a stopped Kueue
+//! process, whose webhooks then refuse every call, the fake API server's Kueue webhooks keep
+//! answering: rows write no queued job while Kueue is stopped.
 
-use crate::actors::{Actor, ActorFactory, KnoblessActor};
+use crate::actors::{Actor, ActorFactory, Task};
 use crate::suite::{ActorName, Component, Needs, Version};
 use controllers::kueue::{KueueConfig, KueueController};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -143,12 +147,53 @@ impl ActorFactory for KueueFactory {
         _: &Needs,
         _: &controllers::sim::SimNetwork,
     ) -> Result<Box<dyn Actor>, String> {
-        let controller = KueueController::new(client, clock, self.base.clone());
-        let task = tokio::spawn(async move {
+        let mut actor = KueueActor { client, clock, config: self.base.clone(), task: None };
+        actor.start();
+        Ok(Box::new(actor))
+    }
+}
+
+/// The running reference Kueue, `task` `None` while paused.
+struct KueueActor {
+    client: kube::Client,
+    clock: controllers::Clock,
+    config: KueueConfig,
+    task: Option<Task>,
+}
+
+impl KueueActor {
+    /// Starts a new controller (with empty caches, as a new process starts).
+    fn start(&mut self) {
+        let controller = KueueController::new(self.client.clone(), self.clock.clone(), self.config.clone());
+        self.task = Some(Task(tokio::spawn(async move {
             if let Err(e) = controller.run().await {
                 tracing::warn!(error = %e, "the reference Kueue stopped");
             }
-        });
-        Ok(KnoblessActor::boxed(ActorName::Kueue, task, ""))
+        })));
+    }
+}
+
+impl Actor for KueueActor {
+    fn knob(&mut self, knob: &str, value: &Value) -> Result<(), String> {
+        match (knob, value) {
+            ("paused", Value::Bool(true)) => {
+                self.task = None;
+                Ok(())
+            }
+            ("paused", Value::Bool(false)) => {
+                if self.task.is_none() {
+                    self.start();
+                }
+                Ok(())
+            }
+            ("paused", other) => Err(format!("knob paused takes true or false, not {other}")),
+            ("restart", Value::Bool(true)) => {
+                self.task = None;
+                self.start();
+                Ok(())
+            }
+            ("restart", other) => Err(format!("knob restart takes true, not {other}")),
+            (other, _) => Err(format!("kueue has no knob {other:?} (it has: paused, restart)")),
+        }
     }
 }

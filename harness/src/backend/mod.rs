@@ -324,7 +324,7 @@ pub(crate) async fn collect_record(ctx: &RowContext, logs: &LogBuffer) -> Flight
 
 /// Runs rows on `jobs` threads; `on_done` is called as each row finishes (for progress).
 /// Results come back in catalogue order. On a backend whose rows share a cluster, two rows that
-/// write the same cluster-scoped kind never run at once ([`crate::engine::isolation`]).
+/// write the same cluster-scoped object never run at once ([`crate::engine::isolation`]).
 pub fn run_rows(
     backend: &dyn Backend,
     rows: &[(&LoadedSuite, &Row)],
@@ -333,21 +333,21 @@ pub fn run_rows(
     on_done: &(dyn Fn(&RowResult) + Sync),
 ) -> Vec<RowResult> {
     use crate::engine::isolation::{TurnTaker, cluster_scoped_writes};
-    let footprints: Vec<BTreeSet<String>> = if backend.shares_cluster() {
+    let footprints: Vec<Vec<_>> = if backend.shares_cluster() {
         let kinds = crate::actors::kind_catalog();
         rows.iter().map(|(suite, row)| cluster_scoped_writes(suite, row, &opts.fixtures_dir, &kinds)).collect()
     } else {
-        vec![BTreeSet::new(); rows.len()]
+        vec![Vec::new(); rows.len()]
     };
     let turns = TurnTaker::new(footprints);
     let results: std::sync::Mutex<Vec<Option<RowResult>>> = std::sync::Mutex::new(vec![None; rows.len()]);
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1).min(rows.len().max(1)) {
             scope.spawn(|| {
-                while let Some((i, held)) = turns.next() {
+                while let Some(i) = turns.next() {
                     let Some((suite, row)) = rows.get(i) else { return };
                     let r = backend.run_row(suite, row, opts);
-                    turns.done(&held);
+                    turns.done(i);
                     on_done(&r);
                     results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
                 }

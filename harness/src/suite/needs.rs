@@ -365,8 +365,9 @@ impl JsonSchema for Version {
 
 /// Values a backend knows about itself, which rows use as `${name}` without binding them: what
 /// differs from one backend to the next by design (the operator version it runs, the namespace
-/// the row runs in: `default` on the fake backend, one of its own on a real cluster).
-pub const BACKEND_FACTS: &[&str] = &["kuberay.version", "namespace"];
+/// the row runs in: `default` on the fake backend, one of its own on a real cluster; `row`, a
+/// short token of that namespace for the names of cluster-scoped objects the row has to itself).
+pub const BACKEND_FACTS: &[&str] = &["kuberay.version", "namespace", "row"];
 
 /// What a row needs from a backend.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]

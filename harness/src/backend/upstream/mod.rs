@@ -391,8 +391,8 @@ impl Backend for UpstreamBackend {
         // settings and feature gates, run on a plane of their own (see `unmet_settings`).
         c.insert(Capability::DraGateSkew);
         c.insert(Capability::ControllerSettings);
-        // Knob steps turn the simulated actors' knobs and pause or restart the real KubeRay
-        // operator's process (`turns_knobs_of`, `knobs::PlaneKnobs`).
+        // Knob steps turn the simulated actors' knobs and stop, freeze or restart the real
+        // operators' processes (`turns_knobs_of`, `knobs::PlaneKnobs`).
         c.insert(Capability::Knobs);
         // Rows that need each write's verb and writer run on a plane whose kube-apiserver writes
         // its audit log (`Variant::audit`, `backend::audit`).
@@ -417,9 +417,9 @@ impl Backend for UpstreamBackend {
     }
 
     fn turns_knobs_of(&self, actor: ActorName) -> bool {
-        // The simulated actors run in this process; of the real operators, KubeRay's process
-        // pauses and restarts (`knobs::PlaneKnobs`); Kueue has no knobs on any backend.
-        self.sims.names().contains(&actor) || (actor == ActorName::Kuberay && self.actors.contains(&actor))
+        // The simulated actors run in this process; the real operators' processes stop, freeze
+        // and restart (`knobs::PlaneKnobs`).
+        self.sims.names().contains(&actor) || (knobs::process_of(actor).is_some() && self.actors.contains(&actor))
     }
 
     fn components(&self) -> BTreeMap<String, String> {

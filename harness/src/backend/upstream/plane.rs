@@ -64,6 +64,8 @@ pub const RUNTIME_CONFIG: [&str; 1] = ["scheduling.k8s.io/v1beta1=true"];
 
 /// The name of the KubeRay operator's process (and of its log).
 pub const RAY_OPERATOR: &str = "ray-operator";
+/// Kueue's component name (its process and log).
+pub const KUEUE: &str = "kueue";
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -176,6 +178,9 @@ pub struct ControlPlane {
     pub kueue_rayservice_upgrade_gate: bool,
     /// kube-apiserver's audit log, when [`PlaneOptions::audit`].
     pub audit_log: Option<PathBuf>,
+    /// The loopback port of each operator's health endpoint (`/readyz`), to wait on after a
+    /// start or restart.
+    health: BTreeMap<String, u16>,
 }
 
 impl std::fmt::Debug for ControlPlane {
@@ -248,6 +253,7 @@ impl ControlPlane {
             kueue: false,
             kueue_rayservice_upgrade_gate: false,
             audit_log: None,
+            health: BTreeMap::new(),
         };
         // On error `plane` drops here: processes stop and the run directory goes.
         plane.launch(&opts).await?;
@@ -467,14 +473,15 @@ impl ControlPlane {
                 None => (build.bin("kueue"), version("kueue")),
             };
             self.supervisor.spawn(
-                "kueue",
+                KUEUE,
                 &binary,
                 &[format!("--config={}", p(&config)), format!("--kubeconfig={kubeconfig}")],
                 &[],
                 &self.log("kueue"),
             )?;
             let copier = tokio::spawn(crate::backend::upstream::kueue::copy_webhook_certs(client.clone(), cert_dir));
-            let ready = self.wait("kueue", Duration::from_secs(120), || http_ok(health, "/readyz")).await;
+            self.health.insert(KUEUE.into(), health);
+            let ready = self.wait(KUEUE, Duration::from_secs(120), || http_ok(health, "/readyz")).await;
             copier.abort();
             ready?;
             self.kueue_rayservice_upgrade_gate =
@@ -513,6 +520,7 @@ impl ControlPlane {
             ];
             args.extend(opts.kuberay_feature_gates.iter().map(|g| format!("--feature-gates={g}")));
             self.supervisor.spawn(RAY_OPERATOR, &binary, &args, &env, &self.log(RAY_OPERATOR))?;
+            self.health.insert(RAY_OPERATOR.into(), probe);
             self.wait(RAY_OPERATOR, Duration::from_secs(60), || http_ok(probe, "/readyz")).await?;
             self.components.insert("kuberay-operator".into(), ray_version);
             self.kuberay = true;
@@ -544,14 +552,38 @@ impl ControlPlane {
         self.supervisor.stop_one(component)
     }
 
-    /// Starts a component stopped with [`ControlPlane::stop_component`] again.
+    /// Starts a component stopped with [`ControlPlane::stop_component`] again, and waits until
+    /// it is ready (an operator's webhooks answer only then).
     pub fn start_component(&mut self, component: &str) -> Result<(), ProcessError> {
-        self.supervisor.start_again(component)
+        self.supervisor.start_again(component)?;
+        self.wait_ready(component)
     }
 
-    /// Stops one component and starts it again as it was; `true` if it had to be killed.
+    /// Stops one component and starts it again as it was, and waits until it is ready; `true` if
+    /// it had to be killed.
     pub fn restart(&mut self, component: &str) -> Result<bool, ProcessError> {
-        self.supervisor.restart(component)
+        let killed = self.supervisor.restart(component)?;
+        self.wait_ready(component)?;
+        Ok(killed)
+    }
+
+    /// Freezes a component (SIGSTOP) or lets it go on (SIGCONT).
+    pub fn freeze_component(&mut self, component: &str, frozen: bool) -> Result<(), ProcessError> {
+        self.supervisor.freeze(component, frozen)
+    }
+
+    /// Waits up to two minutes for `component`'s health endpoint, if it has one, to answer ready.
+    fn wait_ready(&mut self, component: &str) -> Result<(), ProcessError> {
+        let Some(&port) = self.health.get(component) else { return Ok(()) };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !http_ok(port, "/readyz") {
+            self.supervisor.check()?;
+            if Instant::now() >= deadline {
+                return Err(ProcessError::NotReady(component.to_string()));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(())
     }
 
     /// Whether every process still runs (`Err` names the first that exited, with its log).

@@ -50,6 +50,9 @@ pub enum ProcessError {
     /// No component of that name runs.
     #[error("no component {0} runs")]
     Unknown(String),
+    /// Started again, it did not report ready within two minutes.
+    #[error("{0} did not become ready within two minutes of starting again")]
+    NotReady(String),
 }
 
 /// One running component.
@@ -137,6 +140,15 @@ impl Supervisor {
         c.child = start(name, &c.launch, &c.log, true)?;
         c.stopped = false;
         Ok(killed)
+    }
+
+    /// Freezes `name` (SIGSTOP to its process group) or, with `frozen` false, lets it go on
+    /// (SIGCONT): it keeps its caches and connections, and what happened meanwhile reaches it as
+    /// each watch delivers its backlog.
+    pub fn freeze(&mut self, name: &str, frozen: bool) -> Result<(), ProcessError> {
+        let c = self.find(name)?;
+        signal_group(c.child.id(), if frozen { libc::SIGSTOP } else { libc::SIGCONT });
+        Ok(())
     }
 
     fn find(&mut self, name: &str) -> Result<&mut Component, ProcessError> {

@@ -226,6 +226,7 @@ pub async fn execute(ctx: &RowContext, suite: &Suite, row: &Row) -> Result<(), R
     let mut run = {
         let mut bindings = ctx.facts.clone();
         bindings.insert("namespace".into(), ctx.namespace.clone());
+        bindings.insert("row".into(), bindings::row_token(&ctx.namespace));
         RowRun {
             ctx,
             resolver: Resolver { client: ctx.client.clone(), discovery: None },
