@@ -35,13 +35,25 @@ impl PodSet {
 }
 
 /// `BuildPodSets` of a RayClusterSpec (JSON): `head` (count 1), then one per worker group,
-/// count = `replicas` (unset: 1) × `numOfHosts` when above 1.
+/// count = `replicas` (unset: 1) × `numOfHosts` when above 1. With in-tree autoscaling the head
+/// template gains the `autoscaler` container KubeRay adds to the head pod, with
+/// `autoscalerOptions.resources` or KubeRay's default 500m / 512Mi, so the quota covers it
+/// (https://github.com/kubernetes-sigs/kueue/blob/v0.19.2/pkg/controller/jobs/raycluster/common.go#L98-L106,
+/// autoscalerContainer).
 pub fn ray_cluster_pod_sets(spec: &Value) -> Vec<PodSet> {
-    let mut sets = vec![PodSet {
-        name: "head".into(),
-        count: 1,
-        template: spec.pointer("/headGroupSpec/template").cloned().unwrap_or_else(|| json!({})),
-    }];
+    let mut head = spec.pointer("/headGroupSpec/template").cloned().unwrap_or_else(|| json!({}));
+    if spec.get("enableInTreeAutoscaling").and_then(Value::as_bool) == Some(true) {
+        let default =
+            json!({"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}});
+        let resources = spec.pointer("/autoscalerOptions/resources").filter(|r| r.is_object()).cloned();
+        let sidecar = json!({"name": "autoscaler", "resources": resources.unwrap_or(default)});
+        let pod = head.as_object_mut().map(|t| t.entry("spec").or_insert_with(|| json!({})));
+        let containers = pod.and_then(Value::as_object_mut).map(|p| p.entry("containers").or_insert_with(|| json!([])));
+        if let Some(cs) = containers.and_then(Value::as_array_mut) {
+            cs.push(sidecar);
+        }
+    }
+    let mut sets = vec![PodSet { name: "head".into(), count: 1, template: head }];
     for g in spec.get("workerGroupSpecs").and_then(Value::as_array).into_iter().flatten() {
         let mut count = g.get("replicas").and_then(Value::as_i64).unwrap_or(1);
         let hosts = g.get("numOfHosts").and_then(Value::as_i64).unwrap_or(1);
@@ -268,6 +280,23 @@ mod tests {
         let r = pod_requests(&pod("1", "2Gi"));
         assert_eq!(to_json(&r), json!({"cpu": "1", "memory": "2Gi"}));
         assert_eq!(to_json(&times(&r, 2)), json!({"cpu": "2", "memory": "4Gi"}));
+    }
+
+    #[test]
+    fn an_autoscaled_head_counts_the_autoscaler_sidecar() {
+        let spec = |options: Value| {
+            json!({"enableInTreeAutoscaling": true, "autoscalerOptions": options,
+                   "headGroupSpec": {"template": pod("500m", "1Gi")}, "workerGroupSpecs": []})
+        };
+        let head = |spec: &Value| pod_requests(&ray_cluster_pod_sets(spec)[0].template);
+        assert_eq!(to_json(&head(&spec(Value::Null))), json!({"cpu": "1", "memory": "1536Mi"}));
+        let own = json!({"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}});
+        assert_eq!(to_json(&head(&spec(own))), json!({"cpu": "1500m", "memory": "2Gi"}));
+        let plain = json!({"headGroupSpec": {"template": pod("500m", "1Gi")}});
+        assert_eq!(to_json(&head(&plain)), json!({"cpu": "500m", "memory": "1Gi"}));
+        // A template that is not an object gains nothing and does not panic.
+        let odd = json!({"enableInTreeAutoscaling": true, "headGroupSpec": {"template": "x"}});
+        assert_eq!(ray_cluster_pod_sets(&odd)[0].template, json!("x"));
     }
 
     #[test]

@@ -99,4 +99,18 @@ impl SimError {
         let what = what.into();
         move |source| Self::Api { what, source }
     }
+
+    /// Whether trying again later may succeed: the API server could not be reached or answered
+    /// 429 or 5xx (as while kube-apiserver restarts). A kubelet retries such failures; it does
+    /// not stop.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Api { source: kube::Error::Api(status), .. } => status.code == 429 || status.code >= 500,
+            Self::Api { .. } => true,
+            Self::WatchEnded(_) | Self::Invalid(_) => false,
+        }
+    }
 }
+
+/// How long a simulated component waits before it tries a failed request again.
+pub(crate) const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);

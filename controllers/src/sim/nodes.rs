@@ -187,44 +187,58 @@ pub const NODE_LEASE_RENEW_INTERVAL: std::time::Duration = std::time::Duration::
 
 /// Renews the Lease `kube-node-lease/<node>` of every node every 10 s, creating it if missing
 /// (holder = the node, 40 s duration, owned by the Node), as kubelet does; node lifecycle
-/// controllers treat a node whose Lease stops moving as unhealthy. Runs until an error.
+/// controllers treat a node whose Lease stops moving as unhealthy. A renewal the API server
+/// could not take for a moment (it restarts) is tried again a second later; any other error
+/// ends it.
 pub async fn renew_node_leases(client: &Client, clock: &Clock, nodes: &[String]) -> Result<(), SimError> {
+    loop {
+        match renew_once(client, clock, nodes).await {
+            Ok(()) => tokio::time::sleep(NODE_LEASE_RENEW_INTERVAL).await,
+            Err(e) if e.is_transient() => {
+                tracing::debug!(error = %e, "renewing the node leases failed; trying again");
+                tokio::time::sleep(super::RETRY_AFTER).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Renews (or creates) the Lease of every node once.
+async fn renew_once(client: &Client, clock: &Clock, nodes: &[String]) -> Result<(), SimError> {
     use k8s_openapi::api::coordination::v1::Lease;
     let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
     let node_api: Api<Node> = Api::all(client.clone());
-    loop {
-        for name in nodes {
-            let renew = clock.now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
-            let patch = json!({"spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": renew}});
-            match leases.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => {
-                    let uid = node_api
-                        .get(name)
-                        .await
-                        .map_err(SimError::api(format!("reading node {name}")))?
-                        .metadata
-                        .uid
-                        .unwrap_or_default();
-                    let lease: Lease = serde_json::from_value(json!({
-                        "metadata": {
-                            "name": name,
-                            "namespace": "kube-node-lease",
-                            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}],
-                        },
-                        "spec": patch["spec"],
-                    }))
+    for name in nodes {
+        let renew = clock.now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+        let patch = json!({"spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": renew}});
+        match leases.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                let uid = node_api
+                    .get(name)
+                    .await
+                    .map_err(SimError::api(format!("reading node {name}")))?
+                    .metadata
+                    .uid
                     .unwrap_or_default();
-                    leases
-                        .create(&PostParams::default(), &lease)
-                        .await
-                        .map_err(SimError::api(format!("creating the lease of node {name}")))?;
-                }
-                Err(e) => return Err(SimError::api(format!("renewing the lease of node {name}"))(e)),
+                let lease: Lease = serde_json::from_value(json!({
+                    "metadata": {
+                        "name": name,
+                        "namespace": "kube-node-lease",
+                        "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}],
+                    },
+                    "spec": patch["spec"],
+                }))
+                .unwrap_or_default();
+                leases
+                    .create(&PostParams::default(), &lease)
+                    .await
+                    .map_err(SimError::api(format!("creating the lease of node {name}")))?;
             }
+            Err(e) => return Err(SimError::api(format!("renewing the lease of node {name}"))(e)),
         }
-        tokio::time::sleep(NODE_LEASE_RENEW_INTERVAL).await;
     }
+    Ok(())
 }
 
 #[cfg(test)]

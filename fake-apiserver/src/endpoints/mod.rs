@@ -72,6 +72,9 @@ pub(crate) struct Context {
     pub conflicts: parking_lot::Mutex<Vec<ConflictFault>>,
     /// Watch lags a test asked for (see [`WatchLag`]).
     pub watch_lags: parking_lot::Mutex<Vec<WatchLag>>,
+    /// How many times the server was restarted ([`crate::ApiServer::restart`]): every watch
+    /// open before a restart ends.
+    pub restarts: watch::Sender<u64>,
 }
 
 /// A fault a test injects: the next `count` updates and patches by `user` of `resource` (and
@@ -171,6 +174,7 @@ impl Context {
             requests: Default::default(),
             conflicts: Default::default(),
             watch_lags: Default::default(),
+            restarts: watch::channel(0).0,
         }
     }
 

@@ -268,6 +268,15 @@ impl ApiServer {
         self.ctx.state.write().store.compact();
     }
 
+    /// What clients see of a kube-apiserver restarting with etcd keeping the data: every open
+    /// watch ends, and the watch history is compacted, as the new process's watch cache starts
+    /// at the current resourceVersion (a client resuming a watch from an older one gets 410
+    /// Expired and lists again). Objects, resourceVersions and UIDs are kept.
+    pub fn restart(&self) {
+        self.compact();
+        self.ctx.restarts.send_modify(|n| *n += 1);
+    }
+
     /// The server's clock: every timestamp it writes comes from it.
     pub fn clock(&self) -> Clock {
         self.ctx.clock.clone()

@@ -11,6 +11,28 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+/// The knobs of a row on the fake backend: its actors', and the API server's `restart`.
+struct ServerKnobs {
+    server: ApiServer,
+    actors: crate::actors::ActorSet,
+}
+
+impl crate::engine::runner::Knobs for ServerKnobs {
+    fn turn(&self, actor: crate::suite::ActorName, knob: &str, value: &Value) -> Result<(), String> {
+        if actor != crate::suite::ActorName::KubeApiserver {
+            return self.actors.turn(actor, knob, value);
+        }
+        match (knob, value) {
+            ("restart", Value::Bool(true)) => {
+                self.server.restart();
+                Ok(())
+            }
+            ("restart", other) => Err(format!("knob restart takes true, not {other}")),
+            (other, _) => Err(format!("kube-apiserver has no knob {other:?} (it has: restart)")),
+        }
+    }
+}
+
 /// The fake API server's own write log as a row's timeline.
 pub struct ServerTimeline {
     server: ApiServer,
@@ -224,7 +246,7 @@ impl Backend for InProcessBackend {
                 client: server.client_as("kproof"),
                 namespace: "default".into(),
                 timeline: Arc::new(ServerTimeline::new(server.clone())),
-                knobs: Arc::new(actors),
+                knobs: Arc::new(ServerKnobs { server: server.clone(), actors }),
                 fixtures_dir: opts.fixtures_dir.clone(),
                 default_timeout: opts.default_timeout,
                 poll: opts.poll,

@@ -47,11 +47,15 @@ pub enum ActorName {
     DeviceTaintEviction,
     /// Kueue (reference controller, or the real one on the upstream backend).
     Kueue,
+    /// The API server itself, as a target of knob steps only (no actor starts for it): `restart`
+    /// restarts kube-apiserver on the upstream backend and makes the fake API server do what
+    /// clients see of one ([`fake_apiserver::ApiServer::restart`]).
+    KubeApiserver,
 }
 
 impl ActorName {
     /// Every actor, in start order.
-    pub const ALL: [ActorName; 14] = [
+    pub const ALL: [ActorName; 15] = [
         ActorName::Kuberay,
         ActorName::Scheduler,
         ActorName::Kubelet,
@@ -66,6 +70,7 @@ impl ActorName {
         ActorName::DraDriver,
         ActorName::DeviceTaintEviction,
         ActorName::Kueue,
+        ActorName::KubeApiserver,
     ];
 
     /// The name rows and knob steps use.
@@ -85,6 +90,7 @@ impl ActorName {
             ActorName::DraDriver => "dra-driver",
             ActorName::DeviceTaintEviction => "device-taint-eviction",
             ActorName::Kueue => "kueue",
+            ActorName::KubeApiserver => "kube-apiserver",
         }
     }
 }

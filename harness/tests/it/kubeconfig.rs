@@ -147,9 +147,9 @@ fn after_api_and_kueue_rows_against_kproof_serve_only_what_it_started_with_is_le
         kube::Client::try_from(config).unwrap()
     });
     let before = runtime.block_on(objects(&client));
-    // Rows that make cluster-scoped objects: the API table's CRD, Kueue's ResourceFlavor and
-    // ClusterQueue (`cluster-queue`, which the Kueue rows share with its quota, so they run one
-    // at a time, each creating the queues anew after the one before deleted them).
+    // Rows that make cluster-scoped objects: the API table's CRD, Kueue's ResourceFlavor (the
+    // same `default` for every row: shared, deleted by the last row that touched it) and each
+    // row's own ClusterQueue (`cluster-queue-${row}`).
     let kueue_rows = [
         "kq-raycluster-runs-when-admitted",
         "kq-raycluster-waits-for-quota-best-effort-fifo",

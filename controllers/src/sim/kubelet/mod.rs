@@ -319,8 +319,20 @@ impl Kubelet {
                 continue;
             }
             let pass = Pass { every_pod, nodes_seen: &mut nodes_seen };
-            wake = self.pass(&pods, &nodes, &mut tracks, &mut next_ip, pass).await?;
-            every_pod = false;
+            match self.pass(&pods, &nodes, &mut tracks, &mut next_ip, pass).await {
+                Ok(next) => {
+                    wake = next;
+                    every_pod = false;
+                }
+                // The API server could not take a write for a moment (it restarts): step every
+                // pod again shortly, as a kubelet retries its status updates.
+                Err(e) if e.is_transient() => {
+                    tracing::debug!(error = %e, "a kubelet pass failed; trying again");
+                    wake = Some(Instant::now() + super::RETRY_AFTER);
+                    every_pod = true;
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
 

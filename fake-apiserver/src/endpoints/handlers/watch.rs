@@ -37,6 +37,8 @@ struct Watcher {
     cursor: u64,
     changed: watch::Receiver<u64>,
     stop: Option<watch::Receiver<bool>>,
+    /// Changes when the server restarts, which ends the watch.
+    restarted: watch::Receiver<u64>,
     bookmarks: bool,
     /// Ends the watch. One timer for the watch's life, not one per wait.
     deadline: Pin<Box<Sleep>>,
@@ -250,6 +252,7 @@ impl Watcher {
                 }
                 _ = self.deadline.as_mut() => return None,
                 _ = stop => return None,
+                _ = self.restarted.changed() => return None,
             }
         }
     }
@@ -293,6 +296,7 @@ pub(super) fn handle(call: Call) -> ApiResult<Response> {
         cursor: 0,
         changed,
         stop: stop.map(|s| s.0),
+        restarted: ctx.restarts.subscribe(),
         bookmarks: query.allow_watch_bookmarks,
         deadline: Box::pin(tokio::time::sleep_until(now + timeout)),
         next_bookmark: Box::pin(tokio::time::sleep_until(now + ctx.settings.bookmark_interval.min(timeout))),

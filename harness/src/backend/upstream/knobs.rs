@@ -11,11 +11,12 @@
 //!   reconcile an object before an older write to another kind reaches its cache.
 //!
 //! Starting again waits until the operator's health endpoint answers ready (Kueue's webhooks
-//! answer only then). Rows that turn knobs run on a plane of their own, so no other row sees an
+//! answer only then). kube-apiserver restarts the same way (`restart`; etcd keeps the data), and
+//! waits for its `/readyz`. Rows that turn knobs run on a plane of their own, so no other row sees an
 //! operator stopped.
 
 use crate::actors::ActorSet;
-use crate::backend::upstream::plane::{ControlPlane, KUEUE, RAY_OPERATOR};
+use crate::backend::upstream::plane::{ControlPlane, KUBE_APISERVER, KUEUE, RAY_OPERATOR};
 use crate::engine::runner::Knobs;
 use crate::suite::ActorName;
 use serde_json::Value;
@@ -34,6 +35,7 @@ pub fn process_of(actor: ActorName) -> Option<&'static str> {
     match actor {
         ActorName::Kuberay => Some(RAY_OPERATOR),
         ActorName::Kueue => Some(KUEUE),
+        ActorName::KubeApiserver => Some(KUBE_APISERVER),
         _ => None,
     }
 }
@@ -46,6 +48,9 @@ impl Knobs for PlaneKnobs {
         };
         let mut plane = self.plane.lock();
         let plane = plane.as_mut().ok_or("the control plane was stopped")?;
+        if actor == ActorName::KubeApiserver && knob != "restart" {
+            return Err(format!("kube-apiserver has no knob {knob:?} (it has: restart)"));
+        }
         let flag = |v: &Value| v.as_bool().ok_or_else(|| format!("knob {knob} takes true or false, not {v}"));
         match knob {
             "paused" if flag(value)? => plane.stop_component(process).map(|_| ()).map_err(|e| e.to_string()),

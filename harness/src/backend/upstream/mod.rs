@@ -419,7 +419,9 @@ impl Backend for UpstreamBackend {
     fn turns_knobs_of(&self, actor: ActorName) -> bool {
         // The simulated actors run in this process; the real operators' processes stop, freeze
         // and restart (`knobs::PlaneKnobs`).
-        self.sims.names().contains(&actor) || (knobs::process_of(actor).is_some() && self.actors.contains(&actor))
+        self.sims.names().contains(&actor)
+            || actor == ActorName::KubeApiserver
+            || (knobs::process_of(actor).is_some() && self.actors.contains(&actor))
     }
 
     fn components(&self) -> BTreeMap<String, String> {

@@ -66,6 +66,8 @@ pub const RUNTIME_CONFIG: [&str; 1] = ["scheduling.k8s.io/v1beta1=true"];
 pub const RAY_OPERATOR: &str = "ray-operator";
 /// Kueue's component name (its process and log).
 pub const KUEUE: &str = "kueue";
+/// kube-apiserver's component name (its process and log).
+pub const KUBE_APISERVER: &str = "kube-apiserver";
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -350,7 +352,7 @@ impl ControlPlane {
             self.audit_log = Some(log);
         }
         self.supervisor.spawn(
-            "kube-apiserver",
+            KUBE_APISERVER,
             &build.bin("kube-apiserver"),
             &apiserver,
             &[],
@@ -572,11 +574,19 @@ impl ControlPlane {
         self.supervisor.freeze(component, frozen)
     }
 
-    /// Waits up to two minutes for `component`'s health endpoint, if it has one, to answer ready.
+    /// Waits up to two minutes for `component`'s health endpoint, if it has one, to answer ready
+    /// (kube-apiserver's `/readyz`, the operators' probe ports).
     fn wait_ready(&mut self, component: &str) -> Result<(), ProcessError> {
-        let Some(&port) = self.health.get(component) else { return Ok(()) };
+        let ready: Box<dyn Fn() -> bool> = match self.health.get(component) {
+            Some(&port) => Box::new(move || http_ok(port, "/readyz")),
+            None if component == KUBE_APISERVER => {
+                let kubeconfig = self.kubeconfig.clone();
+                Box::new(move || apiserver_ready(&kubeconfig))
+            }
+            None => return Ok(()),
+        };
         let deadline = Instant::now() + Duration::from_secs(120);
-        while !http_ok(port, "/readyz") {
+        while !ready() {
             self.supervisor.check()?;
             if Instant::now() >= deadline {
                 return Err(ProcessError::NotReady(component.to_string()));
@@ -604,6 +614,20 @@ impl Drop for ControlPlane {
 }
 
 /// Whether kube-apiserver's `/readyz` answers `ok`.
+/// Whether the kube-apiserver `kubeconfig` reaches answers `/readyz` with ok, asked from a
+/// thread of its own (callers may be inside a tokio runtime, which cannot block on another).
+fn apiserver_ready(kubeconfig: &Path) -> bool {
+    let kubeconfig = kubeconfig.to_path_buf();
+    let ask = move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+        runtime.block_on(async {
+            let client = crate::backend::upstream::client_from(&kubeconfig).await.ok()?;
+            Some(readyz(&client).await)
+        })
+    };
+    std::thread::spawn(ask).join().ok().flatten().unwrap_or(false)
+}
+
 async fn readyz(client: &kube::Client) -> bool {
     let Ok(request) = http::Request::get("/readyz").body(Vec::new()) else { return false };
     matches!(tokio::time::timeout(Duration::from_secs(2), client.request_text(request)).await, Ok(Ok(text)) if text.trim() == "ok")

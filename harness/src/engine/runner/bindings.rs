@@ -23,7 +23,8 @@ pub(super) fn substitute(v: &Value, bindings: &BTreeMap<String, String>) -> Valu
 pub(super) fn row_token(namespace: &str) -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     // FNV-1a: stable across runs and platforms, unlike the standard library's hasher.
-    let mut hash = namespace.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let mut hash =
+        namespace.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
     (0..5)
         .map(|_| {
             let c = ALPHABET[(hash % ALPHABET.len() as u64) as usize] as char;

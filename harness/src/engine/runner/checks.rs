@@ -103,8 +103,12 @@ impl RowRun<'_> {
     }
 
     /// A timeline pattern's kind must be one the backend serves: a misspelt kind matches no
-    /// write, and `never` or `atMost` over it would hold for no reason.
+    /// write, and `never` or `atMost` over it would hold for no reason. Nor may the record of
+    /// that kind have a gap (a watch recorder that lost writes).
     async fn require_served_kind(&mut self, pattern: &EventMatch, entries: &TimelineEntries) -> Result<(), RowFailure> {
+        if let Some(gap) = self.ctx.timeline.gap(pattern.kind.as_deref()) {
+            return Err(RowFailure::plain(format!("cannot judge the timeline: {gap}")));
+        }
         let Some(kind) = pattern.kind.as_deref() else { return Ok(()) };
         if entries.iter().any(|w| w.meta.get("kind").and_then(Value::as_str) == Some(kind)) {
             return Ok(());

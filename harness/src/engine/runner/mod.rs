@@ -75,6 +75,12 @@ pub trait Timeline: Send + Sync {
         Duration::ZERO
     }
 
+    /// Why the writes of `kind` (of any kind, for `None`) may be incomplete (a watch recorder
+    /// that lost part of its history), or `None` when the record is whole.
+    fn gap(&self, _kind: Option<&str>) -> Option<String> {
+        None
+    }
+
     /// A number that moves whenever a write lands (the server's resourceVersion), when the
     /// backend knows one. Waits re-read objects only after it moved: with no write in between,
     /// a check reads the same objects and must come out the same, so re-reading on every poll
