@@ -496,7 +496,7 @@ mod tests {
         }
         assert_eq!(
             "actor:kuberya".parse::<Capability>().unwrap_err(),
-            "unknown actor \"kuberya\" (known: kuberay, scheduler, kubelet, endpoints, ray-head, autoscaler, gateway, traffic, echo, resourceclaim-controller, podgroup-protection, dra-driver, device-taint-eviction, kueue)"
+            "unknown actor \"kuberya\" (known: kuberay, scheduler, kubelet, endpoints, ray-head, autoscaler, gateway, traffic, echo, resourceclaim-controller, podgroup-protection, dra-driver, device-taint-eviction, kueue, kube-apiserver)"
         );
         assert!("virtual_time".parse::<Capability>().unwrap_err().starts_with("unknown capability \"virtual_time\""));
     }

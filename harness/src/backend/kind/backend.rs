@@ -249,12 +249,13 @@ mod tests {
         let absent: Vec<String> = ABSENT.iter().map(|a| Capability::Actor(*a).to_string()).collect();
         let mut total = (0, 0);
         for suite in &suites {
-            let (mut runs, mut skips) = (0, 0);
+            let (mut runs, mut skips, mut for_knobs) = (0, 0, 0);
             for row in &suite.suite.rows {
                 match skip_reason(&Declared, row) {
                     None => runs += 1,
                     Some(why) => {
                         skips += 1;
+                        for_knobs += usize::from(why.contains("knobs of "));
                         assert!(why.starts_with("backend kind lacks "), "{why}");
                         for present in capabilities() {
                             let name = present.to_string();
@@ -268,7 +269,9 @@ mod tests {
                 }
             }
             println!("{}: {runs} rows run on kind, {skips} skipped", suite.suite.suite);
-            assert!(runs > 0, "no row of {} runs on kind", suite.suite.suite);
+            // The fault table turns the operators' knobs on every row, which kind does not offer.
+            let all_knobs = for_knobs == skips;
+            assert!(runs > 0 || all_knobs, "no row of {} runs on kind", suite.suite.suite);
             total = (total.0 + runs, total.1 + skips);
         }
         println!("catalogue: {} rows run on kind, {} skipped (absent actors: {})", total.0, total.1, absent.join(", "));

@@ -1,0 +1,11 @@
+//! Create bodies as protobuf (the `k8s\0` envelope around a `runtime.Unknown`), as client-go
+//! sends built-in kinds, as a dry run.
+#![no_main]
+use kproof_fuzz::{COLLECTIONS, Target, pick};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((which, body)) = pick(data) else { return };
+    let url = format!("{}?dryRun=All", COLLECTIONS[usize::from(which) % COLLECTIONS.len()]);
+    Target::get().send(http::Method::POST, &url, "application/vnd.kubernetes.protobuf", body.to_vec());
+});
