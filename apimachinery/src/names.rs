@@ -19,9 +19,38 @@ pub fn generate_name(prefix: &str) -> String {
     name
 }
 
+/// A suffix like [`generate_name`]'s drawn from `seed` instead of at random: the same seed gives
+/// the same five characters on every run and platform.
+pub fn stable_suffix(seed: &str) -> String {
+    let n = SUFFIX_ALPHABET.len() as u64;
+    let mut hash = fnv1a(seed);
+    (0..SUFFIX_LENGTH)
+        .map(|_| {
+            let c = char::from(SUFFIX_ALPHABET[(hash % n) as usize]);
+            hash /= n;
+            c
+        })
+        .collect()
+}
+
+/// A small stable hash (64-bit FNV-1a), for identifiers that must not change between runs, as
+/// the standard library's hasher may.
+pub fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stable_suffixes_depend_on_the_seed_only() {
+        let a = stable_suffix("kproof-rc-1-x7k2p");
+        assert_eq!(a, stable_suffix("kproof-rc-1-x7k2p"));
+        assert_ne!(a, stable_suffix("kproof-rc-1-x7k2q"));
+        assert_eq!(a.len(), SUFFIX_LENGTH);
+        assert!(a.bytes().all(|b| SUFFIX_ALPHABET.contains(&b)), "{a}");
+    }
 
     #[test]
     fn names_keep_the_prefix_and_fit_a_label() {

@@ -202,7 +202,7 @@ pub(crate) fn refers_to(parent: &ParentReference, route_ns: &str, gateway_ns: &s
 
 /// A stable address in the service range for a Gateway.
 fn address_for(ns: &str, name: &str) -> String {
-    let h = super::nodes::fnv(&format!("{ns}/{name}"));
+    let h = apimachinery::names::fnv1a(&format!("{ns}/{name}"));
     format!("10.96.{}.{}", (h >> 8) % 250 + 1, h % 250 + 2)
 }
 

@@ -130,7 +130,7 @@ fn registered_status(node: &Node, index: usize, now: &str) -> Value {
         {"type": "InternalIP", "address": format!("172.18.0.{}", index + 2)},
         {"type": "Hostname", "address": name},
     ]);
-    let machine_id = format!("{:032x}", fnv(&name) as u128 * 0x1_0000_0001);
+    let machine_id = format!("{:032x}", apimachinery::names::fnv1a(&name) as u128 * 0x1_0000_0001);
     status["nodeInfo"] = json!({
         "architecture": "amd64",
         "bootID": machine_id,
@@ -145,11 +145,6 @@ fn registered_status(node: &Node, index: usize, now: &str) -> Value {
     });
     status["daemonEndpoints"] = json!({"kubeletEndpoint": {"Port": 10250}});
     status
-}
-
-/// A small stable hash (FNV-1a), for identifiers that must not change between runs.
-pub(crate) fn fnv(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Registers `nodes` as a kubelet would: creates each Node (an existing one is kept) with

@@ -318,54 +318,52 @@ fn record_event(
     terminating: &mut BTreeSet<String>,
     last: &mut BTreeMap<String, Value>,
 ) -> Option<String> {
-    {
-        let (change, mut verb, obj) = match ev {
-            WatchEvent::Added(o) => ("ADDED", "create", o),
-            WatchEvent::Modified(o) => ("MODIFIED", "update", o),
-            WatchEvent::Deleted(o) => ("DELETED", "delete", o),
-            _ => return None,
-        };
-        let rv = obj.metadata.resource_version.clone();
-        let uid = obj.metadata.uid.clone().unwrap_or_default();
-        if change == "DELETED" {
-            terminating.remove(&uid);
-        } else if obj.metadata.deletion_timestamp.is_some() && terminating.insert(uid.clone()) {
-            verb = "delete";
-        }
-        if let (Some(keep), Some(ns)) = (namespaces, obj.metadata.namespace.as_ref())
-            && !keep.contains(ns)
-        {
-            return rv;
-        }
-        let manager = obj.metadata.managed_fields.as_ref().and_then(|m| m.last()).and_then(|m| m.manager.clone());
-        let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
-        let subresource = match change {
-            "MODIFIED" => last.get(&uid).and_then(|before| status_write(before, &value)),
-            _ => None,
-        };
-        if change == "DELETED" {
-            last.remove(&uid);
-        } else {
-            last.insert(uid, value.clone());
-        }
-        let mut meta = json!({
-            "resourceVersion": obj.metadata.resource_version.as_deref().and_then(|r| r.parse::<u64>().ok()).unwrap_or(0),
-            "verb": verb,
-            "change": change,
-            "apiVersion": ar.api_version,
-            "kind": ar.kind,
-            "namespace": obj.metadata.namespace.clone().unwrap_or_default(),
-            "name": obj.metadata.name.clone().unwrap_or_default(),
-            "uid": obj.metadata.uid.clone().unwrap_or_default(),
-            "userAgent": "",
-            "fieldManager": manager,
-        });
-        if let Some(sub) = subresource {
-            meta["subresource"] = json!(sub);
-        }
-        sink.writes.lock().push((meta, value));
-        rv
+    let (change, mut verb, obj) = match ev {
+        WatchEvent::Added(o) => ("ADDED", "create", o),
+        WatchEvent::Modified(o) => ("MODIFIED", "update", o),
+        WatchEvent::Deleted(o) => ("DELETED", "delete", o),
+        _ => return None,
+    };
+    let rv = obj.metadata.resource_version.clone();
+    let uid = obj.metadata.uid.clone().unwrap_or_default();
+    if change == "DELETED" {
+        terminating.remove(&uid);
+    } else if obj.metadata.deletion_timestamp.is_some() && terminating.insert(uid.clone()) {
+        verb = "delete";
     }
+    if let (Some(keep), Some(ns)) = (namespaces, obj.metadata.namespace.as_ref())
+        && !keep.contains(ns)
+    {
+        return rv;
+    }
+    let manager = obj.metadata.managed_fields.as_ref().and_then(|m| m.last()).and_then(|m| m.manager.clone());
+    let value = serde_json::to_value(&obj).unwrap_or(Value::Null);
+    let subresource = match change {
+        "MODIFIED" => last.get(&uid).and_then(|before| status_write(before, &value)),
+        _ => None,
+    };
+    if change == "DELETED" {
+        last.remove(&uid);
+    } else {
+        last.insert(uid, value.clone());
+    }
+    let mut meta = json!({
+        "resourceVersion": obj.metadata.resource_version.as_deref().and_then(|r| r.parse::<u64>().ok()).unwrap_or(0),
+        "verb": verb,
+        "change": change,
+        "apiVersion": ar.api_version,
+        "kind": ar.kind,
+        "namespace": obj.metadata.namespace.clone().unwrap_or_default(),
+        "name": obj.metadata.name.clone().unwrap_or_default(),
+        "uid": obj.metadata.uid.clone().unwrap_or_default(),
+        "userAgent": "",
+        "fieldManager": manager,
+    });
+    if let Some(sub) = subresource {
+        meta["subresource"] = json!(sub);
+    }
+    sink.writes.lock().push((meta, value));
+    rv
 }
 
 /// `Some("status")` when `after` differs from `before` only in its status (and the bookkeeping

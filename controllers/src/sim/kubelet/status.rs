@@ -18,7 +18,7 @@ pub(super) fn pod_annotation(pod: &Pod, key: &str) -> Option<String> {
 
 /// 64 stable hex digits from `seed`.
 fn hex64(seed: &str) -> String {
-    (0..4).map(|i| format!("{:016x}", crate::sim::nodes::fnv(&format!("{i}/{seed}")))).collect()
+    (0..4).map(|i| format!("{:016x}", apimachinery::names::fnv1a(&format!("{i}/{seed}")))).collect()
 }
 
 pub(super) fn container_id(pod: &Pod, container: &str, restart: i32) -> String {

@@ -613,7 +613,6 @@ impl Drop for ControlPlane {
     }
 }
 
-/// Whether kube-apiserver's `/readyz` answers `ok`.
 /// Whether the kube-apiserver `kubeconfig` reaches answers `/readyz` with ok, asked from a
 /// thread of its own (callers may be inside a tokio runtime, which cannot block on another).
 fn apiserver_ready(kubeconfig: &Path) -> bool {
@@ -628,6 +627,7 @@ fn apiserver_ready(kubeconfig: &Path) -> bool {
     std::thread::spawn(ask).join().ok().flatten().unwrap_or(false)
 }
 
+/// Whether kube-apiserver's `/readyz` answers `ok`.
 async fn readyz(client: &kube::Client) -> bool {
     let Ok(request) = http::Request::get("/readyz").body(Vec::new()) else { return false };
     matches!(tokio::time::timeout(Duration::from_secs(2), client.request_text(request)).await, Ok(Ok(text)) if text.trim() == "ok")

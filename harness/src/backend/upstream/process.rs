@@ -323,4 +323,26 @@ mod tests {
         assert!(matches!(sup.stop_one("nobody"), Err(ProcessError::Unknown(_))));
         assert!(sup.stop_all().is_empty());
     }
+
+    #[test]
+    fn a_frozen_component_is_silent_until_it_goes_on() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("t.log");
+        let mut sup = Supervisor::default();
+        // Prints a line every 20 ms: frozen, its log stops growing.
+        let script = "while :; do echo tick; sleep 0.02; done";
+        let pid =
+            sup.spawn("ticker", Path::new("/bin/sh"), &["-c".into(), script.into()], &[], &log).expect("spawn").pid();
+        std::thread::sleep(Duration::from_millis(200));
+        sup.freeze("ticker", true).expect("freeze");
+        std::thread::sleep(Duration::from_millis(100));
+        let frozen_at = std::fs::read_to_string(&log).expect("log").len();
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(std::fs::read_to_string(&log).expect("log").len(), frozen_at, "no tick while frozen");
+        sup.freeze("ticker", false).expect("thaw");
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(std::fs::read_to_string(&log).expect("log").len() > frozen_at, "ticks again once thawed");
+        assert_eq!(sup.components()[0].pid(), pid, "the same process throughout");
+        assert!(sup.stop_all().is_empty());
+    }
 }

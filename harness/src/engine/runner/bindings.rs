@@ -21,17 +21,7 @@ pub(super) fn substitute(v: &Value, bindings: &BTreeMap<String, String>) -> Valu
 /// where the namespace itself would be too long for a label value. The same on every run of a
 /// row on the fake backend (its namespace is always `default`).
 pub(super) fn row_token(namespace: &str) -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    // FNV-1a: stable across runs and platforms, unlike the standard library's hasher.
-    let mut hash =
-        namespace.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-    (0..5)
-        .map(|_| {
-            let c = ALPHABET[(hash % ALPHABET.len() as u64) as usize] as char;
-            hash /= ALPHABET.len() as u64;
-            c
-        })
-        .collect()
+    apimachinery::names::stable_suffix(namespace)
 }
 
 pub(super) fn substitute_str(s: &str, bindings: &BTreeMap<String, String>) -> String {
