@@ -22,6 +22,10 @@ struct Args {
     /// Largest accepted request body, in bytes.
     #[arg(long, default_value_t = 3 * 1024 * 1024)]
     max_body_bytes: usize,
+    /// Requests handled at once before new ones get 429 with `Retry-After` (kube-apiserver's
+    /// `--max-requests-inflight`; 0: no limit).
+    #[arg(long, default_value_t = 400)]
+    max_requests_inflight: usize,
     /// kube-apiserver feature gates, `Name=true,Other=false` (unknown names are refused).
     #[arg(long, value_name = "GATES")]
     feature_gates: Vec<String>,
@@ -49,6 +53,7 @@ async fn main() -> anyhow::Result<()> {
     let config = Config {
         history: args.history,
         max_request_body_bytes: args.max_body_bytes,
+        max_requests_in_flight: args.max_requests_inflight,
         feature_gates,
         rbac: args.rbac,
         ..Config::default()

@@ -79,6 +79,22 @@ where
         Ok(Api::<K>::namespaced(client.clone(), ns).get_opt(name).await?.map(Arc::new))
     }
 
+    /// `r.Get` answered by the informer alone once it has synced: an object created a moment
+    /// ago is missing until the watch brings it. The scale expectations read this way, as
+    /// KubeRay's `isPodScaled` reads through the manager's cache client, so a pass waits for
+    /// the watch (a live read would satisfy them while `list` still shows the old pods).
+    pub async fn get_from_informer(
+        &self,
+        client: &kube::Client,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<Arc<K>>, kube::Error> {
+        if self.synced() {
+            return Ok(self.store.get(&ObjectRef::new(name).within(ns)));
+        }
+        Ok(Api::<K>::namespaced(client.clone(), ns).get_opt(name).await?.map(Arc::new))
+    }
+
     /// `r.Get` where a missing object is the server's NotFound error, as controller-runtime
     /// returns it.
     pub async fn get_or_not_found(&self, client: &kube::Client, ns: &str, name: &str) -> Result<Arc<K>, kube::Error> {

@@ -1,5 +1,5 @@
 //! `expectations.RayClusterScaleExpectation`: a group is not reconciled again until the pods
-//! a pass created or deleted show up as such.
+//! a pass created or deleted show up as such in the informer.
 
 use super::*;
 
@@ -54,7 +54,7 @@ impl ScaleExpectations {
         pending.sort_by(|a, b| a.0.cmp(&b.0));
         for (key, expected) in pending {
             let name = key.split_once('/').map(|(_, n)| n).unwrap_or_default();
-            let exists = match pods.cache.get(pods.client, ns, name).await {
+            let exists = match pods.cache.get_from_informer(pods.client, ns, name).await {
                 Ok(p) => p.is_some(),
                 Err(_) => return false,
             };
