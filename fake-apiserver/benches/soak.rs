@@ -163,9 +163,13 @@ fn start_server(history: usize) -> (Child, String, Arc<Mutex<History>>) {
     std::thread::spawn(move || {
         for line in lines.map_while(Result::ok) {
             let f: Vec<&str> = line.split(' ').collect();
-            let (Some(rv), Some(change), Some(kind), Some(ns), Some(name)) =
-                (f.first().and_then(|v| v.parse::<u64>().ok()), f.get(1).and_then(|c| change_code(c)), f.get(2), f.get(3), f.get(4))
-            else {
+            let (Some(rv), Some(change), Some(kind), Some(ns), Some(name)) = (
+                f.first().and_then(|v| v.parse::<u64>().ok()),
+                f.get(1).and_then(|c| change_code(c)),
+                f.get(2),
+                f.get(3),
+                f.get(4),
+            ) else {
                 continue;
             };
             let mut h = sink.lock();
@@ -305,6 +309,10 @@ fn payload(rng: &mut StdRng) -> serde_json::Value {
     json!({"t": now_nanos().to_string(), "v": filler})
 }
 
+/// What a write answered: the change it made and the object, `None` for a delete (its answer is
+/// a `Status`) or an update refused as expected.
+type Written = Result<Option<(u8, ConfigMap)>, kube::Error>;
+
 #[derive(Default)]
 struct WriterReport {
     latencies: Latencies,
@@ -355,27 +363,45 @@ async fn writer(client: kube::Client, index: usize, shared: Arc<Shared>) -> Writ
         let data = payload(&mut rng);
         let t = Instant::now();
         let (api, client, ns, name) = (&api, &client, ns.as_str(), name.as_str());
-        let (verb, result): (&'static str, Result<Option<(u8, ConfigMap)>, kube::Error>) = match present[k].clone() {
+        let (verb, result): (&'static str, Written) = match present[k].clone() {
             None if rng.random_ratio(1, 4) => {
                 let body = &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data});
                 let pp = &PatchParams::apply("soak");
-                ("apply (create)", retrying(&shared, move || async move { api.patch(name, pp, &Patch::Apply(body)).await }).await.map(|o| Some((0, o))))
+                (
+                    "apply (create)",
+                    retrying(&shared, move || async move { api.patch(name, pp, &Patch::Apply(body)).await })
+                        .await
+                        .map(|o| Some((0, o))),
+                )
             }
             None => {
                 let cm: &ConfigMap =
                     &serde_json::from_value(json!({"metadata": {"name": name}, "data": data})).expect("configmap");
-                ("create", retrying(&shared, move || async move { api.create(&PostParams::default(), cm).await }).await.map(|o| Some((0, o))))
+                (
+                    "create",
+                    retrying(&shared, move || async move { api.create(&PostParams::default(), cm).await })
+                        .await
+                        .map(|o| Some((0, o))),
+                )
             }
             Some(mut current) => match rng.random_range(0..100) {
                 0..30 => {
                     current.data = serde_json::from_value(data).ok();
                     let current = &current;
-                    ("update", retrying(&shared, move || async move { api.replace(name, &PostParams::default(), current).await }).await.map(|o| Some((1, o))))
+                    (
+                        "update",
+                        retrying(
+                            &shared,
+                            move || async move { api.replace(name, &PostParams::default(), current).await },
+                        )
+                        .await
+                        .map(|o| Some((1, o))),
+                    )
                 }
                 30..33 => {
                     // A stale resourceVersion must get 409 Conflict and change nothing.
                     current.metadata.resource_version = Some("1".into());
-                    match api.replace(&name, &PostParams::default(), &current).await {
+                    match api.replace(name, &PostParams::default(), &current).await {
                         Err(kube::Error::Api(s)) if s.code == 409 => {
                             report.conflicts += 1;
                             ("update (stale: 409)", Ok(None))
@@ -389,25 +415,55 @@ async fn writer(client: kube::Client, index: usize, shared: Arc<Shared>) -> Writ
                 }
                 33..48 => {
                     let patch = &json!({"data": data});
-                    ("patch (merge)", retrying(&shared, move || async move { api.patch(name, &PatchParams::default(), &Patch::Merge(patch)).await }).await.map(|o| Some((1, o))))
+                    (
+                        "patch (merge)",
+                        retrying(&shared, move || async move {
+                            api.patch(name, &PatchParams::default(), &Patch::Merge(patch)).await
+                        })
+                        .await
+                        .map(|o| Some((1, o))),
+                    )
                 }
                 48..63 => {
                     let patch = &json!({"data": data});
-                    ("patch (strategic)", retrying(&shared, move || async move { api.patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await }).await.map(|o| Some((1, o))))
+                    (
+                        "patch (strategic)",
+                        retrying(&shared, move || async move {
+                            api.patch(name, &PatchParams::default(), &Patch::Strategic(patch)).await
+                        })
+                        .await
+                        .map(|o| Some((1, o))),
+                    )
                 }
                 63..73 => {
                     let patch = &json!([
                         {"op": "test", "path": "/metadata/resourceVersion", "value": current.metadata.resource_version},
                         {"op": "replace", "path": "/data", "value": data}
                     ]);
-                    ("patch (json)", retrying(&shared, move || async move { json_patch(client, ns, name, patch).await }).await.map(|o| Some((1, o))))
+                    (
+                        "patch (json)",
+                        retrying(&shared, move || async move { json_patch(client, ns, name, patch).await })
+                            .await
+                            .map(|o| Some((1, o))),
+                    )
                 }
                 73..80 => {
-                    let body = &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data});
+                    let body =
+                        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data});
                     let pp = &PatchParams::apply("soak");
-                    ("apply", retrying(&shared, move || async move { api.patch(name, pp, &Patch::Apply(body)).await }).await.map(|o| Some((1, o))))
+                    (
+                        "apply",
+                        retrying(&shared, move || async move { api.patch(name, pp, &Patch::Apply(body)).await })
+                            .await
+                            .map(|o| Some((1, o))),
+                    )
                 }
-                _ => ("delete", retrying(&shared, move || async move { api.delete(name, &DeleteParams::default()).await }).await.map(|_| None)),
+                _ => (
+                    "delete",
+                    retrying(&shared, move || async move { api.delete(name, &DeleteParams::default()).await })
+                        .await
+                        .map(|_| None),
+                ),
             },
         };
         match result {
@@ -430,7 +486,12 @@ async fn writer(client: kube::Client, index: usize, shared: Arc<Shared>) -> Writ
 
 /// A JSON patch (RFC 6902), sent as it is: kube's typed `Patch::Json` needs a feature the
 /// workspace does not build.
-async fn json_patch(client: &kube::Client, ns: &str, name: &str, patch: &serde_json::Value) -> Result<ConfigMap, kube::Error> {
+async fn json_patch(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    patch: &serde_json::Value,
+) -> Result<ConfigMap, kube::Error> {
     let request = http::Request::patch(format!("/api/v1/namespaces/{ns}/configmaps/{name}"))
         .header(http::header::CONTENT_TYPE, "application/json-patch+json")
         .body(serde_json::to_vec(patch).expect("patch"))
@@ -461,7 +522,11 @@ async fn paged_list(api: &Api<ConfigMap>, limit: u32, shared: &Shared) -> Result
                 shared.error("the pages of one list have different resourceVersions".into());
             }
             for cm in &page.items {
-                names.push(format!("{}/{}", cm.metadata.namespace.as_deref().unwrap_or_default(), cm.metadata.name.as_deref().unwrap_or_default()));
+                names.push(format!(
+                    "{}/{}",
+                    cm.metadata.namespace.as_deref().unwrap_or_default(),
+                    cm.metadata.name.as_deref().unwrap_or_default()
+                ));
                 items.push(ev_of(0, cm));
             }
             token = page.metadata.continue_.filter(|t| !t.is_empty());
@@ -654,7 +719,8 @@ fn run(opts: Opts) -> bool {
             let scope = (i < opts.ns_watchers).then_some((i % opts.writers) as u16);
             watchers.push(tokio::spawn(watcher(client.clone(), i, scope, shared.clone())));
         }
-        let stallers: Vec<_> = (0..opts.stallers).map(|_| tokio::spawn(staller(client.clone(), shared.clone()))).collect();
+        let stallers: Vec<_> =
+            (0..opts.stallers).map(|_| tokio::spawn(staller(client.clone(), shared.clone()))).collect();
         let mut memory = Vec::new();
         let deadline = Duration::from_secs(opts.secs);
         while shared.started.elapsed() < deadline {
@@ -752,8 +818,11 @@ fn check_lists(history: &[Ev], writers: &[WriterReport], watchers: &[WatcherRepo
             }
             next += 1;
         }
-        let mut want: Vec<(u16, u32, u64)> =
-            state.iter().filter(|((ns, _), _)| s.scope.is_none_or(|x| x == *ns)).map(|((ns, o), rv)| (*ns, *o, *rv)).collect();
+        let mut want: Vec<(u16, u32, u64)> = state
+            .iter()
+            .filter(|((ns, _), _)| s.scope.is_none_or(|x| x == *ns))
+            .map(|((ns, o), rv)| (*ns, *o, *rv))
+            .collect();
         let mut got: Vec<(u16, u32, u64)> = s.items.iter().map(|e| (e.ns, e.obj, e.rv)).collect();
         want.sort();
         got.sort();
@@ -810,12 +879,38 @@ fn report(
     for w in watchers {
         latencies.merge(w.latencies);
     }
-    println!("soak: {:.0} s against fake-apiserver over loopback TCP (its own process, history window {})", elapsed.as_secs_f64(), opts.history);
-    println!("  load: {} writers at {} writes/s in all, {} objects each; {} watchers of one namespace, {} of all; {} stalled watchers in alternate {} s phases", opts.writers, opts.rate, opts.objects, opts.ns_watchers, opts.all_watchers, opts.stallers, opts.phase.as_secs());
-    println!("  writes acknowledged: {writes}; paginated lists by writers: {lists}; stale updates refused with 409: {conflicts}; 429s retried: {}", shared.too_many_requests.load(Ordering::Relaxed));
-    println!("  watches opened: {watches}; 410 Gone then relisted: {gone}; chains (list + watches until the next list): {chains}; stalled watches held: {stalls}");
-    println!("  server history: {} ConfigMap writes, newest resourceVersion {}, gaps {}", history.writes.len(), history.last, history.gaps);
-    println!("\n  {:<26} {:>9} {:>10} {:>10} {:>12} {:>12}", "latency (ms)", "samples", "p50", "p99", "p99 free", "p99 stalled");
+    println!(
+        "soak: {:.0} s against fake-apiserver over loopback TCP (its own process, history window {})",
+        elapsed.as_secs_f64(),
+        opts.history
+    );
+    println!(
+        "  load: {} writers at {} writes/s in all, {} objects each; {} watchers of one namespace, {} of all; {} stalled watchers in alternate {} s phases",
+        opts.writers,
+        opts.rate,
+        opts.objects,
+        opts.ns_watchers,
+        opts.all_watchers,
+        opts.stallers,
+        opts.phase.as_secs()
+    );
+    println!(
+        "  writes acknowledged: {writes}; paginated lists by writers: {lists}; stale updates refused with 409: {conflicts}; 429s retried: {}",
+        shared.too_many_requests.load(Ordering::Relaxed)
+    );
+    println!(
+        "  watches opened: {watches}; 410 Gone then relisted: {gone}; chains (list + watches until the next list): {chains}; stalled watches held: {stalls}"
+    );
+    println!(
+        "  server history: {} ConfigMap writes, newest resourceVersion {}, gaps {}",
+        history.writes.len(),
+        history.last,
+        history.gaps
+    );
+    println!(
+        "\n  {:<26} {:>9} {:>10} {:>10} {:>12} {:>12}",
+        "latency (ms)", "samples", "p50", "p99", "p99 free", "p99 stalled"
+    );
     for (what, [free, stalled]) in &mut latencies.0 {
         let mut all: Vec<u32> = free.iter().chain(stalled.iter()).copied().collect();
         println!(
@@ -855,7 +950,11 @@ fn report(
     for (what, n) in errors.iter() {
         println!("  error x{n}: {what}");
     }
-    println!("  load average before: {}  after: {}", load_before.trim(), std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
+    println!(
+        "  load average before: {}  after: {}",
+        load_before.trim(),
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
+    );
     let mut failures = Vec::new();
     if v.events_checked == 0 || v.lists_checked == 0 || v.acknowledged_checked == 0 {
         failures.push("nothing was checked".to_string());

@@ -32,6 +32,10 @@ struct Args {
     /// Authorize requests with RBAC (`--authorization-mode=RBAC`); off, everyone may do everything.
     #[arg(long)]
     rbac: bool,
+    /// envtest mode: kube-apiserver and etcd alone, as controller-runtime's envtest runs them
+    /// (no garbage collector, no namespace deletion), for operators' envtest suites.
+    #[arg(long)]
+    envtest: bool,
     /// Serve HTTPS with a fresh self-signed certificate the kubeconfigs trust (kubectl sends a
     /// kubeconfig's token only over TLS, so identities and RBAC need it).
     #[arg(long)]
@@ -56,6 +60,7 @@ async fn main() -> anyhow::Result<()> {
         max_requests_in_flight: args.max_requests_inflight,
         feature_gates,
         rbac: args.rbac,
+        envtest: args.envtest,
         ..Config::default()
     };
     let server = ApiServer::new(config);

@@ -141,7 +141,8 @@ impl RayAutoscaler {
                 {
                     continue;
                 }
-                self.pass(&clusters, &pods, &services, &mut surplus_since).await?;
+                // A pass that failed for a moment is tried again at the next interval.
+                super::tolerate("autoscaler", self.pass(&clusters, &pods, &services, &mut surplus_since).await)?;
             }
         };
         tokio::select! {

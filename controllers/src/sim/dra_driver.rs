@@ -101,10 +101,17 @@ impl DraDriver {
                     if published.contains(slice.name()) {
                         continue;
                     }
-                    match api.create(&PostParams::default(), &slice).await {
-                        Ok(_) => {}
-                        Err(kube::Error::Api(s)) if s.code == 409 => {}
-                        Err(e) => return Err(SimError::api(format!("publishing ResourceSlice {}", slice.name()))(e)),
+                    loop {
+                        let created = match api.create(&PostParams::default(), &slice).await {
+                            Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+                            other => other
+                                .map(|_| ())
+                                .map_err(SimError::api(format!("publishing ResourceSlice {}", slice.name()))),
+                        };
+                        if super::tolerate("dra-driver", created)?.is_some() {
+                            break;
+                        }
+                        tokio::time::sleep(super::RETRY_AFTER).await;
                     }
                     published.insert(slice.name().to_string());
                 }

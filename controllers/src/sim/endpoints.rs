@@ -122,17 +122,28 @@ impl EndpointSliceController {
             ),
         ];
         let mut events = futures::stream::select_all(streams);
-        while events.next().await.is_some() {
-            while let Some(Some(())) = events.next().now_or_never() {}
+        let mut retry: Option<tokio::time::Instant> = None;
+        loop {
+            tokio::select! {
+                next = events.next() => {
+                    if next.is_none() {
+                        return Err(SimError::WatchEnded("pod, service or EndpointSlice"));
+                    }
+                    while let Some(Some(())) = events.next().now_or_never() {}
+                }
+                _ = tokio::time::sleep_until(retry.unwrap_or_else(tokio::time::Instant::now)), if retry.is_some() => {}
+            }
             if !(super::scheduler::store_ready(&pods)
                 && super::scheduler::store_ready(&services)
                 && super::scheduler::store_ready(&slices))
             {
                 continue;
             }
-            self.pass(&pods, &services, &slices).await?;
+            retry = match super::tolerate("endpoints", self.pass(&pods, &services, &slices).await)? {
+                Some(()) => None,
+                None => Some(tokio::time::Instant::now() + super::RETRY_AFTER),
+            };
         }
-        Err(SimError::WatchEnded("pod, service or EndpointSlice"))
     }
 
     async fn pass(

@@ -253,7 +253,11 @@ impl GatewayController {
             if !ready {
                 continue;
             }
-            wake = self.pass(&classes, &gateways, &routes, &services, &mut first_seen).await?;
+            let pass = self.pass(&classes, &gateways, &routes, &services, &mut first_seen).await;
+            wake = match super::tolerate("gateway", pass)? {
+                Some(next) => next,
+                None => Some(Instant::now() + super::RETRY_AFTER),
+            };
         }
     }
 

@@ -114,3 +114,17 @@ impl SimError {
 
 /// How long a simulated component waits before it tries a failed request again.
 pub(crate) const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A pass's result as a simulated component takes it: `Ok(Some(_))` when it succeeded;
+/// `Ok(None)` when it failed for a moment (kube-apiserver restarting, 429, 5xx: logged, and the
+/// component tries again after [`RETRY_AFTER`], as a real controller requeues); `Err` stops it.
+pub(crate) fn tolerate<T>(component: &'static str, result: Result<T, SimError>) -> Result<Option<T>, SimError> {
+    match result {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.is_transient() => {
+            tracing::debug!(component, error = %e, "a pass failed for a moment; trying again");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}

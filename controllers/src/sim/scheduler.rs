@@ -115,7 +115,8 @@ impl Scheduler {
             if !(store_ready(&pods) && store_ready(&nodes)) {
                 continue;
             }
-            self.pass(&pods, &nodes, &mut dra, &mut assumed, &mut last_written).await?;
+            // A pass that failed for a moment is tried again after `retry_interval` at the latest.
+            super::tolerate("scheduler", self.pass(&pods, &nodes, &mut dra, &mut assumed, &mut last_written).await)?;
         }
     }
 

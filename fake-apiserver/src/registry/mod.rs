@@ -49,6 +49,9 @@ pub(crate) struct State {
     pub registry: Registry,
     /// Whether the RBAC authorizer is on (else every request is allowed).
     pub rbac: bool,
+    /// Whether kube-controller-manager's garbage collector and namespace controller run
+    /// (not in envtest mode).
+    pub controller_manager: bool,
     /// The admission webhooks registered.
     pub webhooks: admission::Webhooks,
     /// The warnings the write being handled raised (ratcheted validation errors), for its

@@ -32,6 +32,11 @@ pub struct Config {
     /// and bindings (the default policy is written at start). Off by default: everyone,
     /// anonymous included, may do everything.
     pub rbac: bool,
+    /// What envtest runs (controller-runtime's test environment): kube-apiserver and etcd and
+    /// nothing of kube-controller-manager. No garbage collector (dependents outlive their
+    /// owners) and no namespace controller (a deleted namespace stays `Terminating` with its
+    /// content); the CRD finalizer, part of kube-apiserver, still runs. Off by default.
+    pub envtest: bool,
     /// A deliberate deviation from kube-apiserver, for proving that the `apiserver` table
     /// catches regressions (harness test `wrong_apiserver`). Exists only with the `defects`
     /// feature.
@@ -52,6 +57,7 @@ impl Default for Config {
             max_requests_in_flight: 400,
             feature_gates: FeatureGates::default(),
             rbac: false,
+            envtest: false,
             #[cfg(feature = "defects")]
             defect: None,
         }

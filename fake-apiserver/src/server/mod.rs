@@ -54,6 +54,7 @@ impl ApiServer {
             store: Store::new(config.history, config.timeline_capacity),
             registry: Registry::builtin(config.feature_gates.clone(), config.active_defect()),
             rbac: config.rbac,
+            controller_manager: !config.envtest,
             webhooks: Default::default(),
             warnings: Vec::new(),
         };

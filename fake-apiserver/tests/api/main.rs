@@ -10,6 +10,7 @@ mod crd;
 mod crud;
 mod discovery;
 mod dryrun;
+mod envtest;
 mod errors;
 mod events;
 mod field_validation;

@@ -1,7 +1,13 @@
 //! Writes the starting corpus of every target under `corpus/<target>/`, from what the project's
 //! tests and tables already use: the fixtures (as JSON, YAML and, for built-in kinds, protobuf
 //! as the fake server writes it), the suite files, and the selectors, quantities, durations,
-//! patches and queries the unit tests exercise. Run from `fuzz/`: `cargo run --bin seed`.
+//! patches and queries the unit tests exercise. Run from `fuzz/`, built as the targets are:
+//! `cargo +nightly fuzz build -O -a --sanitizer none seed`, then
+//! `target/x86_64-unknown-linux-gnu/release/seed`.
+
+// Built with the targets' coverage instrumentation, it needs libFuzzer's hooks linked in (its
+// own `main` stays: libFuzzer's is only taken when nothing else defines one).
+extern crate libfuzzer_sys;
 
 use kproof_fuzz::{COLLECTIONS, OBJECTS, Target, widget_schema};
 use serde_json::{Value, json};

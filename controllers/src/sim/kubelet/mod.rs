@@ -319,19 +319,17 @@ impl Kubelet {
                 continue;
             }
             let pass = Pass { every_pod, nodes_seen: &mut nodes_seen };
-            match self.pass(&pods, &nodes, &mut tracks, &mut next_ip, pass).await {
-                Ok(next) => {
+            match super::tolerate("kubelet", self.pass(&pods, &nodes, &mut tracks, &mut next_ip, pass).await)? {
+                Some(next) => {
                     wake = next;
                     every_pod = false;
                 }
                 // The API server could not take a write for a moment (it restarts): step every
                 // pod again shortly, as a kubelet retries its status updates.
-                Err(e) if e.is_transient() => {
-                    tracing::debug!(error = %e, "a kubelet pass failed; trying again");
+                None => {
                     wake = Some(Instant::now() + super::RETRY_AFTER);
                     every_pod = true;
                 }
-                Err(e) => return Err(e),
             }
         }
     }

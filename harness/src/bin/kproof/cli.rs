@@ -294,6 +294,11 @@ pub(crate) struct ServeArgs {
     /// Authorize requests with RBAC (the actors keep administrator rights).
     #[arg(long)]
     pub(crate) rbac: bool,
+    /// envtest mode: the API server as controller-runtime's envtest runs it, without
+    /// kube-controller-manager's garbage collector and namespace controller (with
+    /// `--no-actors`, what an operator's envtest suite expects).
+    #[arg(long)]
+    pub(crate) envtest: bool,
     /// Serve HTTPS with a self-signed certificate the kubeconfigs trust (kubectl sends a
     /// kubeconfig's token only over TLS: identities need it).
     #[arg(long)]

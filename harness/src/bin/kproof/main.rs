@@ -365,7 +365,11 @@ fn cluster_down() -> anyhow::Result<ExitCode> {
 fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
-        let server = fake_apiserver::ApiServer::new(fake_apiserver::Config { rbac: args.rbac, ..Default::default() });
+        let server = fake_apiserver::ApiServer::new(fake_apiserver::Config {
+            rbac: args.rbac,
+            envtest: args.envtest,
+            ..Default::default()
+        });
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], args.port));
         let tcp = if args.tls { server.serve_tls(addr).await } else { server.serve_tcp(addr).await };
         let tcp = tcp.with_context(|| format!("cannot listen on {addr}"))?;
