@@ -251,6 +251,8 @@ struct Shared {
     started: Instant,
     stop: AtomicBool,
     too_many_requests: AtomicU64,
+    /// Writes acknowledged so far, over all writers.
+    acknowledged: AtomicU64,
     errors: Mutex<BTreeMap<String, u64>>,
 }
 
@@ -468,6 +470,7 @@ async fn writer(client: kube::Client, index: usize, shared: Arc<Shared>) -> Writ
         };
         match result {
             Ok(done) => {
+                shared.acknowledged.fetch_add(1, Ordering::Relaxed);
                 report.latencies.add(verb, stalled, t.elapsed());
                 if verb == "delete" {
                     present[k] = None;
@@ -596,9 +599,13 @@ async fn watcher(client: kube::Client, index: usize, scope: Option<u16>, shared:
                 report.chains.push(chain);
                 break 'relist;
             }
-            // Now and then a reflector is busy for longer than the history window lasts.
+            // Now and then a reflector is busy for longer than the history window lasts: until
+            // more writes than the window holds were made, however fast the writers go.
             if rng.random_ratio(1, 12) {
-                tokio::time::sleep(Duration::from_secs_f64(1.5 * opts.history as f64 / opts.rate as f64)).await;
+                let past_the_window = shared.acknowledged.load(Ordering::Relaxed) + opts.history as u64 + 50;
+                while shared.acknowledged.load(Ordering::Relaxed) < past_the_window && !shared.stopped() {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
             }
             let timeout = rng.random_range(opts.watch_timeout / 4..=opts.watch_timeout) as u32;
             let wp = WatchParams::default().timeout(timeout);
@@ -702,6 +709,7 @@ fn run(opts: Opts) -> bool {
         started: Instant::now(),
         stop: AtomicBool::new(false),
         too_many_requests: AtomicU64::new(0),
+        acknowledged: AtomicU64::new(0),
         errors: Mutex::new(BTreeMap::new()),
     });
     let (writers, watchers, stallers, memory) = rt.block_on(async {
