@@ -43,43 +43,28 @@ impl Quantity {
         if int_part.is_empty() && frac_part.is_empty() {
             return None;
         }
-        // value = int.frac as nanos, then scaled by the suffix.
-        let mut frac = frac_part.to_string();
-        frac.truncate(9);
-        while frac.len() < 9 {
-            frac.push('0');
-        }
-        let int: i128 = if int_part.is_empty() { 0 } else { int_part.parse().ok()? };
-        let frac: i128 = frac.parse().ok()?;
-        let base = int.checked_mul(NANO)?.checked_add(frac)?;
-        let (scaled, format) = match suffix {
-            "" => (base, Format::DecimalSI),
-            "n" => (base / NANO, Format::DecimalSI),
-            "u" => (base / 1_000_000, Format::DecimalSI),
-            "m" => (base / 1000, Format::DecimalSI),
-            "k" => (base.checked_mul(1000)?, Format::DecimalSI),
-            "M" => (base.checked_mul(1_000_000)?, Format::DecimalSI),
-            "G" => (base.checked_mul(1_000_000_000)?, Format::DecimalSI),
-            "T" => (base.checked_mul(1_000_000_000_000)?, Format::DecimalSI),
-            "P" => (base.checked_mul(10i128.pow(15))?, Format::DecimalSI),
-            "E" => (base.checked_mul(10i128.pow(18))?, Format::DecimalSI),
-            "Ki" => (base.checked_mul(1 << 10)?, Format::BinarySI),
-            "Mi" => (base.checked_mul(1 << 20)?, Format::BinarySI),
-            "Gi" => (base.checked_mul(1 << 30)?, Format::BinarySI),
-            "Ti" => (base.checked_mul(1 << 40)?, Format::BinarySI),
-            "Pi" => (base.checked_mul(1 << 50)?, Format::BinarySI),
-            "Ei" => (base.checked_mul(1 << 60)?, Format::BinarySI),
-            e if e.starts_with(['e', 'E']) => {
-                let exp: i32 = e[1..].parse().ok()?;
-                let scaled = if exp >= 0 {
-                    base.checked_mul(10i128.checked_pow(exp.unsigned_abs())?)?
-                } else {
-                    base / 10i128.checked_pow(exp.unsigned_abs())?
-                };
-                (scaled, Format::DecimalSI)
-            }
+        // The suffix as a power of ten and a power of two of the unit.
+        let (pow10, pow2, format) = match suffix {
+            "" => (0, 0, Format::DecimalSI),
+            "n" => (-9, 0, Format::DecimalSI),
+            "u" => (-6, 0, Format::DecimalSI),
+            "m" => (-3, 0, Format::DecimalSI),
+            "k" => (3, 0, Format::DecimalSI),
+            "M" => (6, 0, Format::DecimalSI),
+            "G" => (9, 0, Format::DecimalSI),
+            "T" => (12, 0, Format::DecimalSI),
+            "P" => (15, 0, Format::DecimalSI),
+            "E" => (18, 0, Format::DecimalSI),
+            "Ki" => (0, 10, Format::BinarySI),
+            "Mi" => (0, 20, Format::BinarySI),
+            "Gi" => (0, 30, Format::BinarySI),
+            "Ti" => (0, 40, Format::BinarySI),
+            "Pi" => (0, 50, Format::BinarySI),
+            "Ei" => (0, 60, Format::BinarySI),
+            e if e.starts_with(['e', 'E']) => (e[1..].parse().ok()?, 0, Format::DecimalSI),
             _ => return None,
         };
+        let scaled = nanos_rounded_up(int_part, frac_part, pow10, pow2)?;
         Some(Quantity { nanos: if negative { -scaled } else { scaled }, format })
     }
 
@@ -110,6 +95,37 @@ impl Quantity {
     pub fn is_zero(&self) -> bool {
         self.nanos == 0
     }
+}
+
+/// `int.frac × 10^pow10 × 2^pow2` in whole nano-units, a fraction of a nano rounded up (Go's
+/// `ParseQuantity` rounds with `inf.RoundUp` at nano scale, so any amount asked for is some
+/// amount), worked on the digits so that a long mantissa whose value fits does not overflow;
+/// `None` when the value does not fit.
+fn nanos_rounded_up(int_part: &str, frac_part: &str, pow10: i32, pow2: u32) -> Option<i128> {
+    let frac = frac_part.trim_end_matches('0');
+    let joined = format!("{int_part}{frac}");
+    let digits = joined.trim_start_matches('0');
+    if digits.is_empty() {
+        return Some(0);
+    }
+    let factor2 = 2i128.checked_pow(pow2)?;
+    // The value is digits × 2^pow2 × 10^exp nanos.
+    let exp = i64::from(pow10) + 9 - frac.len() as i64;
+    if exp >= 0 {
+        let ten = 10i128.checked_pow(u32::try_from(exp).ok()?)?;
+        return digits.parse::<i128>().ok()?.checked_mul(factor2)?.checked_mul(ten);
+    }
+    let places = usize::try_from(-exp).ok()?;
+    if pow2 == 0 {
+        // Divide by 10^places on the digits: the quotient is the leading digits, and any
+        // non-zero digit after them rounds up.
+        let (quotient, rest) = digits.split_at(digits.len().saturating_sub(places));
+        let q: i128 = if quotient.is_empty() { 0 } else { quotient.parse().ok()? };
+        return q.checked_add(i128::from(rest.bytes().any(|b| b != b'0')));
+    }
+    let n = digits.parse::<i128>().ok()?.checked_mul(factor2)?;
+    let d = 10i128.checked_pow(u32::try_from(places).ok()?)?;
+    Some(n / d + i128::from(n % d != 0))
 }
 
 /// A string that is not a quantity.
@@ -233,6 +249,33 @@ mod tests {
         assert_eq!(parse_milli("1n"), Ok(1));
         assert_eq!(parse_milli("1Zi").unwrap_err().to_string(), "invalid quantity \"1Zi\"");
         assert_eq!(parse_milli("abc").unwrap_err(), InvalidQuantity { text: "abc".into() });
+    }
+
+    /// Found by the `quantity` fuzz target: a value whose nanos fit, written with a mantissa
+    /// whose nanos would not before the suffix divides them, read back.
+    #[test]
+    fn a_long_mantissa_with_a_small_suffix_reads_back() {
+        let big = q("92203685477589072237203.332453614");
+        assert_eq!(big.to_string(), "92203685477589072237203332453614n");
+        assert_eq!(q(&big.to_string()).as_nanos(), big.as_nanos());
+        let many_nanos = q("1000000000000000000000000000000000000n");
+        assert_eq!(many_nanos.as_nanos(), 10i128.pow(36));
+        assert_eq!(q(&many_nanos.to_string()).as_nanos(), 10i128.pow(36));
+        // Beyond what the nano-units hold: not a quantity here (Go's inf.Dec would take it).
+        assert_eq!(Quantity::parse("1000000000000000000000000000000000000000000n"), None);
+    }
+
+    /// Go rounds a fraction of a nano up, in magnitude: `0.1n` is `1n`, `-0.1n` is `-1n`.
+    #[rstest]
+    #[case("0.1n", 1)]
+    #[case("-0.1n", -1)]
+    #[case("1.0000000001", 1_000_000_001)]
+    #[case("0.000000000", 0)]
+    #[case("1.5e-9", 2)]
+    #[case("0.0000000015Ki", 1536)]
+    #[case("0.0000000000001Ki", 1)]
+    fn fractions_of_a_nano_round_up(#[case] input: &str, #[case] nanos: i128) {
+        assert_eq!(q(input).as_nanos(), nanos);
     }
 
     #[rstest]
