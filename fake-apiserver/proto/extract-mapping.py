@@ -4,10 +4,10 @@
 The .proto files do not say how a field appears in JSON; the Go struct tags do. Two things
 differ from "JSON key = proto field name": embedded structs (`json:""` or `json:",inline"`),
 whose fields sit in the parent's JSON object, and a handful of fields whose proto name is not
-their JSON name (`uID` is `uid`). Run with the checkouts of k8s.io/api, k8s.io/apimachinery and
-k8s.io/apiextensions-apiserver the .proto files came from:
+their JSON name (`uID` is `uid`). Run with the checkouts of k8s.io/api, k8s.io/apimachinery, k8s.io/apiextensions-apiserver and
+k8s.io/kube-aggregator the .proto files came from:
 
-    extract-mapping.py API_DIR APIMACHINERY_DIR APIEXTENSIONS_DIR > json-mapping.txt
+    extract-mapping.py API_DIR APIMACHINERY_DIR APIEXTENSIONS_DIR AGGREGATOR_DIR > json-mapping.txt
 
 Output lines: `group <group or -> <version> <package>`, `inline <message> <field>`,
 `omitzero <message> <field>` (a non-pointer field with `omitempty`: its zero value is left out of
@@ -15,12 +15,13 @@ JSON, while a pointer's zero value, present on the wire, is kept) and `rename <m
 """
 import os, re, sys
 
-api, machinery, ext = sys.argv[1:4]
+api, machinery, ext, aggregator = sys.argv[1:5]
 here = os.path.dirname(os.path.abspath(__file__))
 roots = {
     os.path.join(here, "k8s.io/api"): api,
     os.path.join(here, "k8s.io/apimachinery"): machinery,
     os.path.join(here, "k8s.io/apiextensions-apiserver"): ext,
+    os.path.join(here, "k8s.io/kube-aggregator"): aggregator,
 }
 struct_re = re.compile(r"^type (\w+) struct \{")
 field_re = re.compile(r'^\s*(?:(\w+)\s+)?[\*\[\]\w.]+\s+`(.*)`')

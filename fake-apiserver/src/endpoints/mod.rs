@@ -65,7 +65,7 @@ pub(crate) struct Context {
     /// Requests served so far, by client and verb (see [`RequestCounts`]).
     pub requests: parking_lot::Mutex<RequestCounts>,
     /// The bearer tokens the server issued, and whom they authenticate.
-    pub tokens: RwLock<HashMap<String, Arc<UserInfo>>>,
+    pub tokens: crate::registry::Tokens,
     /// The administrator's token (`system:masters`).
     pub admin_token: String,
     /// Conflicts a test asked for (see [`ConflictFault`]).
@@ -162,8 +162,10 @@ impl Context {
         let changed = Default::default();
         let admin_token = random_token();
         let admin = Arc::new(UserInfo::user("kproof-admin", &[crate::storage::MASTERS]));
+        let tokens = state.tokens.clone();
+        tokens.write().insert(admin_token.clone(), admin);
         Context {
-            tokens: RwLock::new(HashMap::from([(admin_token.clone(), admin)])),
+            tokens,
             admin_token,
             state: RwLock::new(state),
             changed,

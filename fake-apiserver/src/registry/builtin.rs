@@ -5,14 +5,19 @@ use super::apiextensions::crd::CrdStrategy;
 use super::apps::deployment::DeploymentStrategy;
 use super::apps::replicaset::ReplicaSetStrategy;
 use super::apps::statefulset::StatefulSetStrategy;
+use super::authentication::AuthenticationReviewStrategy;
 use super::authorization::reviews::ReviewStrategy;
 use super::batch::job::JobStrategy;
 use super::coordination::LeaseStrategy;
+use super::core::binding::BindingsStrategy;
+use super::core::componentstatus::ComponentStatusStrategy;
 use super::core::configmap::ConfigMapStrategy;
 use super::core::event::EventStrategy;
+use super::core::limitrange::LimitRangeStrategy;
 use super::core::namespace::NamespaceStrategy;
 use super::core::node::NodeStrategy;
 use super::core::pod::PodStrategy;
+use super::core::resourcequota::ResourceQuotaStrategy;
 use super::core::secret::SecretStrategy;
 use super::core::service::ServiceStrategy;
 use super::discovery::EndpointSliceStrategy;
@@ -21,7 +26,7 @@ use super::resource::{
     DeviceClassStrategy, ResourceClaimStrategy, ResourceClaimTemplateStrategy, ResourceSliceStrategy,
 };
 use super::scheduling::{PodGroupStrategy, WorkloadStrategy};
-use super::{DefaultStrategy, Derived, ResourceType, ScaleSpec, Strategy, builtin_schema};
+use super::{DefaultStrategy, Derived, ResourceType, ScaleSpec, SelectorForm, Strategy, builtin_schema};
 use k8s_openapi::{ListableResource, NamespaceResourceScope, Resource};
 use serde_json::Value;
 use std::any::TypeId;
@@ -32,7 +37,8 @@ struct Extra {
     short: &'static [&'static str],
     categories: &'static [&'static str],
     status: bool,
-    scale: bool,
+    /// The `/scale` subresource, with the form of the selector it reports.
+    scale: Option<SelectorForm>,
     generation: bool,
     fields: &'static [&'static str],
     strategy: Option<&'static dyn Strategy>,
@@ -47,12 +53,15 @@ where
     resource_type::<T>(T::LIST_KIND.to_string(), x)
 }
 
-/// A built-in that is only ever created, never stored or listed (the access reviews).
-fn builtin_create_only<T: Resource + serde::de::DeserializeOwned + schemars::JsonSchema>() -> ResourceType
+/// A built-in that is only ever created, never stored or listed (the reviews), answered by
+/// `strategy`.
+fn builtin_create_only<T: Resource + serde::de::DeserializeOwned + schemars::JsonSchema>(
+    strategy: &'static dyn Strategy,
+) -> ResourceType
 where
     T::Scope: 'static,
 {
-    resource_type::<T>(format!("{}List", T::KIND), Extra { strategy: Some(&ReviewStrategy), ..Extra::default() })
+    resource_type::<T>(format!("{}List", T::KIND), Extra { strategy: Some(strategy), ..Extra::default() })
 }
 
 fn resource_type<T: Resource + serde::de::DeserializeOwned + schemars::JsonSchema>(
@@ -73,11 +82,11 @@ where
         short_names: x.short.iter().map(|s| s.to_string()).collect(),
         categories: x.categories.iter().map(|s| s.to_string()).collect(),
         status: x.status,
-        scale: x.scale.then(|| ScaleSpec {
+        scale: x.scale.map(|selector_form| ScaleSpec {
             spec_replicas_path: "spec.replicas".into(),
             status_replicas_path: "status.replicas".into(),
             label_selector_path: Some("spec.selector".into()),
-            selector_is_object: true,
+            selector_form,
         }),
         selectable_fields: x.fields.iter().map(|s| s.to_string()).collect(),
         tracks_generation: x.generation,
@@ -128,11 +137,15 @@ const EVENTS_V1_FIELDS: &[&str] = &[
 /// The built-in resource types the server serves.
 pub(super) fn types() -> Vec<ResourceType> {
     use k8s_openapi::api::{
-        apps::v1 as apps, batch::v1 as batch, coordination::v1 as coordination, core::v1 as core,
-        discovery::v1 as discovery, events::v1 as events, policy::v1 as policy, rbac::v1 as rbac,
-        resource::v1 as resource, scheduling::v1 as scheduling, scheduling::v1beta1 as scheduling_beta,
+        admissionregistration::v1 as admission, apps::v1 as apps, authentication::v1 as authentication,
+        autoscaling::v2 as autoscaling2, batch::v1 as batch, certificates::v1 as certificates,
+        coordination::v1 as coordination, core::v1 as core, discovery::v1 as discovery, events::v1 as events,
+        flowcontrol::v1 as flowcontrol, networking::v1 as networking, node::v1 as node, policy::v1 as policy,
+        rbac::v1 as rbac, resource::v1 as resource, scheduling::v1 as scheduling,
+        scheduling::v1beta1 as scheduling_beta, storage::v1 as storage, storagemigration::v1 as storagemigration,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
+    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
     let all = &["all"][..];
     vec![
         builtin::<core::Namespace>(Extra {
@@ -189,7 +202,7 @@ pub(super) fn types() -> Vec<ResourceType> {
             short: &["deploy"],
             categories: all,
             status: true,
-            scale: true,
+            scale: Some(SelectorForm::Object),
             generation: true,
             strategy: Some(&DeploymentStrategy),
             ..Default::default()
@@ -198,7 +211,7 @@ pub(super) fn types() -> Vec<ResourceType> {
             short: &["sts"],
             categories: all,
             status: true,
-            scale: true,
+            scale: Some(SelectorForm::Object),
             generation: true,
             strategy: Some(&StatefulSetStrategy),
             ..Default::default()
@@ -207,7 +220,7 @@ pub(super) fn types() -> Vec<ResourceType> {
             short: &["rs"],
             categories: all,
             status: true,
-            scale: true,
+            scale: Some(SelectorForm::Object),
             generation: true,
             fields: &["status.replicas"],
             strategy: Some(&ReplicaSetStrategy),
@@ -285,6 +298,7 @@ pub(super) fn types() -> Vec<ResourceType> {
             strategy: Some(&DeviceClassStrategy),
             ..Default::default()
         }),
+        builtin::<resource::DeviceTaintRule>(Extra { status: true, generation: true, ..Default::default() }),
         builtin::<resource::ResourceSlice>(Extra {
             generation: true,
             fields: &["spec.nodeName", "spec.driver"],
@@ -303,9 +317,109 @@ pub(super) fn types() -> Vec<ResourceType> {
             strategy: Some(&WorkloadStrategy),
             ..Default::default()
         }),
-        builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(),
-        builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(),
-        builtin_create_only::<k8s_openapi::api::authorization::v1::SubjectAccessReview>(),
-        builtin_create_only::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>(),
+        builtin::<core::LimitRange>(Extra {
+            short: &["limits"],
+            strategy: Some(&LimitRangeStrategy),
+            ..Default::default()
+        }),
+        builtin::<core::ResourceQuota>(Extra {
+            short: &["quota"],
+            status: true,
+            strategy: Some(&ResourceQuotaStrategy),
+            ..Default::default()
+        }),
+        builtin::<core::PersistentVolume>(Extra { short: &["pv"], status: true, ..Default::default() }),
+        builtin::<core::PodTemplate>(Extra::default()),
+        builtin_create_only::<core::Binding>(&BindingsStrategy),
+        builtin::<core::ComponentStatus>(Extra {
+            short: &["cs"],
+            strategy: Some(&ComponentStatusStrategy),
+            ..Default::default()
+        }),
+        builtin::<core::ReplicationController>(Extra {
+            short: &["rc"],
+            categories: all,
+            status: true,
+            scale: Some(SelectorForm::Map),
+            generation: true,
+            fields: &["status.replicas"],
+            ..Default::default()
+        }),
+        builtin::<apps::ControllerRevision>(Extra::default()),
+        builtin::<autoscaling2::HorizontalPodAutoscaler>(Extra {
+            short: &["hpa"],
+            categories: all,
+            status: true,
+            ..Default::default()
+        }),
+        builtin::<admission::MutatingWebhookConfiguration>(Extra {
+            categories: &["api-extensions"],
+            generation: true,
+            ..Default::default()
+        }),
+        builtin::<admission::ValidatingWebhookConfiguration>(Extra {
+            categories: &["api-extensions"],
+            generation: true,
+            ..Default::default()
+        }),
+        builtin::<admission::ValidatingAdmissionPolicy>(Extra {
+            categories: &["api-extensions"],
+            status: true,
+            generation: true,
+            ..Default::default()
+        }),
+        builtin::<admission::ValidatingAdmissionPolicyBinding>(Extra {
+            categories: &["api-extensions"],
+            generation: true,
+            ..Default::default()
+        }),
+        builtin::<admission::MutatingAdmissionPolicy>(Extra {
+            categories: &["api-extensions"],
+            generation: true,
+            ..Default::default()
+        }),
+        builtin::<admission::MutatingAdmissionPolicyBinding>(Extra {
+            categories: &["api-extensions"],
+            generation: true,
+            ..Default::default()
+        }),
+        builtin::<apiregistration::APIService>(Extra {
+            categories: &["api-extensions"],
+            status: true,
+            ..Default::default()
+        }),
+        builtin::<certificates::CertificateSigningRequest>(Extra {
+            short: &["csr"],
+            status: true,
+            fields: &["spec.signerName"],
+            ..Default::default()
+        }),
+        builtin::<certificates::ClusterTrustBundle>(Extra::default()),
+        builtin::<certificates::PodCertificateRequest>(Extra { status: true, ..Default::default() }),
+        builtin::<flowcontrol::FlowSchema>(Extra { status: true, generation: true, ..Default::default() }),
+        builtin::<flowcontrol::PriorityLevelConfiguration>(Extra {
+            status: true,
+            generation: true,
+            ..Default::default()
+        }),
+        builtin::<networking::Ingress>(Extra { short: &["ing"], status: true, generation: true, ..Default::default() }),
+        builtin::<networking::IngressClass>(Extra::default()),
+        builtin::<networking::NetworkPolicy>(Extra { short: &["netpol"], generation: true, ..Default::default() }),
+        builtin::<networking::ServiceCIDR>(Extra { status: true, ..Default::default() }),
+        builtin::<networking::IPAddress>(Extra { short: &["ip"], ..Default::default() }),
+        builtin::<node::RuntimeClass>(Extra::default()),
+        builtin::<storage::StorageClass>(Extra { short: &["sc"], ..Default::default() }),
+        builtin::<storage::CSIDriver>(Extra::default()),
+        builtin::<storage::CSINode>(Extra::default()),
+        builtin::<storage::CSIStorageCapacity>(Extra::default()),
+        builtin::<storage::VolumeAttachment>(Extra { status: true, ..Default::default() }),
+        builtin::<storage::VolumeAttributesClass>(Extra { short: &["vac"], ..Default::default() }),
+        builtin::<storagemigration::StorageVersionMigration>(Extra { status: true, ..Default::default() }),
+        builtin_create_only::<authentication::TokenReview>(&AuthenticationReviewStrategy),
+        builtin_create_only::<authentication::SelfSubjectReview>(&AuthenticationReviewStrategy),
+        builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(&ReviewStrategy),
+        builtin_create_only::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(&ReviewStrategy),
+        builtin_create_only::<k8s_openapi::api::authorization::v1::SubjectAccessReview>(&ReviewStrategy),
+        builtin_create_only::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>(&ReviewStrategy),
     ]
 }

@@ -6,6 +6,7 @@
 pub(crate) mod admission;
 pub(crate) mod apiextensions;
 pub(crate) mod apps;
+pub(crate) mod authentication;
 pub(crate) mod authorization;
 pub(crate) mod batch;
 mod builtin;
@@ -57,7 +58,12 @@ pub(crate) struct State {
     /// The warnings the write being handled raised (ratcheted validation errors), for its
     /// answer's `Warning` headers; [`crate::endpoints::Context::write`] starts each write empty.
     pub warnings: Vec<String>,
+    /// The bearer tokens the server accepts, and whose they are (a TokenReview reads them).
+    pub tokens: Tokens,
 }
+
+/// Bearer token -> the user it authenticates.
+pub(crate) type Tokens = Arc<parking_lot::RwLock<HashMap<String, Arc<crate::storage::UserInfo>>>>;
 
 impl State {
     /// Whether the server was built with `defect` (never, without the `defects` feature).
@@ -124,8 +130,19 @@ pub(crate) struct ScaleSpec {
     pub spec_replicas_path: String,
     pub status_replicas_path: String,
     pub label_selector_path: Option<String>,
-    /// Built-ins keep a `metav1.LabelSelector` object at `spec.selector`; CRDs a string.
-    pub selector_is_object: bool,
+    /// What is at `label_selector_path`.
+    pub selector_form: SelectorForm,
+}
+
+/// How an object keeps the selector its Scale reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SelectorForm {
+    /// A `metav1.LabelSelector` (apps/v1 workloads).
+    Object,
+    /// A map of labels (ReplicationController's `spec.selector`).
+    Map,
+    /// The selector already printed (CRDs' `labelSelectorPath`).
+    String,
 }
 
 /// Decodes a built-in body into its k8s-openapi type; `Err` carries the decoder's message.
@@ -286,6 +303,9 @@ impl ResourceType {
         if self.strategy.create_only() {
             return vec![Verb::Create.as_str()];
         }
+        if self.strategy.read_only() {
+            return vec![Verb::Get.as_str(), Verb::List.as_str()];
+        }
         [
             Verb::Create,
             Verb::Delete,
@@ -296,8 +316,10 @@ impl ResourceType {
             Verb::Update,
             Verb::Watch,
         ]
+        .into_iter()
+        .filter(|v| *v != Verb::DeleteCollection || self.strategy.deletes_collections())
         .map(Verb::as_str)
-        .to_vec()
+        .collect()
     }
 
     /// Whether the resource has `subresource` (status and scale as declared, the others as

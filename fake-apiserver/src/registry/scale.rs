@@ -1,8 +1,8 @@
 //! The `/scale` subresource: an `autoscaling/v1` Scale read from and written back to the
 //! object at the paths its resource type names.
 
-use super::ResourceType;
 use super::meta::{str_field, string_list};
+use super::{ResourceType, SelectorForm};
 use crate::error::{ApiError, ApiResult, StatusCause};
 use apimachinery::LabelSelector;
 use apimachinery::unstructured::{nested_field_at, set_nested_field, set_nested_field_at};
@@ -13,8 +13,13 @@ pub(crate) fn scale_of(rt: &ResourceType, obj: &Value) -> ApiResult<Value> {
     let spec = rt.scale.as_ref().ok_or_else(ApiError::path_not_found)?;
     let replicas = |path: &str| nested_field_at(obj, path).and_then(Value::as_i64).unwrap_or(0);
     let selector = match &spec.label_selector_path {
-        Some(p) if spec.selector_is_object => nested_field_at(obj, p).map(label_selector_string).unwrap_or_default(),
-        Some(p) => nested_field_at(obj, p).and_then(Value::as_str).unwrap_or_default().to_string(),
+        Some(p) => match spec.selector_form {
+            SelectorForm::Object => nested_field_at(obj, p).map(label_selector_string).unwrap_or_default(),
+            SelectorForm::Map => {
+                nested_field_at(obj, p).map(|m| label_selector_string(&json!({"matchLabels": m}))).unwrap_or_default()
+            }
+            SelectorForm::String => nested_field_at(obj, p).and_then(Value::as_str).unwrap_or_default().to_string(),
+        },
         None => String::new(),
     };
     let m = &obj["metadata"];

@@ -128,8 +128,19 @@ pub(crate) trait Strategy: Sync + std::fmt::Debug {
         false
     }
 
+    /// Whether the collection can be deleted at once (`deletecollection`); kube-apiserver's
+    /// namespaces cannot.
+    fn deletes_collections(&self) -> bool {
+        true
+    }
+
+    /// A kind served for reading only (`get` and `list`): every other verb is 405.
+    fn read_only(&self) -> bool {
+        false
+    }
+
     /// The answer to a create of a [`Strategy::create_only`] kind by `user`, in `namespace`
-    /// (of the URL; empty for cluster-scoped kinds).
+    /// (of the URL; empty for cluster-scoped kinds), at `now` (RFC 3339).
     fn answer_create(
         &self,
         _rt: &ResourceType,
@@ -137,6 +148,7 @@ pub(crate) trait Strategy: Sync + std::fmt::Debug {
         _st: &super::State,
         _user: &crate::storage::UserInfo,
         _namespace: &str,
+        _now: &str,
     ) -> ApiResult<Value> {
         Err(ApiError::method_not_allowed())
     }

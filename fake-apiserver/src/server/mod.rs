@@ -57,6 +57,7 @@ impl ApiServer {
             controller_manager: !config.envtest,
             webhooks: Default::default(),
             warnings: Vec::new(),
+            tokens: Default::default(),
         };
         let settings = Settings {
             max_request_body_bytes: config.max_request_body_bytes,

@@ -6,6 +6,7 @@ mod common;
 mod apply;
 mod authz;
 mod binding;
+mod builtins;
 mod crd;
 mod crud;
 mod discovery;

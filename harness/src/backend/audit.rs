@@ -7,6 +7,10 @@
 //! `deletecollection` answers the objects as it listed them, before deleting
 //! (`Store.DeleteCollection` in `pkg/registry/generic/registry/store.go`): the deletion of each
 //! (the write that sets `deletionTimestamp`, or removes it) is the first after that version.
+//! An operator may repeat a deletecollection while the pods of the first still terminate (KubeRay
+//! v1.7.0's Recreate does, as long as the old head pod is listed: `shouldRecreatePodsForUpgrade`
+//! in `raycluster_controller.go`), so a deletion belongs to the last collection that listed the
+//! object before it, not to the last collection read.
 //! <https://kubernetes.io/docs/tasks/debug/debug-cluster/audit/>
 
 use serde_json::Value;
@@ -72,8 +76,9 @@ pub struct AuditIndex {
     partial: Vec<u8>,
     /// The writer of each resourceVersion a write produced.
     by_version: HashMap<u64, Writer>,
-    /// The objects deletecollections deleted, by UID: the version they were listed at.
-    collected: HashMap<String, (u64, Writer)>,
+    /// The objects deletecollections deleted, by UID: each collection that listed the object, with
+    /// the version it listed.
+    collected: HashMap<String, Vec<(u64, Writer)>>,
 }
 
 impl AuditLog {
@@ -98,8 +103,12 @@ impl AuditIndex {
         if let Some(w) = self.by_version.get(&resource_version) {
             return Some(w);
         }
-        let (listed, w) = self.collected.get(uid).filter(|_| deletion)?;
-        (*listed < resource_version).then_some(w)
+        let listings = self.collected.get(uid).filter(|_| deletion)?;
+        listings
+            .iter()
+            .filter(|(listed, _)| *listed < resource_version)
+            .max_by_key(|(listed, _)| *listed)
+            .map(|(_, w)| w)
     }
 
     fn catch_up(&mut self, path: &Path) {
@@ -141,7 +150,7 @@ impl AuditIndex {
                 for item in items {
                     let uid = item.pointer("/metadata/uid").and_then(Value::as_str);
                     if let (Some(v), Some(uid)) = (version(item), uid) {
-                        self.collected.insert(uid.to_string(), (v, writer.clone()));
+                        self.collected.entry(uid.to_string()).or_default().push((v, writer.clone()));
                     }
                 }
             }
@@ -216,5 +225,24 @@ mod tests {
             "a write that deletes nothing is not the collection's"
         );
         assert_eq!(log.read().writer_of(8, "u8", true).cloned(), None, "nor one at or before the listed version");
+    }
+
+    #[test]
+    fn a_deletion_belongs_to_the_last_collection_that_listed_the_object_before_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("audit.log");
+        let pod = |rv: &str| json!({"kind": "Pod", "metadata": {"name": "p", "uid": "u", "resourceVersion": rv}});
+        let collection = |agent: &str, rv: &str| {
+            event("deletecollection", agent, "", 200, json!({"kind": "PodList", "items": [pod(rv)]}))
+        };
+        // The first collection lists the pod at 10 and sets its deletionTimestamp (12); a second
+        // lists it terminating, at 12, and the kubelet's delete removes it later (20).
+        let lines = [collection("first", "10"), collection("second", "12")];
+        std::fs::write(&path, format!("{}\n", lines.join("\n"))).expect("write");
+        let log = AuditLog::new(path);
+        let by = |rv| log.read().writer_of(rv, "u", true).map(|w| w.user_agent.clone());
+        assert_eq!(by(12).as_deref(), Some("first"), "the deletion the first collection made");
+        assert_eq!(by(20).as_deref(), Some("second"));
+        assert_eq!(by(10), None, "nothing listed it before 10");
     }
 }

@@ -20,7 +20,14 @@ pub(super) async fn create_only(mut call: Call) -> ApiResult<Response> {
     let obj = parse_object(&body, format == BodyFormat::Yaml)?;
     let rt = &call.target.rt;
     let user = call.user();
-    let answer = rt.strategy.answer_create(rt, obj, &call.ctx.state.read(), &user, &call.target.namespace)?;
+    let answer = rt.strategy.answer_create(
+        rt,
+        obj,
+        &call.ctx.state.read(),
+        &user,
+        &call.target.namespace,
+        &call.ctx.clock.now_rfc3339(),
+    )?;
     Ok(json_response(StatusCode::CREATED, &answer))
 }
 
@@ -46,16 +53,32 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
 }
 
 /// `pods/{name}/binding`: a scheduler assigns the pod to a node.
-pub(super) async fn binding(mut call: Call) -> ApiResult<Response> {
+pub(super) async fn binding(call: Call) -> ApiResult<Response> {
+    bind_pod(call, false).await
+}
+
+/// `POST /api/v1/namespaces/{ns}/bindings`: the older form of a pod's binding, the pod named
+/// by the Binding's own name (kube-apiserver serves it as the `bindings` resource, create only).
+pub(super) async fn binding_of_named_pod(call: Call) -> ApiResult<Response> {
+    bind_pod(call, true).await
+}
+
+async fn bind_pod(mut call: Call, named_in_body: bool) -> ApiResult<Response> {
     let format = object_format(&call.parts.headers)?;
     let body = call.body().await?;
     let dry_run = call.query.dry_run("CreateOptions")?;
     let binding = parse_object(&body, format == BodyFormat::Yaml)?;
     let ctx = call.write_context(Verb::Create);
     let now = call.ctx.clock.now();
-    let (rt, namespace, name) = (&call.target.rt, &call.target.namespace, call.name());
+    let (rt, name) = if named_in_body {
+        let pods = call.ctx.state.read().registry.get("", "v1", "pods").ok_or_else(ApiError::path_not_found)?;
+        (pods, binding["metadata"]["name"].as_str().unwrap_or_default().to_string())
+    } else {
+        (call.target.rt.clone(), call.name().to_string())
+    };
+    let namespace = &call.target.namespace;
     call.ctx.write(dry_run, |st| {
-        bind(st, rt, namespace, name, &binding, &Write { ctx: &ctx, now, dry_run, fields: None })
+        bind(st, &rt, namespace, &name, &binding, &Write { ctx: &ctx, now, dry_run, fields: None })
     })?;
     let ok = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
     Ok(json_response(StatusCode::CREATED, &ok))

@@ -143,11 +143,20 @@ async fn route(mut call: Call, segment: Option<String>) -> ApiResult<Response> {
         if call.parts.method != http::Method::POST || has_name {
             return Err(ApiError::method_not_allowed());
         }
+        if call.target.rt.group.is_empty() && call.target.rt.plural == "bindings" {
+            return create::binding_of_named_pod(call).await;
+        }
         return create::create_only(call).await;
     }
     let subresource = request::subresource(&call.target.rt, segment.as_deref())?;
     let verb = request::verb(&call.parts.method, has_name, call.query.watch);
     call.subresource = subresource;
+    let strategy = call.target.rt.strategy;
+    if (strategy.read_only() && !matches!(verb, Some(Verb::Get | Verb::List)))
+        || (!strategy.deletes_collections() && verb == Some(Verb::DeleteCollection))
+    {
+        return Err(ApiError::method_not_allowed());
+    }
     use Subresource::*;
     match (verb, subresource) {
         (Some(Verb::Get), None | Some(Status)) => get::object(call),

@@ -145,7 +145,7 @@ pub(crate) fn crd_resource_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<S
                 spec_replicas_path: path("specReplicasPath").unwrap_or_else(|| "spec.replicas".into()),
                 status_replicas_path: path("statusReplicasPath").unwrap_or_else(|| "status.replicas".into()),
                 label_selector_path: path("labelSelectorPath"),
-                selector_is_object: false,
+                selector_form: crate::registry::SelectorForm::String,
             }
         });
         let selectable_fields = v["selectableFields"]

@@ -27,6 +27,7 @@ impl Strategy for ReviewStrategy {
         st: &State,
         user: &UserInfo,
         namespace: &str,
+        _now: &str,
     ) -> ApiResult<Value> {
         review(rt, obj, st, user, namespace)
     }

@@ -1,6 +1,7 @@
 //! The `pods/{name}/binding` subresource: a scheduler binds a pod by POSTing a `Binding`
 //! (kube-apiserver's BindingREST); the pod gets `spec.nodeName`, the Binding's annotations and
-//! a `PodScheduled=True` condition in one write.
+//! a `PodScheduled=True` condition in one write. The older `bindings` resource does the same
+//! for the pod the Binding names.
 
 use crate::error::{ApiError, ApiResult};
 use crate::registry::store::Write;
@@ -9,6 +10,16 @@ use crate::storage::{ChangeKind, StoredObject};
 use apimachinery::unstructured::set_nested_field;
 use serde_json::{Value, json};
 use std::sync::Arc;
+
+/// The `bindings` resource: create only; the handler binds the pod the body names.
+#[derive(Debug)]
+pub(crate) struct BindingsStrategy;
+
+impl crate::registry::Strategy for BindingsStrategy {
+    fn create_only(&self) -> bool {
+        true
+    }
+}
 
 /// A 409 about the binding itself (upstream wraps its plain errors in a Conflict on
 /// `pods/binding`).

@@ -19,6 +19,10 @@ pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
 pub(crate) struct NamespaceStrategy;
 
 impl Strategy for NamespaceStrategy {
+    fn deletes_collections(&self) -> bool {
+        false
+    }
+
     fn name_rule(&self) -> NameRule {
         NameRule::Label
     }
