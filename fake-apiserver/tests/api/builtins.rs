@@ -24,6 +24,9 @@ fn causes(status: &Value) -> Vec<(String, String)> {
     out
 }
 
+/// What a case is, what it sends, and the causes kube-apiserver answers.
+type Case = (&'static str, Value, Vec<(&'static str, &'static str)>);
+
 fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
     v.sort();
@@ -44,7 +47,7 @@ async fn limit_ranges_are_validated_as_kube_apiserver_does() {
     );
     let (code, body) = post(&server, url, &valid).await;
     assert_eq!(code, StatusCode::CREATED, "{body}");
-    let cases: Vec<(&str, Value, Vec<(&str, &str)>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "min over max",
             json!([{"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}}]),
@@ -127,7 +130,7 @@ async fn resource_quotas_are_validated_and_keep_their_scopes() {
     )
     .await;
     assert_eq!(code, StatusCode::CREATED, "{body}");
-    let cases: Vec<(&str, Value, Vec<(&str, &str)>)> = vec![
+    let cases: Vec<Case> = vec![
         ("a negative quantity", json!({"hard": {"memory": "-1Gi"}}), vec![("FieldValueInvalid", "spec.hard[memory]")]),
         ("a fraction of a pod", json!({"hard": {"pods": "1500m"}}), vec![("FieldValueInvalid", "spec.hard[pods]")]),
         (
