@@ -5,6 +5,7 @@
 //! (`pkg/registry/authentication/selfsubjectreview/rest.go` `REST.Create`).
 
 use crate::error::{ApiError, ApiResult};
+use crate::registry::authorization::reviews::answered;
 use crate::registry::decode::decode_object;
 use crate::registry::{ResourceType, State, Strategy};
 use crate::storage::UserInfo;
@@ -44,7 +45,7 @@ impl Strategy for AuthenticationReviewStrategy {
 
 /// The review with its status: who the token is, or `authenticated` left out (Go's
 /// `omitempty`) and an empty `user` when no one.
-fn token_review(mut obj: Value, st: &State, namespace: &str) -> ApiResult<Value> {
+fn token_review(obj: Value, st: &State, namespace: &str) -> ApiResult<Value> {
     if !namespace.is_empty() {
         return Err(ApiError::bad_request(format!("namespace is not allowed on this type: {namespace}")));
     }
@@ -59,15 +60,7 @@ fn token_review(mut obj: Value, st: &State, namespace: &str) -> ApiResult<Value>
             status["audiences"] = auds.clone();
         }
     }
-    let o =
-        obj.as_object_mut().ok_or_else(|| ApiError::bad_request("the body of the request must be a JSON object"))?;
-    let meta = o.entry("metadata").or_insert_with(|| json!({}));
-    if let Some(m) = meta.as_object_mut() {
-        // Go serializes the zero time of an object never stored as null.
-        m.entry("creationTimestamp").or_insert(Value::Null);
-    }
-    o.insert("status".into(), status);
-    Ok(obj)
+    answered(obj, status)
 }
 
 /// `authentication/v1.UserInfo` of `user`, its empty fields left out as Go's `omitempty` does.

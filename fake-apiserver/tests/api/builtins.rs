@@ -3,23 +3,14 @@
 //! `TestValidateLimitRange` and `TestValidateResourceQuota`), ReplicationController's scale, the
 //! authentication reviews, and a write of each generic kind.
 
-use crate::common::{get, post, raw, raw_with};
+use crate::common::{causes, get, post, raw, raw_with};
 use fake_apiserver::ApiServer;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-/// `(reason, field)` of each cause, sorted.
-fn causes(status: &Value) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = status["details"]["causes"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|c| {
-                    (c["reason"].as_str().unwrap_or_default().into(), c["field"].as_str().unwrap_or_default().into())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+/// The causes of a 422 as sorted (field, type) pairs.
+fn sorted_causes(status: &Value) -> Vec<(String, String)> {
+    let mut out = causes(status);
     out.sort();
     out
 }
@@ -27,8 +18,10 @@ fn causes(status: &Value) -> Vec<(String, String)> {
 /// What a case is, what it sends, and the causes kube-apiserver answers.
 type Case = (&'static str, Value, Vec<(&'static str, &'static str)>);
 
+/// `(type, field)` pairs as sorted (field, type) pairs.
 fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    let mut v: Vec<(String, String)> =
+        pairs.iter().map(|(reason, field)| (field.to_string(), reason.to_string())).collect();
     v.sort();
     v
 }
@@ -98,7 +91,7 @@ async fn limit_ranges_are_validated_as_kube_apiserver_does() {
     for (i, (what, limits, want)) in cases.into_iter().enumerate() {
         let (code, status) = post(&server, url, &limit_range(&format!("bad-{i}"), limits)).await;
         assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{what}: {status}");
-        assert_eq!(causes(&status), owned(&want), "{what}: {status}");
+        assert_eq!(sorted_causes(&status), owned(&want), "{what}: {status}");
     }
     let (_, status) = post(
         &server,
@@ -162,7 +155,7 @@ async fn resource_quotas_are_validated_and_keep_their_scopes() {
     for (i, (what, spec, want)) in cases.into_iter().enumerate() {
         let (code, status) = post(&server, url, &quota(&format!("bad-{i}"), spec)).await;
         assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{what}: {status}");
-        assert_eq!(causes(&status), owned(&want), "{what}: {status}");
+        assert_eq!(sorted_causes(&status), owned(&want), "{what}: {status}");
     }
     let (code, status) = raw(
         &server,
@@ -173,7 +166,7 @@ async fn resource_quotas_are_validated_and_keep_their_scopes() {
     )
     .await;
     assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{status}");
-    assert_eq!(causes(&status), owned(&[("FieldValueInvalid", "spec.scopes")]), "{status}");
+    assert_eq!(sorted_causes(&status), owned(&[("FieldValueInvalid", "spec.scopes")]), "{status}");
     assert!(status["message"].as_str().unwrap_or_default().contains("field is immutable"), "{status}");
 }
 

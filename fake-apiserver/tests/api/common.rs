@@ -64,6 +64,16 @@ pub async fn post(server: &ApiServer, uri: &str, v: &Value) -> (StatusCode, Valu
     raw(server, Method::POST, uri, Some("application/json"), v.to_string()).await
 }
 
+/// The causes of a 422 as (field, type) pairs.
+pub fn causes(body: &Value) -> Vec<(String, String)> {
+    body["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| (c["field"].as_str().unwrap_or("").to_string(), c["reason"].as_str().unwrap_or("").to_string()))
+        .collect()
+}
+
 /// A fingerprint of the whole store: every collection listed at the current resourceVersion.
 /// Used to prove a failed request changed nothing.
 pub async fn store_fingerprint(server: &ApiServer) -> (u64, usize) {

@@ -2,20 +2,10 @@
 //! (`pkg/apis/core/validation`, `pkg/apis/apps/validation`, the core defaulters, and the
 //! apiextensions-apiserver's pruning before managedFields).
 
-use crate::common::{get, post};
+use crate::common::{causes, get, post};
 use fake_apiserver::{ApiServer, Config};
 use http::StatusCode;
-use serde_json::{Value, json};
-
-/// The causes of a 422 as (field, type) pairs.
-fn causes(body: &Value) -> Vec<(String, String)> {
-    body["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| (c["field"].as_str().unwrap_or("").to_string(), c["reason"].as_str().unwrap_or("").to_string()))
-        .collect()
-}
+use serde_json::json;
 
 #[tokio::test]
 async fn a_pod_without_containers_is_refused() {

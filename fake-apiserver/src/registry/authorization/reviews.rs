@@ -99,11 +99,16 @@ fn review(rt: &ResourceType, mut obj: Value, st: &State, user: &UserInfo, namesp
         }
         _ => return Err(ApiError::path_not_found()),
     };
+    answered(obj, status)
+}
+
+/// A review as answered: the object as sent with `status` filled in, and the null
+/// `creationTimestamp` Go serializes for an object never stored.
+pub(crate) fn answered(mut obj: Value, status: Value) -> ApiResult<Value> {
     let o =
         obj.as_object_mut().ok_or_else(|| ApiError::bad_request("the body of the request must be a JSON object"))?;
     let meta = o.entry("metadata").or_insert_with(|| json!({}));
     if let Some(m) = meta.as_object_mut() {
-        // Go serializes the zero time of an object never stored as null.
         m.entry("creationTimestamp").or_insert(Value::Null);
     }
     o.insert("status".into(), status);
