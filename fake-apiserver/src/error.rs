@@ -283,7 +283,9 @@ impl ApiError {
                     .iter()
                     .map(|c| {
                         let mut m = serde_json::Map::new();
-                        m.insert("reason".into(), json!(c.reason));
+                        if !c.reason.is_empty() {
+                            m.insert("reason".into(), json!(c.reason));
+                        }
                         m.insert("message".into(), json!(c.message));
                         if !c.field.is_empty() {
                             m.insert("field".into(), json!(c.field));
@@ -323,6 +325,45 @@ impl IntoResponse for ApiError {
         }
         resp
     }
+}
+
+/// A `Status` reason as a `&'static str`: the well-known ones as they are, any other (a
+/// webhook's own) interned once, so reasons from outside cannot grow memory without bound
+/// beyond one copy each.
+pub(crate) fn intern_reason(reason: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "",
+        "BadRequest",
+        "Unauthorized",
+        "Forbidden",
+        "NotFound",
+        "AlreadyExists",
+        "Conflict",
+        "Gone",
+        "Invalid",
+        "ServerTimeout",
+        "Timeout",
+        "TooManyRequests",
+        "MethodNotAllowed",
+        "NotAcceptable",
+        "RequestEntityTooLarge",
+        "UnsupportedMediaType",
+        "InternalError",
+        "Expired",
+        "ServiceUnavailable",
+    ];
+    if let Some(k) = KNOWN.iter().find(|k| **k == reason) {
+        return k;
+    }
+    static OTHERS: std::sync::LazyLock<parking_lot::Mutex<std::collections::HashSet<&'static str>>> =
+        std::sync::LazyLock::new(Default::default);
+    let mut others = OTHERS.lock();
+    if let Some(r) = others.get(reason) {
+        return r;
+    }
+    let leaked: &'static str = Box::leak(reason.to_string().into_boxed_str());
+    others.insert(leaked);
+    leaked
 }
 
 /// Result type of the request pipeline.

@@ -88,6 +88,36 @@ pub(crate) fn apply(
             }
         }
     }
+    // structured-merge-diff also counts the struct fields above what an applier owned as its
+    // own (`EnsureNamedFieldsAreMembers` in merge/update.go's `prune`): one within which no
+    // manager owns anything any more goes whole. An applier that stops applying the last of
+    // `status.admission` removes `admission`, where removing only what it owned would leave
+    // `{podSetAssignments: []}` behind (Kueue reads that as a quota reservation).
+    if let Some(prev) = list.iter().find(|e| mine(e)) {
+        let others: Vec<&FieldSet> = list.iter().filter(|e| !mine(e)).map(|e| &e.fields).collect();
+        let owned = |p: &[String]| applied_set.has_within(p) || others.iter().any(|f| f.has_within(p));
+        let mut gone: Vec<Vec<String>> = Vec::new();
+        for path in prev.fields.paths() {
+            for n in (1..path.len()).rev() {
+                let ancestor = &path[..n];
+                if gone.iter().any(|g| ancestor.starts_with(g)) {
+                    break;
+                }
+                if !named_field(shape, ancestor) || owned(ancestor) {
+                    continue;
+                }
+                // The outermost unowned named field goes, with everything in it.
+                let outermost = (1..=n)
+                    .map(|m| &path[..m])
+                    .find(|a| named_field(shape, a) && !owned(a))
+                    .unwrap_or(ancestor)
+                    .to_vec();
+                remove_path(&mut merged, &outermost);
+                gone.push(outermost);
+                break;
+            }
+        }
+    }
     list.retain(|e| !mine(e));
     list.push(Entry {
         manager: req.manager.to_string(),
@@ -225,6 +255,23 @@ fn merge(
 }
 
 /// Whether the path is a key field of a list-map item (which goes only with its item).
+/// Whether `path` ends at a field its parent's type declares (a struct field, not a map's key
+/// or a list item). `metadata` is never one here: every apply names the object in it.
+fn named_field(root: Shape<'_>, path: &[String]) -> bool {
+    let Some((last, parents)) = path.split_last() else { return false };
+    if parents.is_empty() && last == "f:metadata" {
+        return false;
+    }
+    let mut shape = root;
+    for e in parents {
+        shape = match e.strip_prefix("f:") {
+            Some(f) => shape.child(f),
+            None => shape.item(),
+        };
+    }
+    last.strip_prefix("f:").is_some_and(|f| shape.declares(f) == Some(true))
+}
+
 fn is_item_key(path: &[String]) -> bool {
     match path {
         [.., item, field] => match (item.strip_prefix("k:"), field.strip_prefix("f:")) {

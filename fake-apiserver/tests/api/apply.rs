@@ -353,3 +353,66 @@ async fn apply_on_a_custom_resource_merges_by_its_schema() {
     assert_eq!(st["subresource"], "status");
     assert_eq!(st["fieldsV1"], json!({"f:status": {"f:ready": {}}}));
 }
+
+/// An applier that stops applying everything within a struct field removes the field whole, as
+/// structured-merge-diff counts named fields above owned ones as owned
+/// (`EnsureNamedFieldsAreMembers`): Kueue's admission applier unsetting `status.admission`
+/// leaves no `admission` behind (the fake used to keep `{podSetAssignments: []}`).
+#[tokio::test]
+async fn an_applier_dropping_a_whole_struct_removes_it() {
+    let server = ApiServer::default();
+    let assignment = json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "count": {"type": "integer"}}});
+    let admission_schema = json!({"type": "object", "properties": {
+        "clusterQueue": {"type": "string"},
+        "podSetAssignments": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": assignment}
+    }});
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "loads.example.com"},
+        "spec": {
+            "group": "example.com",
+            "names": {"plural": "loads", "singular": "load", "kind": "Load", "listKind": "LoadList"},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+                    "status": {"type": "object", "properties": {
+                        "note": {"type": "string"},
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "admission": admission_schema
+
+                    }}
+                }}}}]
+        }
+    });
+    let (code, v) = post(&server, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+    let obj = json!({"apiVersion": "example.com/v1", "kind": "Load", "metadata": {"name": "w"}, "spec": {"size": 1}});
+    let (code, v) = post(&server, "/apis/example.com/v1/namespaces/default/loads", &obj).await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+    let status = |manager: &str, status: Value| {
+        let body = json!({"apiVersion": "example.com/v1", "kind": "Load", "metadata": {"name": "w"}, "status": status});
+        let url = format!("/apis/example.com/v1/namespaces/default/loads/w/status?fieldManager={manager}&force=true");
+        let server = &server;
+        async move { raw(server, Method::PATCH, &url, APPLY, body.to_string()).await }
+    };
+    let (code, v) = status("other", json!({"note": "kept"})).await;
+    assert_eq!(code, StatusCode::OK, "{v}");
+    let admitted = json!({"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "head", "count": 1}]}, "labels": {"a": "b"}});
+    let (code, v) = status("admission", admitted).await;
+    assert_eq!(code, StatusCode::OK, "{v}");
+    assert_eq!(v["status"]["admission"]["podSetAssignments"][0]["name"], "head");
+    // Unset: the struct and the map go whole; what another manager owns stays.
+    let (code, v) = status("admission", json!({})).await;
+    assert_eq!(code, StatusCode::OK, "{v}");
+    assert_eq!(v["status"], json!({"note": "kept"}), "{v}");
+    // A struct another manager still owns something in stays, without what was dropped.
+    let (code, _) = status("admission", json!({"admission": {"clusterQueue": "cq"}})).await;
+    assert_eq!(code, StatusCode::OK);
+    let (code, _) =
+        status("other", json!({"note": "kept", "admission": {"podSetAssignments": [{"name": "x", "count": 2}]}})).await;
+    assert_eq!(code, StatusCode::OK);
+    let (code, v) = status("admission", json!({})).await;
+    assert_eq!(code, StatusCode::OK, "{v}");
+    assert_eq!(v["status"]["admission"], json!({"podSetAssignments": [{"name": "x", "count": 2}]}), "{v}");
+}

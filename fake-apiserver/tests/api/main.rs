@@ -3,6 +3,7 @@
 
 mod common;
 
+mod admission_webhooks;
 mod apply;
 mod authz;
 mod binding;

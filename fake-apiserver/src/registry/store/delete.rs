@@ -4,6 +4,7 @@
 
 use super::{Write, has_finalizers};
 use crate::error::{ApiError, ApiResult};
+use crate::registry::admission;
 use crate::registry::defects::ServerDefect;
 use crate::registry::meta::deletion_finalizers;
 use crate::registry::{ResourceType, State};
@@ -68,6 +69,20 @@ pub(crate) fn delete(
             ),
         ));
     }
+    // Admission of the delete: the webhooks see the object as stored; none may patch it.
+    let old_value = old.shared_value();
+    let req = admission::Request {
+        rt,
+        operation: admission::Operation::Delete,
+        subresource: "",
+        namespace: ns,
+        name,
+        old: Some(&old_value),
+        w,
+    };
+    let mutated = admission::mutate_write(st, &req, &mut Value::Null)?;
+    let validated = admission::validate(st, &req, || None)?;
+    st.warnings.extend(mutated.into_iter().chain(validated));
     let mut v = old.value();
     let grace = rt.strategy.deletion_grace_period(&v, opts.grace_period_seconds);
     // The propagation policy becomes an `orphan` or `foregroundDeletion` finalizer.

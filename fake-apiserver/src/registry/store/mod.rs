@@ -3,7 +3,7 @@
 //! type's [`Strategy`](super::Strategy). Runs under the server's lock, except
 //! [`prepare_create`], which needs no store and runs before the lock is taken.
 
-use super::admission::Mutation;
+use super::admission::{self, Mutation};
 use super::core::namespace::terminating_forbidden;
 use super::decode::decode_object;
 use super::defects::ServerDefect;
@@ -217,6 +217,8 @@ pub(crate) fn create(
 /// A create with everything done that needs only the request and the resource type.
 pub(crate) struct PreparedCreate {
     name: String,
+    /// What the mutating webhooks warned about.
+    warnings: Vec<String>,
     /// The object to store, or the validation error the create answers with once the
     /// namespace and existence checks (which come first) pass.
     object: ApiResult<PreparedObject>,
@@ -304,7 +306,7 @@ pub(crate) fn prepare_create(
     if let Some(fields) = w.fields {
         fields.record_create(rt, &mut obj, w);
     }
-    admission.mutate_create(rt, &mut obj)?;
+    let warnings = admission.mutate_create(rt, &mut obj, w)?;
     causes.extend(rt.strategy.validate(rt, &obj));
     let object = invalid_if_any(rt, &name, causes).map(|()| {
         if w.dry_run {
@@ -313,7 +315,7 @@ pub(crate) fn prepare_create(
             PreparedObject { preview_rv: 0, encoded: Encoded::for_commit(rt, obj) }
         }
     });
-    Ok(PreparedCreate { name, object })
+    Ok(PreparedCreate { name, warnings, object })
 }
 
 /// The part of a create that reads and writes the store: the namespace must exist and not be
@@ -334,7 +336,18 @@ pub(crate) fn create_prepared(
         return Err(ApiError::already_exists(&rt.group, &rt.plural, name));
     }
     let PreparedObject { encoded, preview_rv } = prepared.object?;
-    st.webhooks.admit(&rt.group, &rt.plural, None, || encoded.value_without_resource_version())?;
+    let req = admission::Request {
+        rt,
+        operation: admission::Operation::Create,
+        subresource: "",
+        namespace: ns,
+        name,
+        old: None,
+        w,
+    };
+    let warnings = admission::validate(st, &req, || Some(encoded.value_without_resource_version()))?;
+    st.warnings.extend(prepared.warnings);
+    st.warnings.extend(warnings);
     if w.dry_run {
         return Ok(Arc::new(encoded.finish(preview_rv)));
     }
@@ -508,6 +521,17 @@ pub(crate) fn update(
             return Err(ApiError::invalid(&rt.group, &rt.kind, name, causes));
         }
     }
+    let req = admission::Request {
+        rt,
+        operation: admission::Operation::Update,
+        subresource: if mode == UpdateMode::Status { "status" } else { "" },
+        namespace: ns,
+        name,
+        old: Some(&old_value),
+        w,
+    };
+    let mutated = admission::mutate_write(st, &req, &mut merged)?;
+    st.warnings.extend(mutated);
     rt.strategy.prepare_for_update(rt, &mut merged, &old_value, mode);
     let mut causes = match merged["metadata"].as_object() {
         Some(meta) => custom_meta_causes(rt, object_meta_causes(meta, rt.namespaced), true),
@@ -529,11 +553,9 @@ pub(crate) fn update(
     if mode == UpdateMode::Status {
         authorize_synthetic(st, rt, ns, name, &merged, &old_value, w)?;
     }
-    // Validating admission comes after the strategy's validation, before the write; the
-    // AdmissionReview of a status update names the subresource, which no webhook here asks for.
-    if mode == UpdateMode::Main {
-        st.webhooks.admit(&rt.group, &rt.plural, Some(&old_value), || merged.clone())?;
-    }
+    // Validating admission comes after the strategy's validation, before the write.
+    let validated = admission::validate(st, &req, || Some(merged.clone()))?;
+    st.warnings.extend(validated);
     // Only a write of the main resource can move the generation: a status write keeps
     // everything but the status as stored.
     // Defect: the status counts as a change of the object, through either endpoint.

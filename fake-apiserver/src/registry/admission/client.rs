@@ -1,0 +1,223 @@
+//! One HTTPS POST of an `AdmissionReview` to a webhook, as kube-apiserver's webhook client makes
+//! it: TLS verified against the configuration's `caBundle`, the server name of the URL (or
+//! `<service>.<namespace>.svc` for a service reference), `?timeout=<n>s` on the URL, one deadline
+//! for connecting, writing and reading.
+//!
+//! The call blocks its thread: admission runs inside the store's write path, which is
+//! synchronous. HTTP/1.1 with `Connection: close`, a `Content-Length` or chunked answer.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName, pem::PemObject};
+
+/// Where a call goes.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    /// The URL as kube-apiserver prints it in errors (`https://host:port/path?timeout=10s`).
+    pub url: String,
+    /// The name the serving certificate must carry.
+    pub server_name: String,
+    /// Where to connect (the URL's host resolved, or a service's endpoint).
+    pub connect: String,
+    /// The request path with its query.
+    pub path_and_query: String,
+}
+
+/// The answer's body, or why there is none (the text after `Post "<url>": `).
+pub(crate) fn post(target: &Target, ca_bundle: &[u8], body: &[u8], timeout: Duration) -> Result<Vec<u8>, String> {
+    let deadline = Instant::now() + timeout;
+    let config = tls_config(ca_bundle)?;
+    let name = ServerName::try_from(target.server_name.clone())
+        .map_err(|e| format!("invalid server name {:?}: {e}", target.server_name))?;
+    let addr = resolve(&target.connect)?;
+    let sock = TcpStream::connect_timeout(&addr, timeout).map_err(|e| dial_error(&addr, &e))?;
+    let left = || deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+    let timed_out = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            "context deadline exceeded (Client.Timeout exceeded while awaiting headers)".to_string()
+        }
+        _ => e.to_string(),
+    };
+    sock.set_write_timeout(Some(left())).map_err(|e| e.to_string())?;
+    sock.set_read_timeout(Some(left())).map_err(|e| e.to_string())?;
+    let conn = rustls::ClientConnection::new(config, name).map_err(|e| e.to_string())?;
+    let mut tls = rustls::StreamOwned::new(conn, sock);
+    let head = format!(
+        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, */*\r\n\
+         User-Agent: kube-apiserver-admission\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        target.path_and_query,
+        host_header(&target.url),
+        body.len()
+    );
+    tls.write_all(head.as_bytes()).and_then(|()| tls.write_all(body)).and_then(|()| tls.flush()).map_err(|e| {
+        if e.to_string().contains("certificate") {
+            format!("tls: failed to verify certificate: {e}")
+        } else {
+            timed_out(e)
+        }
+    })?;
+    tls.sock.set_read_timeout(Some(left())).map_err(|e| e.to_string())?;
+    let mut reader = BufReader::new(tls);
+    let (status, chunked, length) = read_head(&mut reader).map_err(|e| {
+        if e.to_string().contains("certificate") {
+            format!("tls: failed to verify certificate: {e}")
+        } else {
+            timed_out(e)
+        }
+    })?;
+    let body = if chunked {
+        read_chunked(&mut reader).map_err(timed_out)?
+    } else {
+        let mut out = Vec::new();
+        match length {
+            Some(n) => {
+                out.resize(n, 0);
+                reader.read_exact(&mut out).map_err(timed_out)?;
+            }
+            None => {
+                // Until the server closes; a missing close_notify at the end is no error.
+                if let Err(e) = reader.read_to_end(&mut out)
+                    && e.kind() != std::io::ErrorKind::UnexpectedEof
+                {
+                    return Err(timed_out(e));
+                }
+            }
+        }
+        out
+    };
+    if !(200..300).contains(&status) {
+        // client-go turns a non-2xx answer into a StatusError carrying the body.
+        return Err(format!("the server responded with the status code {status} but did not return more information"));
+    }
+    Ok(body)
+}
+
+/// The roots are the `caBundle` alone (kube-apiserver adds the system roots when it is empty;
+/// there are none here).
+fn tls_config(ca_bundle: &[u8]) -> Result<Arc<rustls::ClientConfig>, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_bundle) {
+        let cert = cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
+        roots.add(cert).map_err(|e| format!("unable to load root certificates: {e}"))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+fn resolve(connect: &str) -> Result<SocketAddr, String> {
+    connect
+        .to_socket_addrs()
+        .map_err(|e| format!("dial tcp: lookup {connect}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("dial tcp: lookup {connect}: no such host"))
+}
+
+fn dial_error(addr: &SocketAddr, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => format!("dial tcp {addr}: connect: connection refused"),
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+            format!("dial tcp {addr}: i/o timeout")
+        }
+        _ => format!("dial tcp {addr}: {e}"),
+    }
+}
+
+fn host_header(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['/', '?']).next().unwrap_or(rest)
+}
+
+/// The status code, whether the body is chunked, and its `Content-Length`.
+fn read_head(r: &mut impl BufRead) -> std::io::Result<(u16, bool, Option<usize>)> {
+    let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse::<u16>().ok())
+        .ok_or_else(|| bad("malformed HTTP response"))?;
+    let (mut chunked, mut length) = (false, None);
+    loop {
+        line.clear();
+        if r.read_line(&mut line)? == 0 {
+            return Err(bad("unexpected EOF in the response headers"));
+        }
+        let header = line.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = header.split_once(':') {
+            let (k, v) = (k.trim(), v.trim());
+            if k.eq_ignore_ascii_case("content-length") {
+                length = Some(v.parse().map_err(|_| bad("malformed Content-Length"))?);
+            } else if k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked") {
+                chunked = true;
+            }
+        }
+    }
+    Ok((status, chunked, length))
+}
+
+fn read_chunked(r: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
+    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "malformed chunked encoding");
+    let mut out = Vec::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line)?;
+        let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16).map_err(|_| bad())?;
+        if size == 0 {
+            return Ok(out);
+        }
+        let start = out.len();
+        out.resize(start + size, 0);
+        r.read_exact(&mut out[start..])?;
+        let mut crlf = [0u8; 2];
+        r.read_exact(&mut crlf)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunked_and_plain_bodies() {
+        let raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n2;x=y\r\nef\r\n0\r\n\r\n";
+        let mut r = BufReader::new(&raw[..]);
+        assert_eq!(read_head(&mut r).unwrap(), (200, true, None));
+        assert_eq!(read_chunked(&mut r).unwrap(), b"abcdef");
+        let raw = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 3\r\n\r\nabc";
+        let mut r = BufReader::new(&raw[..]);
+        assert_eq!(read_head(&mut r).unwrap(), (503, false, Some(3)));
+    }
+
+    #[test]
+    fn host_of_url() {
+        assert_eq!(host_header("https://127.0.0.1:9443/mutate?timeout=10s"), "127.0.0.1:9443");
+        assert_eq!(host_header("https://svc.ns.svc:443"), "svc.ns.svc:443");
+    }
+
+    #[test]
+    fn refused_connection_is_a_dial_error() {
+        // A port nothing listens on: bind one, note it, drop it.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let target = Target {
+            url: format!("https://127.0.0.1:{port}/x?timeout=1s"),
+            server_name: "127.0.0.1".into(),
+            connect: format!("127.0.0.1:{port}"),
+            path_and_query: "/x?timeout=1s".into(),
+        };
+        let err = post(&target, b"", b"{}", Duration::from_secs(1)).unwrap_err();
+        assert!(err.contains("connection refused"), "{err}");
+    }
+}
