@@ -21,8 +21,9 @@
 //! * Cost: kube-apiserver estimates each rule's cost statically and meters it at run time
 //!   (per call 1,000,000, per request 10,000,000). cel-rust meters nothing, so the cost of a
 //!   call is estimated here from the rule and the data: the rule's size times the number of
-//!   values under `self`, raised to the rule's comprehension nesting. Over the per-call limit a
-//!   rule fails with upstream's message; over the request budget validation stops with it.
+//!   values under `self`, raised to the nesting of its comprehensions that range over more than
+//!   an enclosing one's variable. Over the per-call limit a rule fails with upstream's
+//!   message; over the request budget validation stops with it.
 
 use super::FieldCause;
 use super::go_values::go_body_value;
@@ -119,24 +120,38 @@ fn mentions(source: &str, ident: &str) -> bool {
     })
 }
 
-/// How deeply the comprehension macros of a rule nest (by their parentheses).
+/// How deeply the comprehension macros of a rule nest (by their parentheses), counting only
+/// those that range over something other than an enclosing macro's variable: walking a tree
+/// (`self.groups.all(g, g.items.all(i, ...))`) visits each value once, as upstream's metered
+/// cost counts it, while `self.all(a, self.exists(b, ...))` visits the pairs.
 fn comprehension_nesting(source: &str) -> u32 {
     const MACROS: [&str; 7] = [".all(", ".exists(", ".exists_one(", ".filter(", ".map(", ".sortBy(", ".existsOne("];
-    let mut depth = 0u32;
-    let mut open: Vec<bool> = Vec::new();
-    let mut deepest = 0u32;
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    // One entry per open parenthesis: a macro's variable and whether it counts.
+    let mut open: Vec<Option<(String, bool)>> = Vec::new();
+    let (mut depth, mut deepest) = (0u32, 0u32);
     for (i, c) in source.char_indices() {
         match c {
             '(' => {
-                let is_macro = MACROS.iter().any(|m| source[..=i].ends_with(m));
-                if is_macro {
+                let Some(m) = MACROS.iter().find(|m| source[..=i].ends_with(*m)) else {
+                    open.push(None);
+                    continue;
+                };
+                let receiver = &source[..=i - m.len()];
+                let start = receiver.rfind(|c: char| !(ident(c) || c == '.')).map_or(0, |p| p + 1);
+                let root = receiver[start..].split('.').next().unwrap_or("");
+                let bound = !root.is_empty() && open.iter().flatten().any(|(var, _)| var == root);
+                let var: String = source[i + 1..].trim_start().chars().take_while(|c| ident(*c)).collect();
+                if !bound {
                     depth += 1;
                     deepest = deepest.max(depth);
                 }
-                open.push(is_macro);
+                open.push(Some((var, !bound)));
             }
-            ')' if open.pop() == Some(true) => {
-                depth = depth.saturating_sub(1);
+            ')' => {
+                if let Some(Some((_, true))) = open.pop() {
+                    depth = depth.saturating_sub(1);
+                }
             }
             _ => {}
         }
@@ -432,6 +447,9 @@ mod tests {
     #[case("self.all(a, a.x > 0)", 1)]
     #[case("self.all(l1, self.exists_one(l2, l1.name == l2.name))", 2)]
     #[case("self.x == oldSelf.x", 0)]
+    // Kueue's ClusterQueue rule walks one tree: each value once.
+    #[case("!has(self.cohortName) && has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit)))) : true", 1)]
+    #[case("self.a.all(x, x.b.all(y, self.c.exists(z, z == y)))", 2)]
     fn nesting_counts_comprehensions(#[case] rule: &str, #[case] nesting: u32) {
         assert_eq!(comprehension_nesting(rule), nesting, "{rule}");
     }

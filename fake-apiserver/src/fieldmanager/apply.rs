@@ -89,8 +89,9 @@ pub(crate) fn apply(
         }
     }
     // structured-merge-diff also counts the struct fields above what an applier owned as its
-    // own (`EnsureNamedFieldsAreMembers` in merge/update.go's `prune`): one within which no
-    // manager owns anything any more goes whole. An applier that stops applying the last of
+    // own (`EnsureNamedFieldsAreMembers` in `prune` and `addBackOwnedItemsForVersion`,
+    // https://github.com/kubernetes-sigs/structured-merge-diff/blob/v6.4.2/merge/update.go):
+    // one within which no manager owns anything any more goes whole. An applier that stops applying the last of
     // `status.admission` removes `admission`, where removing only what it owned would leave
     // `{podSetAssignments: []}` behind (Kueue reads that as a quota reservation).
     if let Some(prev) = list.iter().find(|e| mine(e)) {
