@@ -448,7 +448,10 @@ mod tests {
     #[case("self.all(l1, self.exists_one(l2, l1.name == l2.name))", 2)]
     #[case("self.x == oldSelf.x", 0)]
     // Kueue's ClusterQueue rule walks one tree: each value once.
-    #[case("!has(self.cohortName) && has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit)))) : true", 1)]
+    #[case(
+        "!has(self.cohortName) && has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit)))) : true",
+        1
+    )]
     #[case("self.a.all(x, x.b.all(y, self.c.exists(z, z == y)))", 2)]
     fn nesting_counts_comprehensions(#[case] rule: &str, #[case] nesting: u32) {
         assert_eq!(comprehension_nesting(rule), nesting, "{rule}");

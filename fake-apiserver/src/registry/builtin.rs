@@ -1,6 +1,7 @@
 //! The built-in resource types: k8s-openapi types plus what k8s-openapi does not carry (short
 //! names, categories, subresources, selectable fields, generation, the kind's strategy).
 
+use super::admissionregistration::webhook_configuration::WebhookConfigurationStrategy;
 use super::apiextensions::crd::CrdStrategy;
 use super::apps::deployment::DeploymentStrategy;
 use super::apps::replicaset::ReplicaSetStrategy;
@@ -355,11 +356,13 @@ pub(super) fn types() -> Vec<ResourceType> {
         builtin::<admission::MutatingWebhookConfiguration>(Extra {
             categories: &["api-extensions"],
             generation: true,
+            strategy: Some(&WebhookConfigurationStrategy { mutating: true }),
             ..Default::default()
         }),
         builtin::<admission::ValidatingWebhookConfiguration>(Extra {
             categories: &["api-extensions"],
             generation: true,
+            strategy: Some(&WebhookConfigurationStrategy { mutating: false }),
             ..Default::default()
         }),
         builtin::<admission::ValidatingAdmissionPolicy>(Extra {

@@ -4,6 +4,7 @@
 //! every write through it. One folder per API group, one file per kind with rules of its own.
 
 pub(crate) mod admission;
+pub(crate) mod admissionregistration;
 pub(crate) mod apiextensions;
 pub(crate) mod apps;
 pub(crate) mod authentication;

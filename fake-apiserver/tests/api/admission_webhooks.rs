@@ -425,11 +425,14 @@ async fn dry_run_needs_a_webhook_without_side_effects() {
         configmap_rules(&["CREATE"]),
         json!({"sideEffects": "Unknown"}),
     );
-    install(&api, true, "effects", json!([unknown])).await;
-    let (code, body) = post(&api, &format!("{CMS}?dryRun=All"), &configmap("a")).await;
-    assert_eq!(code, StatusCode::BAD_REQUEST, "{body}");
-    assert_eq!(body["message"], "admission webhook \"effects.example.com\" does not support dry run");
-    assert!(hooks.seen("/label").is_empty());
+    // v1 takes only webhooks without side effects (ValidateMutatingWebhookConfiguration's
+    // requireNoSideEffects), so a dry run reaches every webhook a client can create.
+    let obj = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+                     "metadata": {"name": "effects"}, "webhooks": [unknown]});
+    let (code, body) = post(&api, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", &obj).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["details"]["causes"][0]["field"], "webhooks[0].sideEffects");
+    assert_eq!(body["details"]["causes"][0]["reason"], "FieldValueNotSupported");
 
     let api = ApiServer::default();
     install(

@@ -1,0 +1,3 @@
+//! admissionregistration.k8s.io: the kinds with rules of their own.
+
+pub(crate) mod webhook_configuration;
