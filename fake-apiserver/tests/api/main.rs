@@ -3,6 +3,7 @@
 
 mod common;
 
+mod admission_policies;
 mod admission_webhooks;
 mod apply;
 mod authz;

@@ -32,6 +32,7 @@
 //! [`ApiServer::add_mutating_webhook`]: crate::ApiServer::add_mutating_webhook
 
 mod client;
+mod policy;
 mod review;
 mod webhook;
 
@@ -210,7 +211,8 @@ pub(crate) fn validate(st: &State, req: &Request, new: impl FnOnce() -> Option<V
         false => Vec::new(),
     };
     let planned = Planned::read(st, false, req.namespace);
-    if in_process.is_empty() && planned.hooks.is_empty() {
+    let policies = policy::any(st);
+    if in_process.is_empty() && planned.hooks.is_empty() && !policies {
         return Ok(Vec::new());
     }
     let new = new();
@@ -219,8 +221,17 @@ pub(crate) fn validate(st: &State, req: &Request, new: impl FnOnce() -> Option<V
             hook.validate(req.old, new).map_err(|m| ApiError::webhook_denied(hook.name(), &m))?;
         }
     }
+    let mut warnings = Vec::new();
+    // The ValidatingAdmissionPolicy plugin comes before the validating webhooks.
+    if policies {
+        let outcome = policy::enforce(st, &req.attributes(), new.as_ref());
+        warnings.extend(outcome.warnings);
+        if let Some(denied) = outcome.denied {
+            return Err(denied);
+        }
+    }
     if planned.hooks.is_empty() {
-        return Ok(Vec::new());
+        return Ok(warnings);
     }
     let attrs = req.attributes();
     let labels = planned.namespace_labels.as_ref();
@@ -234,7 +245,6 @@ pub(crate) fn validate(st: &State, req: &Request, new: impl FnOnce() -> Option<V
             .map(|c| c.join().unwrap_or_else(|_| Err(ApiError::internal("webhook call panicked"))))
             .collect()
     });
-    let mut warnings = Vec::new();
     for result in results {
         if let Some(answer) = result? {
             warnings.extend(answer.warnings);

@@ -218,6 +218,18 @@ fn target(st: Option<&State>, client: &Value, timeout: u64) -> Result<Target, St
 }
 
 impl Hook {
+    /// A matcher of these selectors and rules alone (a policy's `matchResources`).
+    pub fn from_selectors(namespace_selector: &Value, object_selector: &Value, rules: Vec<Value>) -> Hook {
+        let w = serde_json::json!({
+            "name": "",
+            "clientConfig": {},
+            "rules": rules,
+            "namespaceSelector": namespace_selector,
+            "objectSelector": object_selector,
+        });
+        parse(None, &w, false)
+    }
+
     /// `rules.Matcher`: one rule matches the operation, group, version, resource and scope.
     pub fn rules_match(&self, a: &Attributes) -> bool {
         let any = |list: &[String], v: &str| list.iter().any(|x| x == "*" || x == v);
