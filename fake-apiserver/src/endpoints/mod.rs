@@ -19,6 +19,7 @@ mod tables;
 use crate::controllers;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::State;
+use crate::registry::admission;
 use crate::storage::StorageKey;
 use crate::storage::UserInfo;
 use apimachinery::Clock;
@@ -190,6 +191,32 @@ impl Context {
             let out = f(st)?;
             Ok((out, std::mem::take(&mut st.warnings)))
         })
+    }
+
+    /// [`Context::write_warned`] for a write that may call admission webhooks: each attempt
+    /// runs under the lock until it meets webhooks it has no answer for, which are then called
+    /// without the lock, and the write runs again (see `registry::admission`'s deferral).
+    pub fn write_admitted<T>(
+        &self,
+        dry_run: bool,
+        mut f: impl FnMut(&mut State) -> ApiResult<T>,
+    ) -> ApiResult<(T, Vec<String>)> {
+        /// Rounds before giving up on an object that changes on every call.
+        const ROUNDS: usize = 8;
+        struct Finish;
+        impl Drop for Finish {
+            fn drop(&mut self) {
+                admission::finish();
+            }
+        }
+        let _finish = Finish;
+        for _ in 0..ROUNDS {
+            match self.write_warned(dry_run, |st| admission::attempt(|| f(st))) {
+                Err(e) if admission::is_deferred(&e) => admission::answer_pending(),
+                other => return other,
+            }
+        }
+        Err(ApiError::internal("admission webhooks did not settle: the object changed on every call"))
     }
 
     /// Runs a write under the lock, then (unless it is a dry run) the controllers it

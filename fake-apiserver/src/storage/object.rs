@@ -215,7 +215,7 @@ pub(crate) fn preview(rt: &dyn StoredResource, value: &Value) -> StoredObject {
 /// JSON is known, and [`Encoded::finish`] writes the version there: the JSON is the same as
 /// serializing the value after setting `metadata.resourceVersion`, but the serialization can
 /// happen before the store's lock is taken.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Encoded {
     json: Vec<u8>,
     /// Where the placeholder (quotes included) is in `json`.

@@ -29,11 +29,25 @@ struct HookServer {
 }
 
 impl HookServer {
+    /// A server with a self-signed certificate, which is its own bundle.
     fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// With `leaf_bundle`, the certificate is signed by a CA the bundle leaves out: the bundle
+    /// is the serving certificate itself, as envtest's `WebhookInstallOptions` hands it out.
+    fn start_with(leaf_bundle: bool) -> Self {
         let mut params = CertificateParams::new(vec!["hook.default.svc".to_string()]).unwrap();
         params.subject_alt_names.push(SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
         let key = KeyPair::generate().unwrap();
-        let cert = params.self_signed(&key).unwrap();
+        let cert = if leaf_bundle {
+            let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+            ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            let issuer = rcgen::Issuer::new(ca, KeyPair::generate().unwrap());
+            params.signed_by(&key, &issuer).unwrap()
+        } else {
+            params.self_signed(&key).unwrap()
+        };
         let der = rustls::pki_types::CertificateDer::from(cert.der().to_vec());
         let key_der =
             rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()));
@@ -138,6 +152,14 @@ fn respond(route: &str, req: &Value) -> Value {
             std::thread::sleep(Duration::from_secs(3));
             allow
         }
+        // Lists ConfigMaps from the API server (plain HTTP on the port in the path) before
+        // allowing: a webhook that reads the server while it answers.
+        r if r.starts_with("/read-back-") => {
+            let port = &r["/read-back-".len()..];
+            let listed = read_back(port);
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {
+                "uid": uid, "allowed": listed, "status": {"code": 403, "message": "could not read the server back"}}})
+        }
         "/wrong-uid" => {
             json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {"uid": "other", "allowed": true}})
         }
@@ -156,6 +178,18 @@ fn respond(route: &str, req: &Value) -> Value {
         }
         _ => allow,
     }
+}
+
+/// Whether a GET of the ConfigMaps of `default` on `127.0.0.1:<port>` answers 200 within 5 s.
+fn read_back(port: &str) -> bool {
+    let Ok(mut sock) = std::net::TcpStream::connect(format!("127.0.0.1:{port}")) else { return false };
+    let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
+    let req = "GET /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if sock.write_all(req.as_bytes()).is_err() {
+        return false;
+    }
+    let mut line = String::new();
+    BufReader::new(sock).read_line(&mut line).is_ok() && line.contains(" 200 ")
 }
 
 fn webhook(server: &HookServer, name: &str, path: &str, rules: Value, extra: Value) -> Value {
@@ -543,4 +577,68 @@ async fn a_webhooks_warnings_reach_the_client() {
     assert_eq!(code, StatusCode::CREATED);
     let warnings: Vec<&str> = headers.get_all("warning").iter().filter_map(|v| v.to_str().ok()).collect();
     assert_eq!(warnings, vec!["299 - \"data.k is deprecated\""]);
+}
+
+#[tokio::test]
+async fn a_bundle_holding_the_serving_certificate_itself_is_trusted_as_go_trusts_it() {
+    let hooks = HookServer::start_with(true);
+    let api = ApiServer::default();
+    install(
+        &api,
+        true,
+        "label",
+        json!([webhook(&hooks, "label.example.com", "/label", configmap_rules(&["CREATE"]), json!({}))]),
+    )
+    .await;
+    let (code, body) = post(&api, CMS, &configmap("a")).await;
+    assert_eq!(code, StatusCode::CREATED, "{body}");
+    assert_eq!(body["metadata"]["labels"]["mutated"], "yes");
+    // Its name is still checked: the certificate does not name 127.0.0.2.
+    let api = ApiServer::default();
+    let mut other_name = webhook(&hooks, "label.example.com", "/label", configmap_rules(&["CREATE"]), json!({}));
+    other_name["clientConfig"]["url"] = json!(format!("https://localhost:{}/label", hooks.port));
+    install(&api, true, "label", json!([other_name])).await;
+    let (code, body) = post(&api, CMS, &configmap("a")).await;
+    assert_eq!(code, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("certificate"), "{body}");
+}
+
+/// A webhook may read the server while it answers: the calls of an update, a create and a
+/// delete are made without the server's lock, and the write runs again with the answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_that_reads_the_server_while_it_answers_is_not_blocked() {
+    let hooks = HookServer::start();
+    let api = ApiServer::default();
+    let tcp = api.serve_tcp(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).await.unwrap();
+    let path = format!("/read-back-{}", tcp.addr().port());
+    let rules = configmap_rules(&["CREATE", "UPDATE", "DELETE"]);
+    install(
+        &api,
+        false,
+        "reader",
+        json!([webhook(&hooks, "reader.example.com", &path, rules.clone(), json!({"timeoutSeconds": 3}))]),
+    )
+    .await;
+    install(
+        &api,
+        true,
+        "mreader",
+        json!([webhook(&hooks, "mreader.example.com", &path, rules, json!({"timeoutSeconds": 3}))]),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let (code, body) = post(&api, CMS, &configmap("a")).await;
+    assert_eq!(code, StatusCode::CREATED, "{body}");
+    let merge = Some("application/merge-patch+json");
+    let (code, body) = send(&api, Method::PATCH, &format!("{CMS}/a"), merge, json!({"data": {"k": "w"}})).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let mut replaced = body.clone();
+    replaced["data"]["k"] = json!("x");
+    let (code, body) = send(&api, Method::PUT, &format!("{CMS}/a"), Some("application/json"), replaced).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let (code, body) = raw(&api, Method::DELETE, &format!("{CMS}/a"), None, Body::empty()).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    // Each webhook was called for each write (the mutating one not for the delete's patch).
+    assert!(hooks.seen(&path).len() >= 7, "{:?}", hooks.seen(&path).len());
+    assert!(started.elapsed() < Duration::from_secs(3), "a call waited for its timeout: {:?}", started.elapsed());
 }

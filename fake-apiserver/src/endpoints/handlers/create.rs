@@ -48,7 +48,12 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let w = Write { ctx: &ctx, now, dry_run, fields: Some(&UpdateOwnership) };
     // Decoding, validation and serialization need no store: keep them out of the lock.
     let prepared = store::prepare_create(&rt, &namespace, obj, &w, &call.ctx.state)?;
-    let (created, raised) = call.ctx.write_warned(dry_run, |st| create_prepared(st, &rt, &namespace, prepared, &w))?;
+    // A create that may meet validating webhooks can run more than once, each time on a copy.
+    let (created, raised) = if crate::registry::admission::may_call(&call.ctx.state.read()) {
+        call.ctx.write_admitted(dry_run, |st| create_prepared(st, &rt, &namespace, prepared.clone(), &w))?
+    } else {
+        call.ctx.write_warned(dry_run, |st| create_prepared(st, &rt, &namespace, prepared, &w))?
+    };
     let warnings: Vec<String> = warnings.into_iter().chain(raised).collect();
     Ok(with_warnings(bytes_response(StatusCode::CREATED, render(&rt, &created)), &warnings))
 }

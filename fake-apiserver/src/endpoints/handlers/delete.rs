@@ -19,7 +19,7 @@ pub(super) async fn handle(mut call: Call) -> ApiResult<Response> {
     let ctx = call.write_context(Verb::Delete);
     let now = call.ctx.clock.now();
     let rt = &call.target.rt;
-    let result = call.ctx.write(opts.dry_run, |st| {
+    let (result, _) = call.ctx.write_admitted(opts.dry_run, |st| {
         let w = Write { ctx: &ctx, now, dry_run: opts.dry_run, fields: None };
         store::delete(st, rt, &call.target.namespace, call.name(), &opts, &w)
     })?;

@@ -44,7 +44,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let ctx = call.write_context(Verb::Patch);
     let now = call.ctx.clock.now();
     let rt = &call.target.rt;
-    let (updated, raised) = call.ctx.write_warned(dry_run, |st| {
+    let (updated, raised) = call.ctx.write_admitted(dry_run, |st| {
         let old = current(st, &call.target, call.name())?;
         // Patch the object as this version serves it (apiVersion, read-time defaults).
         let served = served_value(rt, &old);
@@ -155,7 +155,7 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
             ))
         })
     };
-    let ((obj, created), raised) = call.ctx.write_warned(dry_run, |st| {
+    let ((obj, created), raised) = call.ctx.write_admitted(dry_run, |st| {
         let w = Write { ctx, now, dry_run, fields: None };
         match st.store.get(rt.storage_key(), &target.namespace, name) {
             Some(old) => {

@@ -33,7 +33,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let creates = mode == UpdateMode::Main
         && rt.strategy.allow_create_on_update()
         && obj["metadata"]["resourceVersion"].as_str().is_none_or(str::is_empty);
-    let ((code, updated), raised) = call.ctx.write_warned(dry_run, |st| {
+    let run = |st: &mut crate::registry::State, obj: serde_json::Value| {
         let stored_ns = if rt.namespaced { namespace.as_str() } else { "" };
         if creates && st.store.get(rt.storage_key(), stored_ns, name).is_none() {
             let mut obj = obj;
@@ -45,7 +45,13 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
         }
         let w = Write { ctx: &ctx, now, dry_run, fields: Some(&UpdateOwnership) };
         store::update(st, rt, namespace, name, obj, mode, &w).map(|o| (StatusCode::OK, o))
-    })?;
+    };
+    // A write that may meet webhooks can run more than once, each time on a copy of the body.
+    let ((code, updated), raised) = if crate::registry::admission::may_call(&call.ctx.state.read()) {
+        call.ctx.write_admitted(dry_run, |st| run(st, obj.clone()))?
+    } else {
+        call.ctx.write_warned(dry_run, |st| run(st, obj))?
+    };
     warnings.extend(raised);
     Ok(with_warnings(bytes_response(code, render(rt, &updated)), &warnings))
 }

@@ -99,17 +99,77 @@ pub(crate) fn post(target: &Target, ca_bundle: &[u8], body: &[u8], timeout: Dura
 /// there are none here).
 fn tls_config(ca_bundle: &[u8]) -> Result<Arc<rustls::ClientConfig>, String> {
     let mut roots = rustls::RootCertStore::empty();
+    let mut bundle = Vec::new();
     for cert in CertificateDer::pem_slice_iter(ca_bundle) {
         let cert = cert.map_err(|e| format!("unable to load root certificates: {e}"))?;
-        roots.add(cert).map_err(|e| format!("unable to load root certificates: {e}"))?;
+        roots.add(cert.clone()).map_err(|e| format!("unable to load root certificates: {e}"))?;
+        bundle.push(cert);
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .map_err(|e| e.to_string())?;
+    let config = match rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider).build() {
+        Ok(inner) => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(GoRoots { inner, bundle }))
+            .with_no_client_auth(),
+        // No roots at all: every certificate is refused, as a call without a usable bundle is.
+        Err(_) => builder.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth(),
+    };
     Ok(Arc::new(config))
+}
+
+/// Web PKI verification, plus Go's rule that a server certificate found in the roots is
+/// trusted as it is (`x509.Certificate.Verify`), its name still checked.
+#[derive(Debug)]
+struct GoRoots {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    bundle: Vec<CertificateDer<'static>>,
+}
+
+impl rustls::client::danger::ServerCertVerifier for GoRoots {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        match self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+            Ok(v) => Ok(v),
+            Err(e) if self.bundle.iter().any(|c| c.as_ref() == end_entity.as_ref()) => {
+                let cert = webpki::EndEntityCert::try_from(end_entity).map_err(|_| e.clone())?;
+                cert.verify_is_valid_for_subject_name(server_name)
+                    .map_err(|_| rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))?;
+                Ok(rustls::client::danger::ServerCertVerified::assertion())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 fn resolve(connect: &str) -> Result<SocketAddr, String> {

@@ -15,12 +15,15 @@
 //! validation, before the write, every matching webhook at once; the first denial in webhook
 //! order is the answer.
 //!
-//! A create's mutating webhooks are called outside the server's lock; everything else is
-//! called under its write lock, so a webhook that writes to or lists from this server while
-//! it answers waits for its `timeoutSeconds` (controller-runtime's webhooks read their
-//! informer caches, which do not). Not modelled: re-running a custom resource's pruning and
-//! defaulting on a patched object, `matchPolicy: Equivalent` (every kind is served in one
-//! version), the `authorizer` and `params` variables of `matchConditions`, audit annotations.
+//! Webhooks are called outside the server's lock, so one may read from and write to this
+//! server while it answers: a create's mutating webhooks before the lock is taken, and every
+//! other call of a client's create, update, patch or delete through the deferral below (the
+//! write runs under the lock until it needs a call, the call is made without it, the write runs
+//! again). The server's own controllers (garbage collector, namespace controller), `/scale`
+//! writes and deletecollection call them under the lock. Not modelled: re-running a custom
+//! resource's pruning and defaulting on a patched object, `matchPolicy: Equivalent` (every kind
+//! is served in one version), the `authorizer` and `params` variables of `matchConditions`,
+//! audit annotations.
 //!
 //! A component that ships a validating webhook in process (Kueue's job webhooks, say)
 //! registers its check with [`ApiServer::add_validating_webhook`]; it runs on every create and
@@ -102,6 +105,7 @@ impl ClusterReader for State {
 
 /// The configured webhooks a request may call, and the labels of its namespace, read from the
 /// store so the calls can happen without it.
+#[derive(Clone)]
 struct Planned {
     hooks: Vec<webhook::Hook>,
     namespace_labels: Option<Value>,
@@ -234,17 +238,30 @@ pub(crate) fn validate(st: &State, req: &Request, new: impl FnOnce() -> Option<V
         return Ok(warnings);
     }
     let attrs = req.attributes();
+    match deferral::lookup(false, &planned, &attrs, new.as_ref()) {
+        Some(Ok(deferral::Answered::Validated(w))) => warnings.extend(w),
+        Some(Ok(deferral::Answered::Mutated(..))) => {}
+        Some(Err(e)) => return Err(e),
+        None => warnings.extend(run_validating(&planned, &attrs, new.as_ref())?),
+    }
+    Ok(warnings)
+}
+
+/// The configured validating webhooks, all at once, as kube-apiserver calls them; the first
+/// error in webhook order answers.
+fn run_validating(planned: &Planned, attrs: &webhook::Attributes, new: Option<&Value>) -> ApiResult<Vec<String>> {
     let labels = planned.namespace_labels.as_ref();
-    let new = new.as_ref();
-    // Every matching webhook at once, as kube-apiserver calls them; the first error in
-    // webhook order answers.
-    let results: Vec<ApiResult<Option<review::Answer>>> = std::thread::scope(|scope| {
-        let calls: Vec<_> = planned.hooks.iter().map(|h| scope.spawn(|| call(h, false, &attrs, labels, new))).collect();
-        calls
-            .into_iter()
-            .map(|c| c.join().unwrap_or_else(|_| Err(ApiError::internal("webhook call panicked"))))
-            .collect()
+    let results: Vec<ApiResult<Option<review::Answer>>> = off_the_runtime(|| {
+        std::thread::scope(|scope| {
+            let calls: Vec<_> =
+                planned.hooks.iter().map(|h| scope.spawn(|| call(h, false, attrs, labels, new))).collect();
+            calls
+                .into_iter()
+                .map(|c| c.join().unwrap_or_else(|_| Err(ApiError::internal("webhook call panicked"))))
+                .collect()
+        })
     });
+    let mut warnings = Vec::new();
     for result in results {
         if let Some(answer) = result? {
             warnings.extend(answer.warnings);
@@ -253,20 +270,41 @@ pub(crate) fn validate(st: &State, req: &Request, new: impl FnOnce() -> Option<V
     Ok(warnings)
 }
 
-/// The configured mutating webhooks, in order, then those of them with
-/// `reinvocationPolicy: IfNeeded` that a later webhook's change calls for once more.
+/// The configured mutating webhooks of a write: inline, or through the deferral of the
+/// attempt this runs in.
 fn mutate(planned: &Planned, req: &Request, obj: &mut Value) -> ApiResult<Vec<String>> {
     if planned.hooks.is_empty() {
         return Ok(Vec::new());
     }
     let attrs = req.attributes();
-    let labels = planned.namespace_labels.as_ref();
     let has_object = req.operation != Operation::Delete;
+    match deferral::lookup(true, planned, &attrs, has_object.then_some(&*obj)) {
+        Some(Ok(deferral::Answered::Mutated(mutated, warnings))) => {
+            if has_object {
+                *obj = mutated;
+            }
+            Ok(warnings)
+        }
+        Some(Ok(deferral::Answered::Validated(_))) => Ok(Vec::new()),
+        Some(Err(e)) => Err(e),
+        None => run_mutating(planned, &attrs, has_object, obj),
+    }
+}
+
+/// The configured mutating webhooks, in order, then those of them with
+/// `reinvocationPolicy: IfNeeded` that a later webhook's change calls for once more.
+fn run_mutating(
+    planned: &Planned,
+    attrs: &webhook::Attributes,
+    has_object: bool,
+    obj: &mut Value,
+) -> ApiResult<Vec<String>> {
+    let labels = planned.namespace_labels.as_ref();
     let mut warnings = Vec::new();
     let mut reinvocable: Vec<usize> = Vec::new();
     let mut again = vec![false; planned.hooks.len()];
     for (i, hook) in planned.hooks.iter().enumerate() {
-        let Some(answer) = call(hook, true, &attrs, labels, has_object.then_some(&*obj))? else { continue };
+        let Some(answer) = call(hook, true, attrs, labels, has_object.then_some(&*obj))? else { continue };
         warnings.extend(answer.warnings);
         if patch(hook, &answer.patch, has_object.then_some(&mut *obj))? {
             for j in &reinvocable {
@@ -281,12 +319,21 @@ fn mutate(planned: &Planned, req: &Request, obj: &mut Value) -> ApiResult<Vec<St
         if !again[i] {
             continue;
         }
-        if let Some(answer) = call(hook, true, &attrs, labels, has_object.then_some(&*obj))? {
+        if let Some(answer) = call(hook, true, attrs, labels, has_object.then_some(&*obj))? {
             warnings.extend(answer.warnings);
             patch(hook, &answer.patch, has_object.then_some(&mut *obj))?;
         }
     }
     Ok(warnings)
+}
+
+/// Runs a blocking call; on a worker of a multi-threaded runtime the worker is handed back
+/// meanwhile, so the server goes on answering (the webhook's own requests among them).
+fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
 }
 
 /// Applies a mutating webhook's JSON patch; whether it changed the object.
@@ -359,7 +406,7 @@ fn call(
     };
     let body = serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request});
     let body = serde_json::to_vec(&body).map_err(ApiError::internal)?;
-    let answer = match client::post(target, &hook.ca_bundle, &body, hook.timeout) {
+    let answer = match off_the_runtime(|| client::post(target, &hook.ca_bundle, &body, hook.timeout)) {
         Ok(a) => a,
         Err(e) => return fail(format!("failed to call webhook: Post \"{}\": {e}", target.url)),
     };
@@ -371,6 +418,194 @@ fn call(
         return Err(review::denial(&hook.name, &answer.result));
     }
     Ok(Some(answer))
+}
+
+/// Webhook calls made outside the server's lock. A write that runs under the lock
+/// ([`crate::endpoints::Context::write_admitted`]) meets configured webhooks it has no answer
+/// for: it records the calls and gives up with [`deferred`]; the lock is released, the calls
+/// are made, and the write runs again from the start, now finding each answer under the key of
+/// what was asked (the object and the stored one it replaces). A write whose object changed in
+/// between asks again, as kube-apiserver's `GuaranteedUpdate` calls admission again on a retry.
+/// A webhook may so read from and write to this server while it answers.
+mod deferral {
+    use super::*;
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+
+    /// What one webhook stage answered.
+    #[derive(Clone)]
+    pub(super) enum Answered {
+        /// Mutating: the object after the webhooks, and their warnings.
+        Mutated(Value, Vec<String>),
+        /// Validating: the warnings.
+        Validated(Vec<String>),
+    }
+
+    /// A stage's calls, owned, to be made without the lock.
+    pub(super) struct Pending {
+        pub key: u64,
+        pub mutating: bool,
+        pub planned: Planned,
+        pub attrs: OwnedAttributes,
+        pub object: Option<Value>,
+    }
+
+    #[derive(Default)]
+    struct Round {
+        /// Whether the closure being run may defer (not the controllers after it).
+        active: bool,
+        answers: HashMap<u64, ApiResult<Answered>>,
+        pending: Vec<Pending>,
+    }
+
+    thread_local! {
+        static ROUND: RefCell<Option<Round>> = const { RefCell::new(None) };
+    }
+
+    /// The marker error of a deferred write; never reaches a client.
+    pub(crate) fn deferred() -> ApiError {
+        ApiError { code: 0, reason: "AdmissionDeferred", message: String::new(), details: None }
+    }
+
+    pub(crate) fn is_deferred(e: &ApiError) -> bool {
+        e.code == 0 && e.reason == "AdmissionDeferred"
+    }
+
+    /// Runs `f` (one attempt of a write, under the lock) with deferral on; it is off again
+    /// afterwards, even if `f` panics.
+    pub(crate) fn attempt<T>(f: impl FnOnce() -> T) -> T {
+        struct Off;
+        impl Drop for Off {
+            fn drop(&mut self) {
+                ROUND.with(|r| {
+                    if let Some(round) = r.borrow_mut().as_mut() {
+                        round.active = false;
+                    }
+                });
+            }
+        }
+        ROUND.with(|r| r.borrow_mut().get_or_insert_with(Round::default).active = true);
+        let _off = Off;
+        f()
+    }
+
+    /// Makes the calls the last attempt recorded (without the lock).
+    pub(crate) fn answer_pending() {
+        let pending = ROUND.with(|r| r.borrow_mut().as_mut().map(|round| std::mem::take(&mut round.pending)));
+        for p in pending.unwrap_or_default() {
+            let attrs = p.attrs.borrow();
+            let answer = if p.mutating {
+                let mut obj = p.object.clone().unwrap_or(Value::Null);
+                let has_object = p.object.is_some();
+                run_mutating(&p.planned, &attrs, has_object, &mut obj).map(|w| Answered::Mutated(obj, w))
+            } else {
+                run_validating(&p.planned, &attrs, p.object.as_ref()).map(Answered::Validated)
+            };
+            ROUND.with(|r| {
+                if let Some(round) = r.borrow_mut().as_mut() {
+                    round.answers.insert(p.key, answer);
+                }
+            });
+        }
+    }
+
+    /// Ends the write's rounds.
+    pub(crate) fn finish() {
+        ROUND.with(|r| *r.borrow_mut() = None);
+    }
+
+    fn key(mutating: bool, attrs: &webhook::Attributes, object: Option<&Value>) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            mutating,
+            attrs.operation.as_str(),
+            attrs.group,
+            attrs.resource,
+            attrs.subresource,
+            attrs.namespace,
+            attrs.name,
+        )
+            .hash(&mut h);
+        serde_json::to_string(&object).unwrap_or_default().hash(&mut h);
+        serde_json::to_string(&attrs.old).unwrap_or_default().hash(&mut h);
+        h.finish()
+    }
+
+    /// Inside an attempt: the answer to this stage if it was asked, else the stage recorded
+    /// and `Err(deferred())`. Outside one: `None` (call inline).
+    pub(super) fn lookup(
+        mutating: bool,
+        planned: &Planned,
+        attrs: &webhook::Attributes,
+        object: Option<&Value>,
+    ) -> Option<ApiResult<Answered>> {
+        ROUND.with(|r| {
+            let mut r = r.borrow_mut();
+            let round = r.as_mut().filter(|round| round.active)?;
+            let key = key(mutating, attrs, object);
+            if let Some(answer) = round.answers.get(&key) {
+                return Some(answer.clone());
+            }
+            round.pending.push(Pending {
+                key,
+                mutating,
+                planned: planned.clone(),
+                attrs: OwnedAttributes::of(attrs),
+                object: object.cloned(),
+            });
+            Some(Err(deferred()))
+        })
+    }
+}
+
+pub(crate) use deferral::{answer_pending, attempt, finish, is_deferred};
+
+/// Whether a write may have webhooks or policies to call (any configuration is stored), so it
+/// must be able to run again after calling them outside the lock.
+pub(crate) fn may_call(st: &State) -> bool {
+    webhook::any_configured(st) || policy::any(st)
+}
+
+/// [`webhook::Attributes`] with owned fields, for a call made later.
+struct OwnedAttributes {
+    operation: Operation,
+    strings: [String; 7],
+    old: Option<Value>,
+    dry_run: bool,
+    user: Option<crate::storage::UserInfo>,
+    field_manager: Option<String>,
+}
+
+impl OwnedAttributes {
+    fn of(a: &webhook::Attributes) -> Self {
+        OwnedAttributes {
+            operation: a.operation,
+            strings: [a.group, a.version, a.kind, a.resource, a.subresource, a.namespace, a.name].map(str::to_string),
+            old: a.old.cloned(),
+            dry_run: a.dry_run,
+            user: a.user.cloned(),
+            field_manager: a.field_manager.map(str::to_string),
+        }
+    }
+
+    fn borrow(&self) -> webhook::Attributes<'_> {
+        let [group, version, kind, resource, subresource, namespace, name] = &self.strings;
+        webhook::Attributes {
+            operation: self.operation,
+            group,
+            version,
+            kind,
+            resource,
+            subresource,
+            namespace,
+            name,
+            old: self.old.as_ref(),
+            dry_run: self.dry_run,
+            user: self.user.as_ref(),
+            field_manager: self.field_manager.as_deref(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Webhooks {

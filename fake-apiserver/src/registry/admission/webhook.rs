@@ -85,6 +85,11 @@ struct Rule {
     scope: String,
 }
 
+/// Whether any webhook configuration is stored.
+pub(crate) fn any_configured(st: &State) -> bool {
+    [&*MUTATING, &*VALIDATING].into_iter().any(|k| st.store.collection(k).is_some_and(|c| !c.is_empty()))
+}
+
 /// The webhooks configured, configurations by name and webhooks in their order (kube-apiserver
 /// sorts the configurations by name), with service references resolved to an endpoint.
 pub(crate) fn configured(st: &State, mutating: bool) -> Vec<Hook> {
@@ -157,7 +162,10 @@ fn target(st: Option<&State>, client: &Value, timeout: u64) -> Result<Target, St
         let parsed = url::Url::parse(url).map_err(|e| format!("invalid url {url:?}: {e}"))?;
         let host = parsed.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
         let port = parsed.port_or_known_default().unwrap_or(443);
-        let path = if parsed.path().is_empty() { "/" } else { parsed.path() };
+        // client-go joins the URL's path into its request path (`path.Join`), which cleans it:
+        // envtest's `https://host//mutate-…` is called at `/mutate-…`.
+        let path = clean_path(parsed.path());
+        let path = path.as_str();
         let path_and_query = match parsed.query() {
             Some(q) => format!("{path}?{q}&{query}"),
             None => format!("{path}?{query}"),
@@ -169,7 +177,7 @@ fn target(st: Option<&State>, client: &Value, timeout: u64) -> Result<Target, St
     let svc = &client["service"];
     let (ns, name) = (svc["namespace"].as_str().unwrap_or_default(), svc["name"].as_str().unwrap_or_default());
     let port = svc["port"].as_i64().unwrap_or(443);
-    let path = svc["path"].as_str().filter(|p| !p.is_empty()).unwrap_or("/");
+    let path = clean_path(svc["path"].as_str().unwrap_or("/"));
     let path_and_query = format!("{path}?{query}");
     let host = format!("{name}.{ns}.svc");
     let url = format!("https://{host}:{port}{path_and_query}");
@@ -215,6 +223,21 @@ fn target(st: Option<&State>, client: &Value, timeout: u64) -> Result<Target, St
         }
     }
     Err(format!("service {ns}/{name} has no endpoints"))
+}
+
+/// Go's `path.Clean` of an absolute path: no empty, `.` or `..` segments, no trailing slash.
+fn clean_path(p: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for seg in p.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            s => out.push(s),
+        }
+    }
+    format!("/{}", out.join("/"))
 }
 
 impl Hook {
@@ -335,6 +358,17 @@ mod tests {
             user: None,
             field_manager: None,
         }
+    }
+
+    #[test]
+    fn paths_are_cleaned_as_client_go_joins_them() {
+        assert_eq!(clean_path("//mutate-batch-v1-job"), "/mutate-batch-v1-job");
+        assert_eq!(clean_path("/a/./b/../c/"), "/a/c");
+        assert_eq!(clean_path(""), "/");
+        let h = hook(json!([]), json!({"clientConfig": {"url": "https://127.0.0.1:9443//mutate?x=1"}}));
+        let t = h.target.unwrap();
+        assert_eq!(t.path_and_query, "/mutate?x=1&timeout=10s");
+        assert_eq!(t.url, "https://127.0.0.1:9443/mutate?x=1&timeout=10s");
     }
 
     #[test]

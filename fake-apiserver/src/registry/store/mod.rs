@@ -215,6 +215,7 @@ pub(crate) fn create(
 }
 
 /// A create with everything done that needs only the request and the resource type.
+#[derive(Clone)]
 pub(crate) struct PreparedCreate {
     name: String,
     /// What the mutating webhooks warned about.
@@ -224,6 +225,7 @@ pub(crate) struct PreparedCreate {
     object: ApiResult<PreparedObject>,
 }
 
+#[derive(Clone)]
 struct PreparedObject {
     encoded: Encoded,
     /// For dry runs: the resourceVersion the preview carries.
