@@ -18,6 +18,7 @@ use super::core::limitrange::LimitRangeStrategy;
 use super::core::namespace::NamespaceStrategy;
 use super::core::node::NodeStrategy;
 use super::core::pod::PodStrategy;
+use super::core::replicationcontroller::ReplicationControllerStrategy;
 use super::core::resourcequota::ResourceQuotaStrategy;
 use super::core::secret::SecretStrategy;
 use super::core::service::ServiceStrategy;
@@ -344,6 +345,7 @@ pub(super) fn types() -> Vec<ResourceType> {
             scale: Some(SelectorForm::Map),
             generation: true,
             fields: &["status.replicas"],
+            strategy: Some(&ReplicationControllerStrategy),
             ..Default::default()
         }),
         builtin::<apps::ControllerRevision>(Extra::default()),

@@ -242,16 +242,24 @@ fn merge_patch(old: &Value, new: &Value) -> Value {
 }
 
 impl KindTemplate {
+    /// The namespace this kind's objects go to.
+    pub fn namespace(&self, names: &RunNames) -> String {
+        match &self.namespace_suffix {
+            Some(suffix) => format!("{}-{suffix}", names.namespace),
+            None => names.namespace.clone(),
+        }
+    }
+
     fn collection(&self, names: &RunNames) -> String {
         if self.namespaced {
-            format!("{}/namespaces/{}/{}", self.prefix, names.namespace, self.plural)
+            format!("{}/namespaces/{}/{}", self.prefix, self.namespace(names), self.plural)
         } else {
             format!("{}/{}", self.prefix, self.plural)
         }
     }
 
     fn object(&self, name: &str, names: &RunNames) -> Value {
-        let text = serde_json::to_string(&self.valid).unwrap_or_default().replace("$NS", &names.namespace);
+        let text = serde_json::to_string(&self.valid).unwrap_or_default().replace("$NS", &self.namespace(names));
         let mut v: Value = serde_json::from_str(&text).unwrap_or_default();
         set_pointer(&mut v, "/metadata/name", json!(name));
         v

@@ -342,10 +342,15 @@ pub fn crd_fixtures() -> Vec<Value> {
 /// served and, where a ServiceAccount controller runs, until the namespace's default
 /// ServiceAccount exists (pods need it).
 async fn prepare(client: &kube::Client, names: &RunNames, crds: &[Value]) -> Result<(), String> {
-    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": names.namespace}});
-    let (code, body) = send(client, &step_json("POST", "/api/v1/namespaces", &ns), &[]).await?;
-    if code >= 300 && code != 409 {
-        return Err(format!("creating namespace {}: {}", names.namespace, String::from_utf8_lossy(&body)));
+    let mut namespaces: Vec<String> = templates::kinds().iter().map(|k| k.namespace(names)).collect();
+    namespaces.sort();
+    namespaces.dedup();
+    for name in namespaces {
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        let (code, body) = send(client, &step_json("POST", "/api/v1/namespaces", &ns), &[]).await?;
+        if code >= 300 && code != 409 {
+            return Err(format!("creating namespace {name}: {}", String::from_utf8_lossy(&body)));
+        }
     }
     for crd in crds {
         let (code, body) =

@@ -60,6 +60,9 @@ pub struct KindTemplate {
     pub plural: String,
     /// Namespaced or cluster-scoped.
     pub namespaced: bool,
+    /// Objects go to the run's namespace with this suffix (`<ns>-<suffix>`), away from the
+    /// kinds whose admission they change (a LimitRange or a ResourceQuota refuses pods).
+    pub namespace_suffix: Option<String>,
     /// Has a `/status` subresource.
     pub status: bool,
     /// Has a `/scale` subresource.
@@ -100,6 +103,8 @@ struct KindEntry {
     plural: String,
     #[serde(default = "yes")]
     namespaced: bool,
+    #[serde(default)]
+    namespace_suffix: Option<String>,
     #[serde(default)]
     subresources: Vec<Subresource>,
     #[serde(default)]
@@ -206,6 +211,7 @@ fn kind(k: KindEntry, sets: &Map<String, Value>) -> Result<KindTemplate, String>
     }
     Ok(KindTemplate {
         namespaced: k.namespaced,
+        namespace_suffix: k.namespace_suffix,
         status: k.subresources.contains(&Subresource::Status),
         scale: k.subresources.contains(&Subresource::Scale),
         custom: k.custom,

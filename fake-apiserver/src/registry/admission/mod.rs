@@ -112,6 +112,15 @@ struct Planned {
 }
 
 impl Planned {
+    /// Only the webhooks whose rules match the request (their selectors and conditions are
+    /// checked when they are called).
+    fn matching(&self, attrs: &webhook::Attributes) -> Planned {
+        Planned {
+            hooks: self.hooks.iter().filter(|h| h.rules_match(attrs)).cloned().collect(),
+            namespace_labels: self.namespace_labels.clone(),
+        }
+    }
+
     fn read(st: &State, mutating: bool, namespace: &str) -> Self {
         let hooks = webhook::configured(st, mutating);
         let namespace_labels =
@@ -234,10 +243,11 @@ pub(crate) fn validate(st: &State, req: &Request, new: impl FnOnce() -> Option<V
             return Err(denied);
         }
     }
+    let attrs = req.attributes();
+    let planned = planned.matching(&attrs);
     if planned.hooks.is_empty() {
         return Ok(warnings);
     }
-    let attrs = req.attributes();
     match deferral::lookup(false, &planned, &attrs, new.as_ref()) {
         Some(Ok(deferral::Answered::Validated(w))) => warnings.extend(w),
         Some(Ok(deferral::Answered::Mutated(..))) => {}
@@ -273,10 +283,11 @@ fn run_validating(planned: &Planned, attrs: &webhook::Attributes, new: Option<&V
 /// The configured mutating webhooks of a write: inline, or through the deferral of the
 /// attempt this runs in.
 fn mutate(planned: &Planned, req: &Request, obj: &mut Value) -> ApiResult<Vec<String>> {
+    let attrs = req.attributes();
+    let planned = &planned.matching(&attrs);
     if planned.hooks.is_empty() {
         return Ok(Vec::new());
     }
-    let attrs = req.attributes();
     let has_object = req.operation != Operation::Delete;
     match deferral::lookup(true, planned, &attrs, has_object.then_some(&*obj)) {
         Some(Ok(deferral::Answered::Mutated(mutated, warnings))) => {
@@ -527,7 +538,18 @@ mod deferral {
             attrs.name,
         )
             .hash(&mut h);
-        serde_json::to_string(&object).unwrap_or_default().hash(&mut h);
+        // What a write generates afresh on each run (a create's uid and timestamp, the times of
+        // managedFields) is not part of what was asked.
+        let stable = object.map(|o| {
+            let mut o = o.clone();
+            if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+                for volatile in ["uid", "creationTimestamp", "managedFields"] {
+                    meta.remove(volatile);
+                }
+            }
+            o
+        });
+        serde_json::to_string(&stable).unwrap_or_default().hash(&mut h);
         serde_json::to_string(&attrs.old).unwrap_or_default().hash(&mut h);
         h.finish()
     }

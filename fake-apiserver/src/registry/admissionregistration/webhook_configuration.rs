@@ -176,9 +176,12 @@ impl WebhookConfigurationStrategy {
                 "the timeout value must be between 1 and 30 seconds",
             ));
         }
+        // `metav1validation.ValidateLabelSelector` alone: no `invalid label selector` for the
+        // whole selector, which only `LabelSelectorAsSelector` adds.
         for key in ["namespaceSelector", "objectSelector"] {
             if let Some(sel) = hook.get(key).filter(|s| s.is_object()) {
-                out.extend(label_selector_causes(sel, &at.child(key)));
+                let here = at.child(key);
+                out.extend(label_selector_causes(sel, &here).into_iter().filter(|c| c.field != here.as_str()));
             }
         }
         if self.mutating {
@@ -360,7 +363,11 @@ fn webhook_url(out: &mut Vec<StatusCause>, raw: &str, at: &Path) {
             if u.scheme() != "https" {
                 out.push(field::invalid(at, u.scheme(), &format!("'https' is the only allowed URL scheme{FORM}")));
             }
-            let host = u.host_str().unwrap_or("");
+            // Go's `url.Parse` reads the host up to the path: `https:///x` has none (the url
+            // crate would take `x`).
+            let authority = raw.split_once("://").map_or("", |(_, rest)| rest);
+            let authority = authority.split(['/', '?', '#']).next().unwrap_or("");
+            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
             if host.is_empty() {
                 out.push(field::invalid(at, host, &format!("host must be specified{FORM}")));
             }
@@ -381,11 +388,15 @@ fn webhook_url(out: &mut Vec<StatusCause>, raw: &str, at: &Path) {
     }
 }
 
+/// `ValidateWebhookService(fldPath, namespace, name, ...)` is called with the service's name
+/// and namespace the other way round (`validateValidatingWebhook`), so a missing name is
+/// reported at `service.namespace` and a missing namespace at `service.name`: kube-apiserver
+/// v1.37.2 answers so, and so does this.
 fn webhook_service(out: &mut Vec<StatusCause>, svc: &Value, at: &Path) {
-    if svc["name"].as_str().unwrap_or("").is_empty() {
+    if svc["namespace"].as_str().unwrap_or("").is_empty() {
         out.push(field::required(&at.child("name"), ""));
     }
-    if svc["namespace"].as_str().unwrap_or("").is_empty() {
+    if svc["name"].as_str().unwrap_or("").is_empty() {
         out.push(field::required(&at.child("namespace"), ""));
     }
     let port = svc["port"].as_i64().unwrap_or(443);

@@ -18,6 +18,33 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(crate) struct LimitRangeStrategy;
 
 impl Strategy for LimitRangeStrategy {
+    /// `SetDefaults_LimitRangeItem`: a container limit's missing default is its max, a missing
+    /// default request its default, else its min.
+    fn default(&self, _rt: &ResourceType, obj: &mut Value) {
+        let Some(limits) = obj.pointer_mut("/spec/limits").and_then(Value::as_array_mut) else { return };
+        for limit in limits.iter_mut().filter_map(Value::as_object_mut) {
+            if limit.get("type").and_then(Value::as_str) != Some("Container") {
+                continue;
+            }
+            let fill = |limit: &mut Map<String, Value>, into: &str, from: &str| {
+                let source = limit.get(from).and_then(Value::as_object).cloned().unwrap_or_default();
+                let target = limit.entry(into).or_insert_with(|| Value::Object(Map::new()));
+                if let Some(t) = target.as_object_mut() {
+                    for (k, v) in source {
+                        t.entry(k).or_insert(v);
+                    }
+                }
+            };
+            fill(limit, "default", "max");
+            fill(limit, "defaultRequest", "default");
+            fill(limit, "defaultRequest", "min");
+            // An empty ResourceList is omitted when served.
+            limit.retain(|k, v| {
+                !matches!(k.as_str(), "default" | "defaultRequest") || v.as_object().is_none_or(|m| !m.is_empty())
+            });
+        }
+    }
+
     fn validate(&self, _rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
         let mut out = Vec::new();
         let limits = obj.pointer("/spec/limits").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();

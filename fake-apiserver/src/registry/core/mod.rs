@@ -9,6 +9,7 @@ pub(crate) mod namespace;
 pub(crate) mod node;
 pub(crate) mod pod;
 pub(crate) mod pod_spec;
+pub(crate) mod replicationcontroller;
 pub(crate) mod resource_names;
 pub(crate) mod resourcequota;
 pub(crate) mod secret;
