@@ -35,6 +35,7 @@ mod controllers;
 mod endpoints;
 mod error;
 mod fieldmanager;
+mod go_json_patch;
 mod registry;
 mod server;
 mod storage;

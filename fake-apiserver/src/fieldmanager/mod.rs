@@ -5,7 +5,6 @@
 
 pub(crate) mod apply;
 pub(crate) mod field_validation;
-pub(crate) mod go_json_patch;
 pub(crate) mod managed;
 /// The built-in types' merge metadata lives with the types (`registry::patch_meta`).
 pub(crate) use crate::registry::patch_meta;

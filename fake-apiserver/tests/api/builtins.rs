@@ -42,9 +42,15 @@ async fn limit_ranges_are_validated_as_kube_apiserver_does() {
     assert_eq!(code, StatusCode::CREATED, "{body}");
     let cases: Vec<Case> = vec![
         (
+            // A container limit's default is its max and its default request that default
+            // (`SetDefaults_LimitRangeItem`), so the min is over those too.
             "min over max",
             json!([{"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}}]),
-            vec![("FieldValueInvalid", "spec.limits[0].min[cpu]")],
+            vec![
+                ("FieldValueInvalid", "spec.limits[0].defaultRequest[cpu]"),
+                ("FieldValueInvalid", "spec.limits[0].default[cpu]"),
+                ("FieldValueInvalid", "spec.limits[0].min[cpu]"),
+            ],
         ),
         (
             "defaults on the Pod type",
@@ -70,9 +76,13 @@ async fn limit_ranges_are_validated_as_kube_apiserver_does() {
             vec![("FieldValueInvalid", "spec.limits[0].type")],
         ),
         (
-            "a resource no container requests",
+            "a resource no container requests (and the defaults it gives)",
             json!([{"type": "Container", "max": {"pods": "1"}}]),
-            vec![("FieldValueInvalid", "spec.limits[0].max[pods]")],
+            vec![
+                ("FieldValueInvalid", "spec.limits[0].defaultRequest[pods]"),
+                ("FieldValueInvalid", "spec.limits[0].default[pods]"),
+                ("FieldValueInvalid", "spec.limits[0].max[pods]"),
+            ],
         ),
         (
             "a ratio under one, and default request over default",

@@ -360,7 +360,7 @@ fn patch(hook: &webhook::Hook, ops: &[Value], obj: Option<&mut Value>) -> ApiRes
     };
     let ops: json_patch::Patch = serde_json::from_value(Value::Array(ops.to_vec())).map_err(ApiError::internal)?;
     let mut patched = obj.clone();
-    crate::fieldmanager::go_json_patch::apply(&mut patched, &ops).map_err(ApiError::internal)?;
+    crate::go_json_patch::apply(&mut patched, &ops).map_err(ApiError::internal)?;
     let changed = patched != *obj;
     *obj = patched;
     Ok(changed)
