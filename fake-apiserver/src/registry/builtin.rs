@@ -346,7 +346,6 @@ pub(super) fn types() -> Vec<ResourceType> {
             generation: true,
             fields: &["status.replicas"],
             strategy: Some(&ReplicationControllerStrategy),
-            ..Default::default()
         }),
         builtin::<apps::ControllerRevision>(Extra::default()),
         builtin::<autoscaling2::HorizontalPodAutoscaler>(Extra {
