@@ -74,6 +74,24 @@ impl Strategy for PodStrategy {
     /// change.
     fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
         let mut out = self.validate(rt, obj);
+        // `validateOnlyDeletedSchedulingGates`: an update may only remove gates.
+        let names = |v: &Value| -> Vec<String> {
+            v["spec"]["schedulingGates"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|g| g["name"].as_str().unwrap_or_default().to_string())
+                .collect()
+        };
+        let old_gates = names(old);
+        for (i, gate) in names(obj).iter().enumerate() {
+            if !old_gates.contains(gate) {
+                out.push(field::forbidden(
+                    &Path::root("spec").child("schedulingGates").index(i).child("name"),
+                    &format!("only deletion is allowed, but found new scheduling gate '{gate}'"),
+                ));
+            }
+        }
         if munged_update(obj, old) != munged_spec(old) {
             out.push(field::forbidden(
                 &Path::root("spec"),

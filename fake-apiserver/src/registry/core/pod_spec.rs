@@ -610,11 +610,16 @@ pub(crate) fn validate_pod_spec(spec: &Value, path: &Path, of: SpecOf) -> Vec<St
     if !pc.is_empty() {
         dns_subdomain(&mut out, &path.child("priorityClassName"), pc);
     }
+    // `validateSchedulingGates`: each name a qualified name and once, reported at the item.
+    let mut gates = std::collections::BTreeSet::new();
     for (i, g) in list(spec, "schedulingGates").iter().enumerate() {
         let at = path.child("schedulingGates").index(i);
         let name = s(g, "name");
         for msg in label_key_errors(name) {
-            out.push(field::invalid(&at.child("name"), name, &msg));
+            out.push(field::invalid(&at, name, &msg));
+        }
+        if !gates.insert(name) {
+            out.push(field::duplicate(&at, name));
         }
     }
     if let Some(n) = spec.get("securityContext").and_then(|sc| sc.get("runAsUser")).and_then(Value::as_i64)
