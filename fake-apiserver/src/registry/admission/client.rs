@@ -35,7 +35,10 @@ pub(crate) fn post(target: &Target, ca_bundle: &[u8], body: &[u8], timeout: Dura
     let addr = resolve(&target.connect)?;
     let sock = TcpStream::connect_timeout(&addr, timeout).map_err(|e| dial_error(&addr, &e))?;
     let left = || deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
-    let timed_out = |e: std::io::Error| match e.kind() {
+    // How Go's client words a failed read or write: the handshake's certificate check, the
+    // deadline, or the error itself.
+    let io_error = |e: std::io::Error| match e.kind() {
+        _ if e.to_string().contains("certificate") => format!("tls: failed to verify certificate: {e}"),
         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
             "context deadline exceeded (Client.Timeout exceeded while awaiting headers)".to_string()
         }
@@ -52,37 +55,25 @@ pub(crate) fn post(target: &Target, ca_bundle: &[u8], body: &[u8], timeout: Dura
         host_header(&target.url),
         body.len()
     );
-    tls.write_all(head.as_bytes()).and_then(|()| tls.write_all(body)).and_then(|()| tls.flush()).map_err(|e| {
-        if e.to_string().contains("certificate") {
-            format!("tls: failed to verify certificate: {e}")
-        } else {
-            timed_out(e)
-        }
-    })?;
+    tls.write_all(head.as_bytes()).and_then(|()| tls.write_all(body)).and_then(|()| tls.flush()).map_err(io_error)?;
     tls.sock.set_read_timeout(Some(left())).map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(tls);
-    let (status, chunked, length) = read_head(&mut reader).map_err(|e| {
-        if e.to_string().contains("certificate") {
-            format!("tls: failed to verify certificate: {e}")
-        } else {
-            timed_out(e)
-        }
-    })?;
+    let (status, chunked, length) = read_head(&mut reader).map_err(io_error)?;
     let body = if chunked {
-        read_chunked(&mut reader).map_err(timed_out)?
+        read_chunked(&mut reader).map_err(io_error)?
     } else {
         let mut out = Vec::new();
         match length {
             Some(n) => {
                 out.resize(n, 0);
-                reader.read_exact(&mut out).map_err(timed_out)?;
+                reader.read_exact(&mut out).map_err(io_error)?;
             }
             None => {
                 // Until the server closes; a missing close_notify at the end is no error.
                 if let Err(e) = reader.read_to_end(&mut out)
                     && e.kind() != std::io::ErrorKind::UnexpectedEof
                 {
-                    return Err(timed_out(e));
+                    return Err(io_error(e));
                 }
             }
         }

@@ -185,9 +185,7 @@ impl Mutation for State {
     fn mutate_create(&self, rt: &ResourceType, obj: &mut Value, w: &Write) -> ApiResult<Vec<String>> {
         in_process_mutations(self, rt, obj)?;
         let ns = obj["metadata"]["namespace"].as_str().unwrap_or("").to_string();
-        let planned = Planned::read(self, true, &ns);
-        let snapshot = obj.clone();
-        mutate(&planned, &create_request(rt, &snapshot, w), obj)
+        mutate_created(&Planned::read(self, true, &ns), rt, obj, w)
     }
 }
 
@@ -199,9 +197,18 @@ impl Mutation for parking_lot::RwLock<State> {
             in_process_mutations(&st, rt, obj)?;
             Planned::read(&st, true, &ns)
         };
-        let snapshot = obj.clone();
-        mutate(&planned, &create_request(rt, &snapshot, w), obj)
+        mutate_created(&planned, rt, obj, w)
     }
+}
+
+/// The configured mutating webhooks of a create; the object is copied for the request's
+/// attributes only when there are webhooks (every create passes here).
+fn mutate_created(planned: &Planned, rt: &ResourceType, obj: &mut Value, w: &Write) -> ApiResult<Vec<String>> {
+    if planned.hooks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let snapshot = obj.clone();
+    mutate(planned, &create_request(rt, &snapshot, w), obj)
 }
 
 /// Mutating admission of an update (or a delete, whose object is `None`) under the lock.
@@ -378,16 +385,7 @@ fn call(
     if !hook.rules_match(a) {
         return Ok(None);
     }
-    // A namespace's own create or update is matched on the labels it is written with.
-    let labels = if a.resource == "namespaces"
-        && a.group.is_empty()
-        && a.subresource.is_empty()
-        && a.operation != Operation::Delete
-    {
-        object.and_then(|o| o["metadata"].get("labels"))
-    } else {
-        namespace_labels
-    };
+    let labels = webhook::namespace_labels_for(a, object, namespace_labels);
     if !hook.namespace_matches(a, labels) || !hook.object_matches(object, a.old) {
         return Ok(None);
     }

@@ -16,14 +16,14 @@
 //! policy's `failurePolicy`. Not modelled: the `authorizer` variable, type checking,
 //! `auditAnnotations`, cost limits.
 
-use super::webhook::{Attributes, Hook, Operation};
+use super::webhook::{self, Attributes, Rule};
 use crate::error::{ApiError, StatusCause};
 use crate::registry::State;
 use crate::registry::apps::workload::selector_matches;
 use crate::storage::StorageKey;
 use cel::objects::{Key, Map as CelMap};
 use cel::{Context, Value as Cel};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
@@ -147,37 +147,19 @@ fn resources_match(m: &Value, a: &Attributes, object: Option<&Value>, labels: Op
     if !m.is_object() {
         return false;
     }
-    let as_hook = |rules: &Value| -> Hook {
-        Hook::from_selectors(
-            &m["namespaceSelector"],
-            &m["objectSelector"],
-            rules.as_array().cloned().unwrap_or_default(),
-        )
-    };
-    let hook = as_hook(&m["resourceRules"]);
-    let labels = if a.resource == "namespaces" && a.group.is_empty() && a.operation != Operation::Delete {
-        object.and_then(|o| o["metadata"].get("labels"))
-    } else {
-        labels
-    };
-    if !hook.namespace_matches(a, labels) || !hook.object_matches(object, a.old) {
+    let labels = webhook::namespace_labels_for(a, object, labels);
+    if !webhook::namespace_selector_matches(&m["namespaceSelector"], a, labels)
+        || !webhook::object_selector_matches(&m["objectSelector"], object, a.old)
+    {
         return false;
     }
-    let named = |rule: &Value| {
+    let applies = |rule: &Value| {
         let names = rule["resourceNames"].as_array().map(Vec::as_slice).unwrap_or_default();
-        names.is_empty() || names.iter().any(|n| n.as_str() == Some(a.name))
+        (names.is_empty() || names.iter().any(|n| n.as_str() == Some(a.name))) && Rule::parse(rule).matches(a)
     };
     let rules = m["resourceRules"].as_array().map(Vec::as_slice).unwrap_or_default();
-    let included = if binding && rules.is_empty() {
-        true
-    } else {
-        rules.iter().any(|r| named(r) && as_hook(&json!([r])).rules_match(a))
-    };
-    let excluded = m["excludeResourceRules"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|r| named(r) && as_hook(&json!([r])).rules_match(a));
+    let included = (binding && rules.is_empty()) || rules.iter().any(applies);
+    let excluded = m["excludeResourceRules"].as_array().into_iter().flatten().any(applies);
     included && !excluded
 }
 

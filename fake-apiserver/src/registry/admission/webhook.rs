@@ -77,12 +77,75 @@ pub(crate) struct Hook {
 }
 
 #[derive(Debug, Clone)]
-struct Rule {
+pub(crate) struct Rule {
     operations: Vec<String>,
     groups: Vec<String>,
     versions: Vec<String>,
     resources: Vec<String>,
     scope: String,
+}
+
+impl Rule {
+    /// A `RuleWithOperations` (or a policy's `NamedRuleWithOperations`, whose names the caller
+    /// checks).
+    pub fn parse(r: &Value) -> Rule {
+        Rule {
+            operations: strings(&r["operations"]),
+            groups: strings(&r["apiGroups"]),
+            versions: strings(&r["apiVersions"]),
+            resources: strings(&r["resources"]),
+            scope: r["scope"].as_str().unwrap_or("*").to_string(),
+        }
+    }
+
+    /// `rules.Matcher`: the operation, group, version, resource (`*`, `res/sub`, `*/sub`) and
+    /// scope all match.
+    pub fn matches(&self, a: &Attributes) -> bool {
+        let any = |list: &[String], v: &str| list.iter().any(|x| x == "*" || x == v);
+        any(&self.operations, a.operation.as_str())
+            && any(&self.groups, a.group)
+            && any(&self.versions, a.version)
+            && self.resources.iter().any(|res| {
+                let (res, sub) = res.split_once('/').unwrap_or((res, ""));
+                (res == "*" || res == a.resource) && (sub == "*" || sub == a.subresource)
+            })
+            && match self.scope.as_str() {
+                "Cluster" => a.resource == "namespaces" || a.namespace.is_empty(),
+                "Namespaced" => a.resource != "namespaces" && !a.namespace.is_empty(),
+                _ => true,
+            }
+    }
+}
+
+/// The labels a namespace selector is matched against: a namespace's own create or update is
+/// matched on the labels it is written with (`GetNamespaceLabels`), anything else on its
+/// namespace's.
+pub(crate) fn namespace_labels_for<'a>(
+    a: &Attributes,
+    object: Option<&'a Value>,
+    namespace_labels: Option<&'a Value>,
+) -> Option<&'a Value> {
+    if a.resource == "namespaces" && a.group.is_empty() && a.subresource.is_empty() && a.operation != Operation::Delete
+    {
+        object.and_then(|o| o["metadata"].get("labels"))
+    } else {
+        namespace_labels
+    }
+}
+
+/// `namespace.Matcher.MatchNamespaceSelector`: cluster-scoped objects (but namespaces) always
+/// match; `labels` are from [`namespace_labels_for`].
+pub(crate) fn namespace_selector_matches(selector: &Value, a: &Attributes, labels: Option<&Value>) -> bool {
+    if a.namespace.is_empty() && a.resource != "namespaces" {
+        return true;
+    }
+    is_empty_selector(selector) || selector_matches(selector, labels)
+}
+
+/// `object.Matcher.MatchObjectSelector`: the new or the old object's labels match.
+pub(crate) fn object_selector_matches(selector: &Value, new: Option<&Value>, old: Option<&Value>) -> bool {
+    is_empty_selector(selector)
+        || [new, old].into_iter().flatten().any(|o| selector_matches(selector, o["metadata"].get("labels")))
 }
 
 /// Whether any webhook configuration is stored.
@@ -121,18 +184,7 @@ fn parse(st: Option<&State>, w: &Value, mutating: bool) -> Hook {
         name: w["name"].as_str().unwrap_or_default().to_string(),
         target: target(st, client, timeout),
         ca_bundle,
-        rules: w["rules"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|r| Rule {
-                operations: strings(&r["operations"]),
-                groups: strings(&r["apiGroups"]),
-                versions: strings(&r["apiVersions"]),
-                resources: strings(&r["resources"]),
-                scope: r["scope"].as_str().unwrap_or("*").to_string(),
-            })
-            .collect(),
+        rules: w["rules"].as_array().into_iter().flatten().map(Rule::parse).collect(),
         fail_closed: w["failurePolicy"].as_str() != Some("Ignore"),
         namespace_selector: w["namespaceSelector"].clone(),
         object_selector: w["objectSelector"].clone(),
@@ -241,52 +293,19 @@ fn clean_path(p: &str) -> String {
 }
 
 impl Hook {
-    /// A matcher of these selectors and rules alone (a policy's `matchResources`).
-    pub fn from_selectors(namespace_selector: &Value, object_selector: &Value, rules: Vec<Value>) -> Hook {
-        let w = serde_json::json!({
-            "name": "",
-            "clientConfig": {},
-            "rules": rules,
-            "namespaceSelector": namespace_selector,
-            "objectSelector": object_selector,
-        });
-        parse(None, &w, false)
-    }
-
-    /// `rules.Matcher`: one rule matches the operation, group, version, resource and scope.
+    /// Whether one of its rules matches the request.
     pub fn rules_match(&self, a: &Attributes) -> bool {
-        let any = |list: &[String], v: &str| list.iter().any(|x| x == "*" || x == v);
-        self.rules.iter().any(|r| {
-            any(&r.operations, a.operation.as_str())
-                && any(&r.groups, a.group)
-                && any(&r.versions, a.version)
-                && r.resources.iter().any(|res| {
-                    let (res, sub) = res.split_once('/').unwrap_or((res, ""));
-                    (res == "*" || res == a.resource) && (sub == "*" || sub == a.subresource)
-                })
-                && match r.scope.as_str() {
-                    "Cluster" => a.resource == "namespaces" || a.namespace.is_empty(),
-                    "Namespaced" => a.resource != "namespaces" && !a.namespace.is_empty(),
-                    _ => true,
-                }
-        })
+        self.rules.iter().any(|r| r.matches(a))
     }
 
-    /// `namespace.Matcher.MatchNamespaceSelector`: cluster-scoped objects (but namespaces)
-    /// always match; `labels` are the namespace's.
+    /// Its namespace selector ([`namespace_selector_matches`]).
     pub fn namespace_matches(&self, a: &Attributes, labels: Option<&Value>) -> bool {
-        if a.namespace.is_empty() && a.resource != "namespaces" {
-            return true;
-        }
-        is_empty_selector(&self.namespace_selector) || selector_matches(&self.namespace_selector, labels)
+        namespace_selector_matches(&self.namespace_selector, a, labels)
     }
 
-    /// `object.Matcher.MatchObjectSelector`: the new or the old object's labels match.
+    /// Its object selector ([`object_selector_matches`]).
     pub fn object_matches(&self, new: Option<&Value>, old: Option<&Value>) -> bool {
-        if is_empty_selector(&self.object_selector) {
-            return true;
-        }
-        [new, old].into_iter().flatten().any(|o| selector_matches(&self.object_selector, o["metadata"].get("labels")))
+        object_selector_matches(&self.object_selector, new, old)
     }
 
     /// `matchconditions.matcher.Match`: `Ok(false)` when one condition is false (whatever the

@@ -212,13 +212,7 @@ fn rule_with_operations(out: &mut Vec<StatusCause>, rule: &Value, at: &Path) {
     if ops.is_empty() {
         out.push(field::required(&at.child("operations"), ""));
     }
-    if ops.len() > 1 && ops.iter().any(|o| o == "*") {
-        out.push(field::invalid(
-            &at.child("operations"),
-            go_strings("admissionregistration.OperationType", &ops),
-            "if '*' is present, must not specify other operations",
-        ));
-    }
+    star_alone(out, &ops, &at.child("operations"), "admissionregistration.OperationType", "operations");
     const OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
     for (i, op) in ops.iter().enumerate() {
         if !OPERATIONS.contains(&op.as_str()) {
@@ -229,24 +223,12 @@ fn rule_with_operations(out: &mut Vec<StatusCause>, rule: &Value, at: &Path) {
     if groups.is_empty() {
         out.push(field::required(&at.child("apiGroups"), ""));
     }
-    if groups.len() > 1 && groups.iter().any(|g| g == "*") {
-        out.push(field::invalid(
-            &at.child("apiGroups"),
-            go_strings("string", &groups),
-            "if '*' is present, must not specify other API groups",
-        ));
-    }
+    star_alone(out, &groups, &at.child("apiGroups"), "string", "API groups");
     let versions = strings(&rule["apiVersions"]);
     if versions.is_empty() {
         out.push(field::required(&at.child("apiVersions"), ""));
     }
-    if versions.len() > 1 && versions.iter().any(|v| v == "*") {
-        out.push(field::invalid(
-            &at.child("apiVersions"),
-            go_strings("string", &versions),
-            "if '*' is present, must not specify other API versions",
-        ));
-    }
+    star_alone(out, &versions, &at.child("apiVersions"), "string", "API versions");
     for (i, v) in versions.iter().enumerate() {
         if v.is_empty() {
             out.push(field::required(&at.child("apiVersions").index(i), ""));
@@ -257,6 +239,18 @@ fn rule_with_operations(out: &mut Vec<StatusCause>, rule: &Value, at: &Path) {
         && !["*", "Cluster", "Namespaced"].contains(&scope)
     {
         out.push(field::not_supported(&at.child("scope"), scope, &["*", "Cluster", "Namespaced"]));
+    }
+}
+
+/// A list with `*` must hold nothing else (`hasWildcard`); `go_type` names the list's element
+/// type as `%#v` prints it.
+fn star_alone(out: &mut Vec<StatusCause>, list: &[String], at: &Path, go_type: &str, what: &str) {
+    if list.len() > 1 && list.iter().any(|x| x == "*") {
+        out.push(field::invalid(
+            at,
+            go_strings(go_type, list),
+            &format!("if '*' is present, must not specify other {what}"),
+        ));
     }
 }
 
