@@ -226,7 +226,8 @@ impl ApiError {
     pub fn internal(message: impl std::fmt::Display) -> Self {
         Self {
             details: Some(Box::new(StatusDetails {
-                causes: vec![StatusCause::field("UnexpectedServerResponse", "", message.to_string())],
+                // `errors.NewInternalError`: one cause with the message and no reason.
+                causes: vec![StatusCause::field("", "", message.to_string())],
                 ..Default::default()
             })),
             ..Self::new(500, "InternalError", format!("Internal error occurred: {message}"))

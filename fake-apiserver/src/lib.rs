@@ -44,7 +44,8 @@ pub use endpoints::{ConflictFault, INITIAL_EVENTS_END, WatchLag};
 pub use registry::admission::{ClusterReader, MutatingWebhook, ValidatingWebhook};
 pub use registry::{BuiltinKind, builtin_kinds};
 pub use server::{
-    ApiServer, Config, FeatureGate, FeatureGateError, FeatureGates, ServerDefect, TcpServer, shutdown_signal,
+    ApiServer, Config, FeatureGate, FeatureGateError, FeatureGates, HttpsServer, ServerDefect, TcpServer,
+    shutdown_signal,
 };
 pub use storage::{ChangeKind, Subresource, TimelineEntry, UserInfo, Verb};
 

@@ -190,6 +190,51 @@ fn conflict_error(conflicts: &[(String, Vec<String>)]) -> ApiError {
     ApiError::apply_conflict(message, causes)
 }
 
+/// Merges an apply configuration into an object without tracking who owns what, as a mutating
+/// admission policy's `ApplyConfiguration` is merged (structured-merge-diff's `Merge`):
+/// maps field by field, lists by their list type.
+pub(crate) fn merge_configuration(live: &Value, configuration: &Value, shape: Shape<'_>) -> Value {
+    merge(Some(live), configuration, shape, true, false, false)
+}
+
+/// The paths (`.spec.selector`, `.spec.containers[0].args`) of the atomic maps and lists an apply
+/// configuration sets, which a mutating admission policy may not (`validatePatch` of
+/// `apiserver/pkg/admission/plugin/policy/mutating/patch/smd.go`): setting part of one would
+/// drop the rest.
+pub(crate) fn atomics(configuration: &Value, shape: Shape<'_>) -> Vec<String> {
+    fn walk(v: &Value, shape: Shape<'_>, path: &mut String, out: &mut Vec<String>) {
+        let len = path.len();
+        match v {
+            Value::Object(m) => {
+                if shape.map_atomic() {
+                    out.push(path.clone());
+                }
+                for (k, x) in m {
+                    path.push('.');
+                    path.push_str(k);
+                    walk(x, shape.child(k), path, out);
+                    path.truncate(len);
+                }
+            }
+            Value::Array(items) if !matches!(shape, Shape::Unknown) => {
+                if shape.list_type() == ListType::Atomic {
+                    out.push(path.clone());
+                }
+                for (i, x) in items.iter().enumerate() {
+                    use std::fmt::Write as _;
+                    let _ = write!(path, "[{i}]");
+                    walk(x, shape.item(), path, out);
+                    path.truncate(len);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(configuration, shape, &mut String::new(), &mut out);
+    out
+}
+
 /// Merges the applied configuration into the live value. At the root, identity and server
 /// metadata stay the live ones and status goes with its subresource.
 fn merge(

@@ -1,6 +1,7 @@
 //! The built-in resource types: k8s-openapi types plus what k8s-openapi does not carry (short
 //! names, categories, subresources, selectable fields, generation, the kind's strategy).
 
+use super::admissionregistration::policy::PolicyStrategy;
 use super::admissionregistration::webhook_configuration::WebhookConfigurationStrategy;
 use super::apiextensions::crd::CrdStrategy;
 use super::apps::deployment::DeploymentStrategy;
@@ -368,22 +369,26 @@ pub(super) fn types() -> Vec<ResourceType> {
         }),
         builtin::<admission::ValidatingAdmissionPolicy>(Extra {
             categories: &["api-extensions"],
+            strategy: Some(&PolicyStrategy { mutating: false, binding: false }),
             status: true,
             generation: true,
             ..Default::default()
         }),
         builtin::<admission::ValidatingAdmissionPolicyBinding>(Extra {
             categories: &["api-extensions"],
+            strategy: Some(&PolicyStrategy { mutating: false, binding: true }),
             generation: true,
             ..Default::default()
         }),
         builtin::<admission::MutatingAdmissionPolicy>(Extra {
             categories: &["api-extensions"],
+            strategy: Some(&PolicyStrategy { mutating: true, binding: false }),
             generation: true,
             ..Default::default()
         }),
         builtin::<admission::MutatingAdmissionPolicyBinding>(Extra {
             categories: &["api-extensions"],
+            strategy: Some(&PolicyStrategy { mutating: true, binding: true }),
             generation: true,
             ..Default::default()
         }),

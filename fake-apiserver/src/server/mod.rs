@@ -8,6 +8,7 @@ mod tls;
 
 pub use config::{Config, FeatureGate, FeatureGateError, FeatureGates, ServerDefect};
 pub use tcp::{TcpServer, shutdown_signal};
+pub use tls::HttpsServer;
 
 use crate::endpoints::{self, Context, Settings};
 use crate::error::ApiError;

@@ -86,3 +86,40 @@ impl axum::serve::Listener for TlsListener {
         Ok(self.addr)
     }
 }
+
+/// An HTTPS server on a free loopback port for any router, with a fresh self-signed
+/// certificate for `127.0.0.1` and `localhost`: an admission webhook that both this server and
+/// a real kube-apiserver call (`kproof differential`). It stops when dropped.
+pub struct HttpsServer {
+    addr: SocketAddr,
+    ca_pem: String,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl HttpsServer {
+    /// Serves `router` until dropped.
+    pub async fn start(router: axum::Router) -> std::io::Result<HttpsServer> {
+        let cert = serving_cert()?;
+        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+        let listener = TlsListener::new(listener, cert.acceptor)?;
+        let addr = axum::serve::Listener::local_addr(&listener)?;
+        let task = tokio::spawn(async move { axum::serve(listener, router).await });
+        Ok(HttpsServer { addr, ca_pem: cert.pem, task })
+    }
+
+    /// `https://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// The certificate (PEM), which is its own authority: a webhook's `caBundle`.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+}
+
+impl Drop for HttpsServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

@@ -20,6 +20,7 @@ mod field_validation;
 mod finalizer_helper;
 mod gc;
 mod list;
+mod mutating_admission_policies;
 mod namespace;
 mod openapi;
 mod patch;

@@ -102,6 +102,11 @@ impl Step {
         Step::new("GET", path.to_string())
     }
 
+    /// A `DELETE` of `path`.
+    pub fn delete(path: &str) -> Self {
+        Step::new("DELETE", path.to_string())
+    }
+
     /// `METHOD path (content type)` for reports.
     pub fn describe(&self) -> String {
         let ct = if self.body.is_some() { format!(" ({})", self.content_type) } else { String::new() };
@@ -146,11 +151,13 @@ enum Form {
     Apply,
     StatusUpdate,
     StatusMergePatch,
+    Delete,
 }
 
 const CREATE_FORMS: &[Form] = &[Form::Create, Form::Create, Form::CreateDryRun, Form::Apply];
 const UPDATE_FORMS: &[Form] = &[Form::Update, Form::MergePatch, Form::JsonPatch, Form::StrategicPatch, Form::Apply];
 const STATUS_FORMS: &[Form] = &[Form::StatusUpdate, Form::StatusMergePatch];
+const DELETE_FORMS: &[Form] = &[Form::Delete];
 
 fn set_pointer(v: &mut Value, pointer: &str, value: Value) {
     let parts: Vec<String> = pointer.split('/').skip(1).map(|p| p.replace("~1", "/").replace("~0", "~")).collect();
@@ -314,6 +321,8 @@ fn mutation_case(t: &KindTemplate, mu: &Mutation, form: Form, name: &str, names:
             let patch = json!({"status": mutated.get("status").cloned().unwrap_or(Value::Null)});
             (vec![create], Step::new("PATCH", format!("{item}/status")).json(&patch).typed(MERGE))
         }
+        // The mutated object is created, then deleted (admission of deletes sees it as old).
+        Form::Delete => (vec![Step::new("POST", coll).json(&mutated)], Step::delete(&item)),
     }
 }
 
@@ -551,6 +560,7 @@ pub fn generate(seed: u64, count: usize, names: &RunNames) -> Vec<Case> {
                 }
                 Applies::UpdateOnly => UPDATE_FORMS,
                 Applies::Status => STATUS_FORMS,
+                Applies::Delete => DELETE_FORMS,
             };
             let mut form = *rng.pick(forms);
             if form == Form::StrategicPatch && t.custom {

@@ -8,6 +8,7 @@
 //! certificates, process supervision) and composes the fake server; `fake-apiserver` must not
 //! depend on either.
 
+pub mod admission;
 pub mod corpus;
 pub mod templates;
 
@@ -249,7 +250,12 @@ async fn send(client: &kube::Client, step: &Step, previous: &[u8]) -> Result<(u1
         }
         None => step.body.clone().unwrap_or_default(),
     };
-    let mut req = http::Request::builder().method(step.method).uri(&step.path).header("Accept", "application/json");
+    // One User-Agent for both servers: a write's field manager is named after it.
+    let mut req = http::Request::builder()
+        .method(step.method)
+        .uri(&step.path)
+        .header("Accept", "application/json")
+        .header("User-Agent", "kproof-differential/v1");
     if step.body.is_some() {
         req = req.header("Content-Type", step.content_type);
     }
@@ -451,6 +457,16 @@ pub async fn run(
     let crds = crd_fixtures();
     prepare(fake, names, &crds).await.map_err(|e| format!("fake server: {e}"))?;
     prepare(real, names, &crds).await.map_err(|e| format!("real server: {e}"))?;
+    // The admission paths: one webhook server both servers call, and the same configurations.
+    let webhooks = admission::WebhookServer::start().await.map_err(|e| format!("webhook server: {e}"))?;
+    let admission_objects = admission::objects(&webhooks, names);
+    let admission_ns = templates::kinds()
+        .iter()
+        .find(|k| k.label == "Admission")
+        .map(|k| k.namespace(names))
+        .ok_or("kinds.yaml has no Admission kind")?;
+    admission::install(fake, &admission_objects, &admission_ns).await.map_err(|e| format!("fake server: {e}"))?;
+    admission::install(real, &admission_objects, &admission_ns).await.map_err(|e| format!("real server: {e}"))?;
     let cases = corpus::generate(seed, count, names);
     let mut out = Vec::with_capacity(cases.len());
     for (i, case) in cases.into_iter().enumerate() {
@@ -459,6 +475,8 @@ pub async fn run(
         out.push(Outcome { case, fake: fake_answer, real: real_answer });
         progress(i + 1);
     }
+    admission::remove(fake, &admission_objects).await;
+    admission::remove(real, &admission_objects).await;
     Ok(out)
 }
 

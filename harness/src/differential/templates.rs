@@ -36,6 +36,8 @@ pub enum Applies {
     UpdateOnly,
     /// Only through the `/status` subresource.
     Status,
+    /// A delete of the mutated object (which must be created): admission of deletes.
+    Delete,
 }
 
 /// One thing broken (or, with no edits, nothing).

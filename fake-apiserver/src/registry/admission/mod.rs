@@ -181,23 +181,49 @@ fn create_request<'a>(rt: &'a ResourceType, obj: &'a Value, w: &'a Write<'a>) ->
     }
 }
 
+/// The mutating admission policies of a create (the first run, or the reinvocation after the
+/// webhooks).
+fn policies_on_create(
+    st: &State,
+    rt: &ResourceType,
+    obj: &mut Value,
+    w: &Write,
+    again: Option<policy::mutating::Reinvocation>,
+) -> ApiResult<policy::mutating::Reinvocation> {
+    if !policy::mutating::any(st) {
+        return Ok(again.unwrap_or_default());
+    }
+    let snapshot = obj.clone();
+    policy::mutating::admit(st, rt, &create_request(rt, &snapshot, w).attributes(), obj, again)
+}
+
 impl Mutation for State {
     fn mutate_create(&self, rt: &ResourceType, obj: &mut Value, w: &Write) -> ApiResult<Vec<String>> {
+        let reinvocation = policies_on_create(self, rt, obj, w, None)?;
         in_process_mutations(self, rt, obj)?;
         let ns = obj["metadata"]["namespace"].as_str().unwrap_or("").to_string();
-        mutate_created(&Planned::read(self, true, &ns), rt, obj, w)
+        let warnings = mutate_created(&Planned::read(self, true, &ns), rt, obj, w)?;
+        if reinvocation.pending() {
+            policies_on_create(self, rt, obj, w, Some(reinvocation))?;
+        }
+        Ok(warnings)
     }
 }
 
 impl Mutation for parking_lot::RwLock<State> {
     fn mutate_create(&self, rt: &ResourceType, obj: &mut Value, w: &Write) -> ApiResult<Vec<String>> {
         let ns = obj["metadata"]["namespace"].as_str().unwrap_or("").to_string();
-        let planned = {
+        let (planned, reinvocation) = {
             let st = self.read();
+            let reinvocation = policies_on_create(&st, rt, obj, w, None)?;
             in_process_mutations(&st, rt, obj)?;
-            Planned::read(&st, true, &ns)
+            (Planned::read(&st, true, &ns), reinvocation)
         };
-        mutate_created(&planned, rt, obj, w)
+        let warnings = mutate_created(&planned, rt, obj, w)?;
+        if reinvocation.pending() {
+            policies_on_create(&self.read(), rt, obj, w, Some(reinvocation))?;
+        }
+        Ok(warnings)
     }
 }
 
@@ -211,13 +237,20 @@ fn mutate_created(planned: &Planned, rt: &ResourceType, obj: &mut Value, w: &Wri
     mutate(planned, &create_request(rt, &snapshot, w), obj)
 }
 
-/// Mutating admission of an update (or a delete, whose object is `None`) under the lock.
+/// Mutating admission of an update (or a delete, whose object is `None`) under the lock: the
+/// mutating admission policies, then the webhooks, then the policies that asked to run again.
 pub(crate) fn mutate_write(st: &State, req: &Request, obj: &mut Value) -> ApiResult<Vec<String>> {
+    let policies = req.operation != Operation::Delete && policy::mutating::any(st);
+    let reinvocation = match policies {
+        true => Some(policy::mutating::admit(st, req.rt, &req.attributes(), obj, None)?),
+        false => None,
+    };
     let planned = Planned::read(st, true, req.namespace);
-    if planned.hooks.is_empty() {
-        return Ok(Vec::new());
+    let warnings = if planned.hooks.is_empty() { Vec::new() } else { mutate(&planned, req, obj)? };
+    if let Some(r) = reinvocation.filter(policy::mutating::Reinvocation::pending) {
+        policy::mutating::admit(st, req.rt, &req.attributes(), obj, Some(r))?;
     }
-    mutate(&planned, req, obj)
+    Ok(warnings)
 }
 
 /// Validating admission of a create, an update or a delete (`new` gives the object to store,
@@ -231,7 +264,7 @@ pub(crate) fn validate(st: &State, req: &Request, new: impl FnOnce() -> Option<V
         false => Vec::new(),
     };
     let planned = Planned::read(st, false, req.namespace);
-    let policies = policy::any(st);
+    let policies = policy::validating::any(st);
     if in_process.is_empty() && planned.hooks.is_empty() && !policies {
         return Ok(Vec::new());
     }
@@ -244,7 +277,7 @@ pub(crate) fn validate(st: &State, req: &Request, new: impl FnOnce() -> Option<V
     let mut warnings = Vec::new();
     // The ValidatingAdmissionPolicy plugin comes before the validating webhooks.
     if policies {
-        let outcome = policy::enforce(st, &req.attributes(), new.as_ref());
+        let outcome = policy::validating::enforce(st, &req.attributes(), new.as_ref());
         warnings.extend(outcome.warnings);
         if let Some(denied) = outcome.denied {
             return Err(denied);
@@ -584,7 +617,7 @@ pub(crate) use deferral::{answer_pending, attempt, finish, is_deferred};
 /// Whether a write may have webhooks or policies to call (any configuration is stored), so it
 /// must be able to run again after calling them outside the lock.
 pub(crate) fn may_call(st: &State) -> bool {
-    webhook::any_configured(st) || policy::any(st)
+    webhook::any_configured(st) || policy::validating::any(st)
 }
 
 /// [`webhook::Attributes`] with owned fields, for a call made later.

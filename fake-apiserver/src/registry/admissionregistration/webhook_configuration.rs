@@ -107,7 +107,7 @@ fn side_effects(hook: &Value) -> Option<&str> {
     hook.get("sideEffects").and_then(Value::as_str)
 }
 
-fn strings(v: &Value) -> Vec<String> {
+pub(super) fn strings(v: &Value) -> Vec<String> {
     v.as_array().into_iter().flatten().map(|s| s.as_str().unwrap_or_default().to_string()).collect()
 }
 
@@ -207,7 +207,7 @@ fn fully_qualified_name(out: &mut Vec<StatusCause>, name: &str, at: &Path) {
 }
 
 /// `validateRuleWithOperations` and `validateRule` (subresources allowed).
-fn rule_with_operations(out: &mut Vec<StatusCause>, rule: &Value, at: &Path) {
+pub(super) fn rule_with_operations(out: &mut Vec<StatusCause>, rule: &Value, at: &Path) {
     let ops = strings(&rule["operations"]);
     if ops.is_empty() {
         out.push(field::required(&at.child("operations"), ""));
@@ -423,7 +423,7 @@ fn webhook_service(out: &mut Vec<StatusCause>, svc: &Value, at: &Path) {
 
 /// `validateMatchConditions`: at most 64, each named (a qualified name, once) with an
 /// expression that compiles.
-fn match_conditions(out: &mut Vec<StatusCause>, conditions: &Value, at: &Path) {
+pub(super) fn match_conditions(out: &mut Vec<StatusCause>, conditions: &Value, at: &Path) {
     let list = conditions.as_array().map(Vec::as_slice).unwrap_or_default();
     if list.len() > 64 {
         out.push(field::too_many(at, list.len(), 64));
