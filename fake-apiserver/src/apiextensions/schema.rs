@@ -53,6 +53,62 @@ impl<'a> SchemaCursor<'a> {
     pub(crate) fn map_type(&self) -> Option<&'a str> {
         self.node.map_type.as_deref()
     }
+
+    /// The first place where `v` is not of the type the schema says, worded as
+    /// structured-merge-diff's typed conversion words it (`typed/validate.go`, `helpers.go`):
+    /// `.spec.size: expected numeric (int or float), got string`. Server-side apply converts the
+    /// applied object with it before anything validates it (`null` goes anywhere).
+    pub(crate) fn type_error(&self, v: &Value) -> Option<String> {
+        fn go_type(v: &Value) -> &'static str {
+            match v {
+                Value::Bool(_) => "bool",
+                Value::Number(n) if n.is_f64() => "float64",
+                Value::Number(_) => "int64",
+                Value::String(_) => "string",
+                Value::Array(_) => "[]interface {}",
+                Value::Object(_) => "map[string]interface {}",
+                Value::Null => "<nil>",
+            }
+        }
+        fn walk(node: &Node, v: &Value, path: &mut String) -> Option<String> {
+            if v.is_null() || node.int_or_string && (v.is_number() || v.is_string()) {
+                return None;
+            }
+            let here = |what: String| Some(format!("{path}: {what}"));
+            match (node.ty, v) {
+                (Some(Type::Integer | Type::Number), v) if !v.is_number() => {
+                    here(format!("expected numeric (int or float), got {}", go_type(v)))
+                }
+                (Some(Type::String), v) if !v.is_string() => {
+                    here(format!("expected string, got &value.valueUnstructured{{Value:{v}}}"))
+                }
+                (Some(Type::Boolean), v) if !v.is_boolean() => here(format!("expected boolean, got {v}")),
+                (Some(Type::Object), v) if !v.is_object() => here(format!("expected map, got {v}")),
+                (Some(Type::Array), v) if !v.is_array() => here(format!("expected list, got {v}")),
+                (_, Value::Object(m)) => m.iter().find_map(|(k, x)| {
+                    let child = node.field_schema(k)?;
+                    let len = path.len();
+                    path.push('.');
+                    path.push_str(k);
+                    let found = walk(child, x, path);
+                    path.truncate(len);
+                    found
+                }),
+                (_, Value::Array(items)) => {
+                    let item = node.items.as_deref()?;
+                    items.iter().enumerate().find_map(|(i, x)| {
+                        let len = path.len();
+                        path.push_str(&format!("[{i}]"));
+                        let found = walk(item, x, path);
+                        path.truncate(len);
+                        found
+                    })
+                }
+                _ => None,
+            }
+        }
+        walk(self.node, v, &mut String::new())
+    }
 }
 
 /// The `type` of a schema node.

@@ -195,13 +195,19 @@ pub(crate) fn item_key(item: &Value, keys: &[String]) -> Option<String> {
     Some(format!("k:{}", Value::Object(m)))
 }
 
-/// The first list-map of `v` with two items of the same key, as structured-merge-diff names it
-/// when it types an applied configuration: `(".spec.resourceClaims", "[name=\"gpu\"]")`.
+/// The first list-map of `v` with two items of the same key (or set with a value twice), as
+/// structured-merge-diff names it when it types an applied configuration:
+/// `(".spec.resourceClaims", "[name=\"gpu\"]")`, `(".spec.tags", "[=\"a\"]")`.
 pub(crate) fn duplicate_key(v: &Value, shape: Shape<'_>) -> Option<(String, String)> {
     fn walk(v: &Value, shape: Shape<'_>, at: &str) -> Option<(String, String)> {
         match v {
             Value::Object(m) if !shape.map_atomic() => {
                 m.iter().find_map(|(k, x)| walk(x, shape.child(k), &format!("{at}.{k}")))
+            }
+            Value::Array(items) if shape.list_type() == ListType::Set => {
+                let mut seen = std::collections::BTreeSet::new();
+                let dup = items.iter().find(|x| !seen.insert(x.to_string()))?;
+                Some((at.to_string(), format!("[={dup}]")))
             }
             Value::Array(items) => {
                 let ListType::Map(keys) = shape.list_type() else { return None };

@@ -102,6 +102,7 @@ where
         strategy: x.strategy.unwrap_or(&DefaultStrategy),
         gates: Default::default(),
         defect: Default::default(),
+        conversion: None,
         derived: Derived::of(T::GROUP, T::VERSION, T::URL_PATH_SEGMENT, T::KIND),
     }
 }

@@ -74,6 +74,9 @@ pub(crate) fn check_type_meta(rt: &ResourceType, obj: &mut Value) -> ApiResult<(
         }
     }
     match o.get("kind").and_then(Value::as_str) {
+        // A custom resource is decoded whatever its kind: its validation refuses another one
+        // (`customResourceValidator.ValidateTypeMeta`).
+        Some(k) if !k.is_empty() && k != rt.kind && rt.custom => {}
         Some(k) if !k.is_empty() && k != rt.kind => {
             return Err(ApiError::bad_request(format!(
                 "the kind in the data ({k}) does not match the expected kind ({})",

@@ -210,6 +210,8 @@ pub(crate) struct ResourceType {
     pub gates: Arc<FeatureGates>,
     /// The server's deliberate defect, if any (see [`ResourceType::defective`]).
     pub defect: ActiveDefect,
+    /// A custom resource's conversion between its CRD's versions (storage version, webhook).
+    pub conversion: Option<Arc<crate::registry::apiextensions::conversion::Conversion>>,
     /// Names derived from group, version and plural, computed once (see [`ResourceType::derive`]).
     derived: Derived,
 }

@@ -9,6 +9,7 @@ mod apply;
 mod authz;
 mod binding;
 mod builtins;
+mod conversion;
 mod crd;
 mod crud;
 mod discovery;

@@ -8,9 +8,9 @@
 //! certificates, process supervision) and composes the fake server; `fake-apiserver` must not
 //! depend on either.
 
-pub mod admission;
 pub mod corpus;
 pub mod templates;
+pub mod webhooks;
 
 use corpus::{Case, RunNames, Step};
 use serde_json::{Value, json};
@@ -366,26 +366,44 @@ async fn prepare(client: &kube::Client, names: &RunNames, crds: &[Value]) -> Res
             // The cluster has its own copy (the upstream plane installs the KubeRay CRDs of the
             // operator it built, which may be an older release): both servers must serve the
             // same schema, so it is replaced by the fixture.
-            let path = format!(
-                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{}",
-                crd["metadata"]["name"].as_str().unwrap_or_default()
-            );
-            let (_, body) = send(client, &Step::get(&path), &[]).await?;
-            let current: Value = serde_json::from_slice(&body).unwrap_or_default();
-            if current["spec"]["versions"] != crd["spec"]["versions"] {
-                let mut replacement = crd.clone();
-                replacement["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
-                let (code, body) = send(client, &step_json("PUT", &path, &replacement), &[]).await?;
-                if code >= 300 {
-                    return Err(format!("replacing CRD {path}: {}", String::from_utf8_lossy(&body)));
-                }
-            }
+            replace(client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd).await?;
         } else if code >= 300 {
             return Err(format!("creating CRD {}: {}", crd["metadata"]["name"], String::from_utf8_lossy(&body)));
         }
     }
-    for crd in crds {
-        let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+    let crd_names: Vec<String> =
+        crds.iter().map(|c| c["metadata"]["name"].as_str().unwrap_or_default().to_string()).collect();
+    await_established(client, &crd_names).await?;
+    let sa = format!("/api/v1/namespaces/{}/serviceaccounts/default", names.namespace);
+    let _ = poll(20, || async {
+        let (code, _) = send(client, &Step::get(&sa), &[]).await.ok()?;
+        (code == 200).then_some(())
+    })
+    .await;
+    Ok(())
+}
+
+/// Replaces the CRD a server already has with `crd` (keeping its resourceVersion) when their
+/// versions or conversion differ.
+async fn replace(client: &kube::Client, collection: &str, crd: &Value) -> Result<(), String> {
+    let path = format!("{collection}/{}", crd["metadata"]["name"].as_str().unwrap_or_default());
+    let (_, body) = send(client, &Step::get(&path), &[]).await?;
+    let current: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let url = |v: &Value| v["spec"]["conversion"]["webhook"]["clientConfig"]["url"].clone();
+    if current["spec"]["versions"] != crd["spec"]["versions"] || url(&current) != url(crd) {
+        let mut replacement = crd.clone();
+        replacement["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+        let (code, body) = send(client, &step_json("PUT", &path, &replacement), &[]).await?;
+        if code >= 300 {
+            return Err(format!("replacing CRD {path}: {}", String::from_utf8_lossy(&body)));
+        }
+    }
+    Ok(())
+}
+
+/// Waits until each named CRD is `Established`.
+async fn await_established(client: &kube::Client, names: &[String]) -> Result<(), String> {
+    for name in names {
         let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}");
         let established = poll(60, || async {
             let (code, body) = send(client, &Step::get(&path), &[]).await.ok()?;
@@ -401,12 +419,6 @@ async fn prepare(client: &kube::Client, names: &RunNames, crds: &[Value]) -> Res
             return Err(format!("CRD {name} was not established within 60 s"));
         }
     }
-    let sa = format!("/api/v1/namespaces/{}/serviceaccounts/default", names.namespace);
-    let _ = poll(20, || async {
-        let (code, _) = send(client, &Step::get(&sa), &[]).await.ok()?;
-        (code == 200).then_some(())
-    })
-    .await;
     Ok(())
 }
 
@@ -457,16 +469,16 @@ pub async fn run(
     let crds = crd_fixtures();
     prepare(fake, names, &crds).await.map_err(|e| format!("fake server: {e}"))?;
     prepare(real, names, &crds).await.map_err(|e| format!("real server: {e}"))?;
-    // The admission paths: one webhook server both servers call, and the same configurations.
-    let webhooks = admission::WebhookServer::start().await.map_err(|e| format!("webhook server: {e}"))?;
-    let admission_objects = admission::objects(&webhooks, names);
+    // The webhook paths: one server both API servers call, and the same configurations.
+    let hook_server = webhooks::WebhookServer::start().await.map_err(|e| format!("webhook server: {e}"))?;
+    let admission_objects = webhooks::objects(&hook_server, names);
     let admission_ns = templates::kinds()
         .iter()
         .find(|k| k.label == "Admission")
         .map(|k| k.namespace(names))
         .ok_or("kinds.yaml has no Admission kind")?;
-    admission::install(fake, &admission_objects, &admission_ns).await.map_err(|e| format!("fake server: {e}"))?;
-    admission::install(real, &admission_objects, &admission_ns).await.map_err(|e| format!("real server: {e}"))?;
+    webhooks::install(fake, &admission_objects, &admission_ns).await.map_err(|e| format!("fake server: {e}"))?;
+    webhooks::install(real, &admission_objects, &admission_ns).await.map_err(|e| format!("real server: {e}"))?;
     let cases = corpus::generate(seed, count, names);
     let mut out = Vec::with_capacity(cases.len());
     for (i, case) in cases.into_iter().enumerate() {
@@ -475,8 +487,8 @@ pub async fn run(
         out.push(Outcome { case, fake: fake_answer, real: real_answer });
         progress(i + 1);
     }
-    admission::remove(fake, &admission_objects).await;
-    admission::remove(real, &admission_objects).await;
+    webhooks::remove(fake, &admission_objects).await;
+    webhooks::remove(real, &admission_objects).await;
     Ok(out)
 }
 

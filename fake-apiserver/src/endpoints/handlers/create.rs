@@ -6,7 +6,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::fieldmanager::UpdateOwnership;
 use crate::registry::core::binding::bind;
 use crate::registry::decode::parse_object;
-use crate::registry::store::{self, Write, render};
+use crate::registry::store::{self, Write, try_render};
 use crate::storage::Verb;
 use axum::response::Response;
 use http::StatusCode;
@@ -55,7 +55,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
         call.ctx.write_warned(dry_run, |st| create_prepared(st, &rt, &namespace, prepared, &w))?
     };
     let warnings: Vec<String> = warnings.into_iter().chain(raised).collect();
-    Ok(with_warnings(bytes_response(StatusCode::CREATED, render(&rt, &created)), &warnings))
+    Ok(with_warnings(bytes_response(StatusCode::CREATED, try_render(&rt, &created)?), &warnings))
 }
 
 /// `pods/{name}/binding`: a scheduler assigns the pod to a node.

@@ -6,7 +6,7 @@ use super::super::query::{Query, dry_run_causes, invalid_options};
 use super::Call;
 use crate::error::{ApiError, ApiResult, StatusCause};
 use crate::registry::decode::go_json_type;
-use crate::registry::store::{self, DeleteOptions, Deleted, Write, render};
+use crate::registry::store::{self, DeleteOptions, Deleted, Write, try_render};
 use crate::storage::Verb;
 use axum::response::Response;
 use http::StatusCode;
@@ -27,10 +27,10 @@ pub(super) async fn handle(mut call: Call) -> ApiResult<Response> {
         // kube-apiserver answers 202 to a delete left pending only when the client asked for
         // the legacy `orphanDependents: false`.
         Deleted::Pending(obj) if opts.orphan_dependents == Some(false) => {
-            bytes_response(StatusCode::ACCEPTED, render(rt, &obj))
+            bytes_response(StatusCode::ACCEPTED, try_render(rt, &obj)?)
         }
-        Deleted::Pending(obj) => bytes_response(StatusCode::OK, render(rt, &obj)),
-        Deleted::Now(obj) if rt.returns_deleted_object() => bytes_response(StatusCode::OK, render(rt, &obj)),
+        Deleted::Pending(obj) => bytes_response(StatusCode::OK, try_render(rt, &obj)?),
+        Deleted::Now(obj) if rt.returns_deleted_object() => bytes_response(StatusCode::OK, try_render(rt, &obj)?),
         Deleted::Now(obj) => json_response(
             StatusCode::OK,
             &json!({

@@ -5,7 +5,7 @@ use super::super::tables::{self, Rendering};
 use super::{Call, current, update_mode};
 use crate::error::ApiResult;
 use crate::registry::scale::scale_of;
-use crate::registry::store::render;
+use crate::registry::store::try_render;
 use axum::response::Response;
 use http::StatusCode;
 
@@ -18,7 +18,7 @@ pub(super) fn object(call: Call) -> ApiResult<Response> {
         current(&st, &call.target, call.name())?
     };
     let rt = &call.target.rt;
-    let body = render(rt, &obj);
+    let body = try_render(rt, &obj)?;
     if rendering != Rendering::Json {
         let v = tables::object_body(&rendering, rt, &body, call.ctx.clock.now());
         return Ok(rendered_response(&rendering, &v));

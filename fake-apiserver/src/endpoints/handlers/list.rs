@@ -7,7 +7,7 @@ use super::super::tables::{self, Rendering};
 use super::Call;
 use crate::error::{ApiError, ApiResult, StatusCause};
 use crate::registry::ResourceType;
-use crate::registry::store::render;
+use crate::registry::store::try_render_many;
 use crate::storage::{StoredObject, parse_rv};
 use axum::response::Response;
 use base64::Engine;
@@ -184,7 +184,8 @@ pub(super) fn handle(call: Call) -> ApiResult<Response> {
             }
         }
     }
-    let items: Vec<Bytes> = page.iter().map(|o| render(rt, o)).collect();
+    let page: Vec<&StoredObject> = page.iter().map(|o| o.as_ref()).collect();
+    let items: Vec<Bytes> = try_render_many(rt, &page)?;
     drop(st);
     if rendering != Rendering::Json {
         let v = tables::list_body(&rendering, rt, &items, snapshot_rv, cont, remaining, call.ctx.clock.now());

@@ -11,7 +11,7 @@ use crate::fieldmanager::patch_meta::Shape;
 use crate::fieldmanager::smp;
 use crate::go_json_patch;
 use crate::registry::decode::{check_patched, check_type_meta, parse_object};
-use crate::registry::store::{self, UpdateMode, Write, render, served_value};
+use crate::registry::store::{self, UpdateMode, Write, try_render, try_served_value};
 use crate::storage::Verb;
 use apimachinery::clock::format_time;
 use apimachinery::unstructured::set_nested_field;
@@ -48,7 +48,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let (updated, raised) = call.ctx.write_admitted(dry_run, |st| {
         let old = current(st, &call.target, call.name())?;
         // Patch the object as this version serves it (apiVersion, read-time defaults).
-        let served = served_value(rt, &old);
+        let served = try_served_value(rt, &old)?;
         let shape = Shape::builtin_root(&rt.group, &rt.version, &rt.kind);
         let mut patched = apply_patch(kind, &served, &body, shape)?;
         check_patched(&patched, rt.api_version(), &rt.kind, rt.decode_check)?;
@@ -57,7 +57,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
         store::update(st, rt, &call.target.namespace, call.name(), patched, mode, &w)
     })?;
     warnings.extend(raised);
-    Ok(with_warnings(bytes_response(StatusCode::OK, render(rt, &updated)), &warnings))
+    Ok(with_warnings(bytes_response(StatusCode::OK, try_render(rt, &updated)?), &warnings))
 }
 
 /// The Scale patched.
@@ -117,15 +117,24 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
         )));
     }
     // Nor one whose list-map has two items of the same key.
+    // structured-merge-diff's typed conversion of the applied object fails before anything
+    // validates it: kube-apiserver answers 500 `failed to create typed patch object (<the body's
+    // namespace>/<name>; <gvk>): …` (`fieldmanager` `Apply`).
+    let untyped = |why: String| {
+        let ns = applied["metadata"]["namespace"].as_str().unwrap_or("");
+        let gv = if rt.group.is_empty() { format!("/{}", rt.version) } else { rt.api_version().to_string() };
+        ApiError::internal_plain(format!(
+            "failed to create typed patch object ({ns}/{name}; {gv}, Kind={}): {why}",
+            rt.kind
+        ))
+    };
     if let Some((at, key)) =
         crate::fieldmanager::managed::duplicate_key(&applied, crate::fieldmanager::managed::shape_of(rt))
     {
-        let ns = if target.namespace.is_empty() { String::new() } else { format!("{}/", target.namespace) };
-        let gv = if rt.group.is_empty() { format!("/{}", rt.version) } else { rt.api_version().to_string() };
-        return Err(ApiError::internal_plain(format!(
-            "failed to create typed patch object ({ns}{name}; {gv}, Kind={}): {at}: duplicate entries for key {key}",
-            rt.kind
-        )));
+        return Err(untyped(format!("{at}: duplicate entries for key {key}")));
+    }
+    if let Some(why) = rt.schema.as_ref().and_then(|s| s.cursor().type_error(&applied)) {
+        return Err(untyped(why));
     }
     let manager = query.field_manager.clone().unwrap_or_default();
     let now = call.ctx.clock.now();
@@ -160,7 +169,7 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
         let w = Write { ctx, now, dry_run, fields: None };
         match st.store.get(rt.storage_key(), &target.namespace, name) {
             Some(old) => {
-                let served = served_value(rt, &old);
+                let served = try_served_value(rt, &old)?;
                 let mut merged = apply(rt, Some(&served), &applied, &req)?;
                 typed(&merged)?;
                 keep_resource_version(&mut merged, &old);
@@ -185,7 +194,7 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
         }
     })?;
     let code = if created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok(with_warnings(bytes_response(code, render(rt, &obj)), &raised))
+    Ok(with_warnings(bytes_response(code, try_render(rt, &obj)?), &raised))
 }
 
 /// Applies a merge, JSON or strategic merge patch to a copy of `old`.

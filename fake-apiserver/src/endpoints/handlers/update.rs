@@ -9,7 +9,7 @@ use crate::fieldmanager::UpdateOwnership;
 use crate::fieldmanager::patch_meta::Shape;
 use crate::registry::decode::{check_patched, decode_object, decode_scale, parse_object};
 use crate::registry::scale::{apply_scale, scale_of};
-use crate::registry::store::{self, UpdateMode, Write, render};
+use crate::registry::store::{self, UpdateMode, Write, try_render};
 use crate::storage::{ChangeKind, Verb};
 use apimachinery::unstructured::set_nested_field;
 use axum::response::Response;
@@ -53,7 +53,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
         call.ctx.write_warned(dry_run, |st| run(st, obj))?
     };
     warnings.extend(raised);
-    Ok(with_warnings(bytes_response(code, render(rt, &updated)), &warnings))
+    Ok(with_warnings(bytes_response(code, try_render(rt, &updated)?), &warnings))
 }
 
 /// The Scale replaced.
@@ -118,7 +118,7 @@ pub(super) async fn finalize(mut call: Call) -> ApiResult<Response> {
         let mut v = old.value();
         set_nested_field(&mut v, &["spec", "finalizers"], obj["spec"]["finalizers"].clone());
         let w = Write { ctx: &ctx, now, dry_run, fields: None };
-        Ok(w.persist(st, rt, ChangeKind::Modified, v))
+        w.persist(st, rt, ChangeKind::Modified, v)
     })?;
-    Ok(bytes_response(StatusCode::OK, render(rt, &updated)))
+    Ok(bytes_response(StatusCode::OK, try_render(rt, &updated)?))
 }

@@ -11,7 +11,7 @@ use super::super::tables::{self, Rendering};
 use super::super::{Context, ListenerStop};
 use super::Call;
 use crate::error::{ApiError, ApiResult};
-use crate::registry::store::{render, served_as_stored};
+use crate::registry::store::{served_as_stored, try_render, try_render_many};
 use crate::storage::{Change, ChangeKind, StoredObject, parse_rv};
 use apimachinery::{FieldSelector, LabelSelector};
 use axum::body::Body;
@@ -168,12 +168,13 @@ impl Watcher {
             let held = lag.is_some() || !self.late.is_empty();
             let mut one = BytesMut::new();
             let target = if held { &mut one } else { &mut out };
+            // A failed conversion (a custom resource's webhook) ends the watch with its error.
             if self.rendering != Rendering::Json {
-                frame(target, kind.as_str(), &self.rendered(&render(rt, &c.object)));
+                frame(target, kind.as_str(), &self.rendered(&try_render(rt, &c.object)?));
             } else if served_as_stored(rt, &c.object) {
                 frame(target, kind.as_str(), &c.object.bytes);
             } else {
-                frame(target, kind.as_str(), &render(rt, &c.object));
+                frame(target, kind.as_str(), &try_render(rt, &c.object)?);
             }
             if held {
                 let due = now + lag.unwrap_or_default();
@@ -336,11 +337,21 @@ pub(super) fn handle(call: Call) -> ApiResult<Response> {
                 let key = w.target.rt.storage_key();
                 let mut out = BytesMut::new();
                 if let Some(coll) = st.store.collections.get(key).filter(|_| initial) {
-                    for o in coll.values().filter(|o| w.selected(o)) {
-                        if w.rendering != Rendering::Json {
-                            frame(&mut out, "ADDED", &w.rendered(&render(&w.target.rt, o)));
-                        } else {
-                            frame(&mut out, "ADDED", &render(&w.target.rt, o));
+                    let objects: Vec<&StoredObject> =
+                        coll.values().filter(|o| w.selected(o)).map(|o| o.as_ref()).collect();
+                    match try_render_many(&w.target.rt, &objects) {
+                        Ok(bodies) => {
+                            for body in bodies {
+                                if w.rendering != Rendering::Json {
+                                    frame(&mut out, "ADDED", &w.rendered(&body));
+                                } else {
+                                    frame(&mut out, "ADDED", &body);
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            w.pending.push_back(value_frame("ERROR", &e.to_status()));
+                            w.done = true;
                         }
                     }
                 }

@@ -26,8 +26,79 @@ pub(crate) struct Target {
     pub path_and_query: String,
 }
 
-/// The answer's body, or why there is none (the text after `Post "<url>": `).
-pub(crate) fn post(target: &Target, ca_bundle: &[u8], body: &[u8], timeout: Duration) -> Result<Vec<u8>, String> {
+/// Why a call has no answer to use.
+#[derive(Debug, Clone)]
+pub(crate) enum Failure {
+    /// The call did not complete (connecting, TLS, the deadline): Go's `url.Error` says
+    /// `Post "<url>": <this>`.
+    Transport(String),
+    /// The webhook answered with a status other than 2xx: the message of client-go's
+    /// `StatusError` for it.
+    Answered(String),
+}
+
+impl Failure {
+    /// As kube-apiserver prints the error of a call to `url`.
+    pub(crate) fn describe(&self, url: &str) -> String {
+        match self {
+            Failure::Transport(e) => format!("Post \"{url}\": {e}"),
+            Failure::Answered(m) => m.clone(),
+        }
+    }
+}
+
+/// The answer's body, or why there is none.
+pub(crate) fn post(target: &Target, ca_bundle: &[u8], body: &[u8], timeout: Duration) -> Result<Vec<u8>, Failure> {
+    call(target, ca_bundle, body, timeout).map_err(Failure::Transport)?.into_answer()
+}
+
+/// An HTTP answer: status, whether its body is text, the body.
+struct Answer {
+    status: u16,
+    text: bool,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    /// The body of a 2xx answer, else client-go's error for it: the `Status` the body holds,
+    /// or `errors.NewGenericServerResponse`'s wording (a text body is the server's message).
+    fn into_answer(self) -> Result<Vec<u8>, Failure> {
+        if (200..300).contains(&self.status) {
+            return Ok(self.body);
+        }
+        if let Ok(status) = serde_json::from_slice::<serde_json::Value>(&self.body)
+            && status["kind"] == "Status"
+            && let Some(m) = status["message"].as_str()
+        {
+            return Err(Failure::Answered(m.to_string()));
+        }
+        let server_message = if self.text {
+            String::from_utf8_lossy(&self.body[..self.body.len().min(1024)]).trim().to_string()
+        } else {
+            "unknown".to_string()
+        };
+        let message = match self.status {
+            409 => "the server reported a conflict".to_string(),
+            404 => "the server could not find the requested resource".to_string(),
+            400 => "the server rejected our request for an unknown reason".to_string(),
+            401 => "the server has asked for the client to provide credentials".to_string(),
+            403 | 415 => server_message,
+            405 => "the server does not allow this method on the requested resource".to_string(),
+            422 => "the server rejected our request due to an error in our request".to_string(),
+            503 => "the server is currently unable to handle the request".to_string(),
+            504 => "the server was unable to return a response in the time allotted, but may still be processing the request"
+                .to_string(),
+            429 => "the server has received too many requests and has asked us to try again later".to_string(),
+            c if c >= 500 => {
+                format!("an error on the server ({}) has prevented the request from succeeding", apimachinery::go::quote(&server_message))
+            }
+            c => format!("the server responded with the status code {c} but did not return more information"),
+        };
+        Err(Failure::Answered(message))
+    }
+}
+
+fn call(target: &Target, ca_bundle: &[u8], body: &[u8], timeout: Duration) -> Result<Answer, String> {
     let deadline = Instant::now() + timeout;
     let config = tls_config(ca_bundle)?;
     let name = ServerName::try_from(target.server_name.clone())
@@ -58,7 +129,7 @@ pub(crate) fn post(target: &Target, ca_bundle: &[u8], body: &[u8], timeout: Dura
     tls.write_all(head.as_bytes()).and_then(|()| tls.write_all(body)).and_then(|()| tls.flush()).map_err(io_error)?;
     tls.sock.set_read_timeout(Some(left())).map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(tls);
-    let (status, chunked, length) = read_head(&mut reader).map_err(io_error)?;
+    let (status, chunked, length, text) = read_head(&mut reader).map_err(io_error)?;
     let body = if chunked {
         read_chunked(&mut reader).map_err(io_error)?
     } else {
@@ -79,11 +150,7 @@ pub(crate) fn post(target: &Target, ca_bundle: &[u8], body: &[u8], timeout: Dura
         }
         out
     };
-    if !(200..300).contains(&status) {
-        // client-go turns a non-2xx answer into a StatusError carrying the body.
-        return Err(format!("the server responded with the status code {status} but did not return more information"));
-    }
-    Ok(body)
+    Ok(Answer { status, text, body })
 }
 
 /// The roots are the `caBundle` alone (kube-apiserver adds the system roots when it is empty;
@@ -187,7 +254,8 @@ fn host_header(url: &str) -> &str {
 }
 
 /// The status code, whether the body is chunked, and its `Content-Length`.
-fn read_head(r: &mut impl BufRead) -> std::io::Result<(u16, bool, Option<usize>)> {
+/// The status line and headers: status, chunked, length, whether the body is text.
+fn read_head(r: &mut impl BufRead) -> std::io::Result<(u16, bool, Option<usize>, bool)> {
     let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
     let mut line = String::new();
     r.read_line(&mut line)?;
@@ -196,7 +264,7 @@ fn read_head(r: &mut impl BufRead) -> std::io::Result<(u16, bool, Option<usize>)
         .nth(1)
         .and_then(|c| c.parse::<u16>().ok())
         .ok_or_else(|| bad("malformed HTTP response"))?;
-    let (mut chunked, mut length) = (false, None);
+    let (mut chunked, mut length, mut text) = (false, None, false);
     loop {
         line.clear();
         if r.read_line(&mut line)? == 0 {
@@ -212,10 +280,12 @@ fn read_head(r: &mut impl BufRead) -> std::io::Result<(u16, bool, Option<usize>)
                 length = Some(v.parse().map_err(|_| bad("malformed Content-Length"))?);
             } else if k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked") {
                 chunked = true;
+            } else if k.eq_ignore_ascii_case("content-type") {
+                text = v.to_ascii_lowercase().starts_with("text/");
             }
         }
     }
-    Ok((status, chunked, length))
+    Ok((status, chunked, length, text))
 }
 
 fn read_chunked(r: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
@@ -245,11 +315,38 @@ mod tests {
     fn chunked_and_plain_bodies() {
         let raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n2;x=y\r\nef\r\n0\r\n\r\n";
         let mut r = BufReader::new(&raw[..]);
-        assert_eq!(read_head(&mut r).unwrap(), (200, true, None));
+        assert_eq!(read_head(&mut r).unwrap(), (200, true, None, false));
         assert_eq!(read_chunked(&mut r).unwrap(), b"abcdef");
-        let raw = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 3\r\n\r\nabc";
+        let raw = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 3\r\nContent-Type: text/plain\r\n\r\nabc";
         let mut r = BufReader::new(&raw[..]);
-        assert_eq!(read_head(&mut r).unwrap(), (503, false, Some(3)));
+        assert_eq!(read_head(&mut r).unwrap(), (503, false, Some(3), true));
+    }
+
+    #[test]
+    fn a_non_2xx_answer_is_worded_as_client_go_words_it() {
+        let answered =
+            |status: u16, text: bool, body: &str| match (Answer { status, text, body: body.into() }).into_answer() {
+                Err(Failure::Answered(m)) => m,
+                other => panic!("{other:?}"),
+            };
+        assert_eq!(
+            answered(500, true, "boom\n"),
+            "an error on the server (\"boom\") has prevented the request from succeeding"
+        );
+        assert_eq!(
+            answered(500, false, "{}"),
+            "an error on the server (\"unknown\") has prevented the request from succeeding"
+        );
+        assert_eq!(answered(404, true, "x"), "the server could not find the requested resource");
+        assert_eq!(
+            answered(418, true, "x"),
+            "the server responded with the status code 418 but did not return more information"
+        );
+        let status =
+            r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"from the webhook","code":500}"#;
+        assert_eq!(answered(500, false, status), "from the webhook");
+        let ok = Answer { status: 200, text: false, body: b"{}".to_vec() }.into_answer();
+        assert_eq!(ok.unwrap(), b"{}");
     }
 
     #[test]
@@ -269,6 +366,8 @@ mod tests {
             path_and_query: "/x?timeout=1s".into(),
         };
         let err = post(&target, b"", b"{}", Duration::from_secs(1)).unwrap_err();
-        assert!(err.contains("connection refused"), "{err}");
+        let Failure::Transport(e) = &err else { panic!("{err:?}") };
+        assert!(e.contains("connection refused"), "{e}");
+        assert!(err.describe(&target.url).starts_with(&format!("Post \"{}\": ", target.url)));
     }
 }

@@ -34,10 +34,10 @@
 //! [`ApiServer::add_validating_webhook`]: crate::ApiServer::add_validating_webhook
 //! [`ApiServer::add_mutating_webhook`]: crate::ApiServer::add_mutating_webhook
 
-mod client;
+pub(crate) mod client;
 mod policy;
 mod review;
-mod webhook;
+pub(crate) mod webhook;
 
 pub(crate) use webhook::Operation;
 
@@ -380,7 +380,7 @@ fn run_mutating(
 
 /// Runs a blocking call; on a worker of a multi-threaded runtime the worker is handed back
 /// meanwhile, so the server goes on answering (the webhook's own requests among them).
-fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
         _ => f(),
@@ -450,7 +450,7 @@ fn call(
     let body = serde_json::to_vec(&body).map_err(ApiError::internal)?;
     let answer = match off_the_runtime(|| client::post(target, &hook.ca_bundle, &body, hook.timeout)) {
         Ok(a) => a,
-        Err(e) => return fail(format!("failed to call webhook: Post \"{}\": {e}", target.url)),
+        Err(e) => return fail(format!("failed to call webhook: {}", e.describe(&target.url))),
     };
     let answer = match review::verify(&uid, mutating, &answer) {
         Ok(a) => a,

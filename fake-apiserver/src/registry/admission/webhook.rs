@@ -182,7 +182,7 @@ fn parse(st: Option<&State>, w: &Value, mutating: bool) -> Hook {
     let side_effects = w["sideEffects"].as_str().unwrap_or("");
     Hook {
         name: w["name"].as_str().unwrap_or_default().to_string(),
-        target: target(st, client, timeout),
+        target: target(st, client, Some(timeout)),
         ca_bundle,
         rules: w["rules"].as_array().into_iter().flatten().map(Rule::parse).collect(),
         fail_closed: w["failurePolicy"].as_str() != Some("Ignore"),
@@ -207,9 +207,16 @@ fn parse(st: Option<&State>, w: &Value, mutating: bool) -> Hook {
 
 /// A URL as it is, or a service reference resolved as kube-apiserver's endpoint resolver does
 /// (`--enable-aggregator-routing`): the Service's port, then a ready endpoint of its
-/// EndpointSlices; the certificate must name `<service>.<namespace>.svc`.
-fn target(st: Option<&State>, client: &Value, timeout: u64) -> Result<Target, String> {
-    let query = format!("timeout={timeout}s");
+/// EndpointSlices; the certificate must name `<service>.<namespace>.svc`. An admission call
+/// carries its timeout in the query (`?timeout=10s`); a conversion call none.
+pub(crate) fn target(st: Option<&State>, client: &Value, timeout: Option<u64>) -> Result<Target, String> {
+    let query = timeout.map(|t| format!("timeout={t}s"));
+    let with_query = |path: &str, own: Option<&str>| match (own, &query) {
+        (Some(q), Some(t)) => format!("{path}?{q}&{t}"),
+        (Some(q), None) => format!("{path}?{q}"),
+        (None, Some(t)) => format!("{path}?{t}"),
+        (None, None) => path.to_string(),
+    };
     if let Some(url) = client["url"].as_str() {
         let parsed = url::Url::parse(url).map_err(|e| format!("invalid url {url:?}: {e}"))?;
         let host = parsed.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
@@ -218,10 +225,7 @@ fn target(st: Option<&State>, client: &Value, timeout: u64) -> Result<Target, St
         // envtest's `https://host//mutate-…` is called at `/mutate-…`.
         let path = clean_path(parsed.path());
         let path = path.as_str();
-        let path_and_query = match parsed.query() {
-            Some(q) => format!("{path}?{q}&{query}"),
-            None => format!("{path}?{query}"),
-        };
+        let path_and_query = with_query(path, parsed.query());
         let connect = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
         let url = format!("{}://{}{path_and_query}", parsed.scheme(), connect);
         return Ok(Target { url, server_name: host, connect, path_and_query });
@@ -230,7 +234,7 @@ fn target(st: Option<&State>, client: &Value, timeout: u64) -> Result<Target, St
     let (ns, name) = (svc["namespace"].as_str().unwrap_or_default(), svc["name"].as_str().unwrap_or_default());
     let port = svc["port"].as_i64().unwrap_or(443);
     let path = clean_path(svc["path"].as_str().unwrap_or("/"));
-    let path_and_query = format!("{path}?{query}");
+    let path_and_query = with_query(&path, None);
     let host = format!("{name}.{ns}.svc");
     let url = format!("https://{host}:{port}{path_and_query}");
     let st = st.ok_or_else(|| format!("service \"{name}\" not found"))?;

@@ -178,6 +178,7 @@ pub(crate) fn crd_resource_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<S
             strategy: &CustomResourceStrategy,
             gates: Default::default(),
             defect: Default::default(),
+            conversion: None,
             derived,
         });
     }
@@ -202,7 +203,13 @@ pub(crate) fn sync_served(st: &mut State, crd: &StoredObject, kind: ChangeKind) 
     );
     match crd_resource_types(&v) {
         // A CRD whose names clash with another is stored but not served (NamesAccepted=False).
-        Ok(types) if conflict.is_none() => st.registry.register_crd(&crd.name, types),
+        Ok(mut types) if conflict.is_none() => {
+            let conversion = super::conversion::Conversion::of(&v, Some(st)).map(Arc::new);
+            for rt in &mut types {
+                rt.conversion = conversion.clone();
+            }
+            st.registry.register_crd(&crd.name, types)
+        }
         _ => st.registry.unregister_crd(&crd.name),
     }
 }

@@ -34,14 +34,20 @@ impl Strategy for CustomResourceStrategy {
     }
 
     fn validate(&self, rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
-        let Some(schema) = &rt.schema else { return Vec::new() };
-        causes(rt, schema.validate(obj))
+        let mut out = type_meta_causes(rt, obj);
+        if let Some(schema) = &rt.schema {
+            out.extend(causes(rt, schema.validate(obj)));
+        }
+        out
     }
 
     /// The schema again, and the CEL rules with `oldSelf` (transition rules) against `old`.
     fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
-        let Some(schema) = &rt.schema else { return Vec::new() };
-        causes(rt, schema.validate_update(obj, old))
+        let mut out = type_meta_causes(rt, obj);
+        if let Some(schema) = &rt.schema {
+            out.extend(causes(rt, schema.validate_update(obj, old)));
+        }
+        out
     }
 
     /// A status write is validated against the whole schema too.
@@ -69,6 +75,19 @@ impl Strategy for CustomResourceStrategy {
             c.push(crd_cell(obj, &pc, now));
         }
         c
+    }
+}
+
+/// `customResourceValidator.ValidateTypeMeta`: the kind must be the CRD's (`apiVersion` was
+/// checked when the body was decoded).
+fn type_meta_causes(rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
+    match obj["kind"].as_str() {
+        Some(kind) if kind != rt.kind => vec![StatusCause::field(
+            "FieldValueInvalid",
+            "kind",
+            format!("Invalid value: {}: must be {}", apimachinery::go::quote(kind), rt.kind),
+        )],
+        _ => Vec::new(),
     }
 }
 

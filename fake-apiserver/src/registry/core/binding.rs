@@ -107,7 +107,7 @@ pub(crate) fn bind(
         }
     }
     set_scheduled(&mut pod, &w.time());
-    Ok(w.persist(st, rt, ChangeKind::Modified, pod))
+    w.persist(st, rt, ChangeKind::Modified, pod)
 }
 
 /// `PodScheduled=True` as podutil.UpdatePodCondition writes it: the whole condition replaced

@@ -98,7 +98,7 @@ pub(crate) fn delete(
     if old.deleting {
         // Deleting again can only shorten a grace period; a pod at grace 0 goes now.
         if grace == Some(0) && !has_finalizers(rt, &v) {
-            return Ok(Deleted::Now(w.persist(st, rt, ChangeKind::Deleted, v)));
+            return Ok(Deleted::Now(w.persist(st, rt, ChangeKind::Deleted, v)?));
         }
         // A shorter grace period moves deletionTimestamp and deletionGracePeriodSeconds
         // (kube-apiserver's BeforeDelete), so a kubelet's grace-0 delete of a pod held by a
@@ -112,7 +112,7 @@ pub(crate) fn delete(
         }
         // A new policy on an object already being deleted swaps its cascading finalizer.
         if gc_finalizers.is_some() || shorter {
-            return Ok(Deleted::Pending(w.persist(st, rt, ChangeKind::Modified, v)));
+            return Ok(Deleted::Pending(w.persist(st, rt, ChangeKind::Modified, v)?));
         }
         return Ok(Deleted::Pending(old));
     }
@@ -124,7 +124,7 @@ pub(crate) fn delete(
     };
     let pending = held || grace.is_some_and(|g| g > 0);
     if !pending {
-        return Ok(Deleted::Now(w.persist(st, rt, ChangeKind::Deleted, v)));
+        return Ok(Deleted::Now(w.persist(st, rt, ChangeKind::Deleted, v)?));
     }
     let g = grace.unwrap_or(0);
     let at = w.now.checked_add(jiff::SignedDuration::from_secs(g)).unwrap_or(w.now);
@@ -137,7 +137,7 @@ pub(crate) fn delete(
         }
     }
     rt.strategy.mark_deleting(&mut v, &w.time());
-    Ok(Deleted::Pending(w.persist(st, rt, ChangeKind::Modified, v)))
+    Ok(Deleted::Pending(w.persist(st, rt, ChangeKind::Modified, v)?))
 }
 
 /// Deletes every object of `rt` (in `ns` when given) in the background, as the namespace and

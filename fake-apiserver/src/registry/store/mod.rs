@@ -102,28 +102,92 @@ impl Write<'_> {
         format_time(self.now)
     }
 
-    /// Stores `value` (or, for a dry run, shows what would be stored).
-    pub fn persist(&self, st: &mut State, rt: &ResourceType, kind: ChangeKind, value: Value) -> Arc<StoredObject> {
-        if self.dry_run {
-            return Arc::new(preview(rt, &value));
+    /// Stores `value` (or, for a dry run, shows what would be stored), in the storage version
+    /// of a custom resource ([`to_storage`]).
+    pub fn persist(
+        &self,
+        st: &mut State,
+        rt: &ResourceType,
+        kind: ChangeKind,
+        value: Value,
+    ) -> ApiResult<Arc<StoredObject>> {
+        if let Some(c) = &rt.conversion {
+            c.refresh(st);
         }
-        commit(st, rt, kind, value, self.ctx, self.now)
+        let value = to_storage(rt, value)?;
+        if self.dry_run {
+            return Ok(Arc::new(preview(rt, &value)));
+        }
+        Ok(commit(st, rt, kind, value, self.ctx, self.now))
     }
 }
 
-/// The object as served through `rt`: the stored bytes, or (when it was written through
-/// another version or an older schema) a copy with `apiVersion` rewritten and defaults applied.
+/// A custom resource about to be stored, converted to its CRD's storage version (through its
+/// conversion webhook, if it has one); anything else as it is. A failed conversion is no
+/// `Status` upstream: the client gets a 500 with its message and no reason.
+pub(crate) fn to_storage(rt: &ResourceType, value: Value) -> ApiResult<Value> {
+    match &rt.conversion {
+        Some(c) if value["apiVersion"].as_str() != Some(c.storage.as_str()) => {
+            let mut one = [value];
+            c.convert(&mut one, &c.storage).map_err(ApiError::internal_plain)?;
+            let [v] = one;
+            Ok(v)
+        }
+        _ => Ok(value),
+    }
+}
+
+/// The object as served through `rt`: the stored bytes, or (when it is stored in another
+/// version or under an older schema) a copy converted to `rt`'s version, defaults applied. A
+/// custom resource's conversion webhook may fail: the read's 500.
+pub(crate) fn try_render(rt: &ResourceType, obj: &StoredObject) -> ApiResult<Bytes> {
+    Ok(try_render_many(rt, std::slice::from_ref(&obj))?.pop().unwrap_or_default())
+}
+
+/// [`try_render`] of several objects, with one conversion webhook call for all of them (as a
+/// list is converted upstream).
+pub(crate) fn try_render_many(rt: &ResourceType, objs: &[&StoredObject]) -> ApiResult<Vec<Bytes>> {
+    let mut pending: Vec<(usize, Value)> = Vec::new();
+    let mut out: Vec<Bytes> = Vec::with_capacity(objs.len());
+    for (i, obj) in objs.iter().enumerate() {
+        if served_as_stored(rt, obj) {
+            out.push(obj.bytes.clone());
+        } else {
+            out.push(Bytes::new());
+            pending.push((i, obj.value()));
+        }
+    }
+    if pending.is_empty() {
+        return Ok(out);
+    }
+    let mut values: Vec<Value> = pending.iter().map(|(_, v)| v.clone()).collect();
+    match &rt.conversion {
+        Some(c) => c.convert(&mut values, rt.api_version()).map_err(ApiError::internal_plain)?,
+        None => {
+            for v in &mut values {
+                rt.strategy.convert_to(rt, v);
+                set_nested_field(v, &["apiVersion"], Value::String(rt.api_version().to_string()));
+            }
+        }
+    }
+    for ((i, _), mut v) in pending.into_iter().zip(values) {
+        if let Some(schema) = &rt.schema {
+            schema.apply_defaults(&mut v);
+        }
+        out[i] = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
+    }
+    Ok(out)
+}
+
+/// [`try_render`] where no client waits for an error (the server's own reads): a failed
+/// conversion leaves the object in its stored version, with `apiVersion` rewritten.
 pub(crate) fn render(rt: &ResourceType, obj: &StoredObject) -> Bytes {
-    if served_as_stored(rt, obj) {
-        return obj.bytes.clone();
-    }
-    let mut v = obj.value();
-    rt.strategy.convert_to(rt, &mut v);
-    set_nested_field(&mut v, &["apiVersion"], Value::String(rt.api_version().to_string()));
-    if let Some(schema) = &rt.schema {
-        schema.apply_defaults(&mut v);
-    }
-    Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+    try_render(rt, obj).unwrap_or_else(|e| {
+        tracing::warn!(resource = %rt.plural, name = %obj.name, "{}", e.message);
+        let mut v = obj.value();
+        set_nested_field(&mut v, &["apiVersion"], Value::String(rt.api_version().to_string()));
+        Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+    })
 }
 
 /// The object as served through `rt` ([`render`]), as a value.
@@ -134,6 +198,14 @@ pub(crate) fn served_value(rt: &ResourceType, obj: &StoredObject) -> Value {
     serde_json::from_slice(&render(rt, obj)).unwrap_or_else(|_| obj.value())
 }
 
+/// [`served_value`] for a write that reads the stored object: a failed conversion fails it.
+pub(crate) fn try_served_value(rt: &ResourceType, obj: &StoredObject) -> ApiResult<Value> {
+    if served_as_stored(rt, obj) {
+        return Ok(obj.value());
+    }
+    serde_json::from_slice(&try_render(rt, obj)?).map_err(ApiError::internal)
+}
+
 /// Whether `rt` serves `obj` as its stored bytes (same version, same schema).
 pub(crate) fn served_as_stored(rt: &ResourceType, obj: &StoredObject) -> bool {
     obj.api_version == rt.api_version() && obj.schema_epoch == rt.schema_epoch
@@ -141,8 +213,13 @@ pub(crate) fn served_as_stored(rt: &ResourceType, obj: &StoredObject) -> bool {
 
 /// The 422 of a write whose ObjectMeta or kind-specific validation failed: meta causes first,
 /// in one `Invalid`, as a kind's `Validate` reports `ValidateObjectMeta` with its own rules.
-fn invalid_if_any(rt: &ResourceType, name: &str, causes: Vec<StatusCause>) -> ApiResult<()> {
-    if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&rt.group, &rt.kind, name, causes)) }
+/// It names the object's own kind (a custom resource's body may carry another).
+fn invalid_if_any(rt: &ResourceType, obj: &Value, name: &str, causes: Vec<StatusCause>) -> ApiResult<()> {
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let kind = obj["kind"].as_str().filter(|_| rt.custom).unwrap_or(&rt.kind);
+    Err(ApiError::invalid(&rt.group, kind, name, causes))
 }
 
 /// ObjectMeta causes of a custom resource as apiextensions-apiserver reports them: on update,
@@ -310,12 +387,13 @@ pub(crate) fn prepare_create(
     }
     let warnings = admission.mutate_create(rt, &mut obj, w)?;
     causes.extend(rt.strategy.validate(rt, &obj));
-    let object = invalid_if_any(rt, &name, causes).map(|()| {
-        if w.dry_run {
+    let object = invalid_if_any(rt, &obj, &name, causes).and_then(|()| {
+        let obj = to_storage(rt, obj)?;
+        Ok(if w.dry_run {
             PreparedObject { preview_rv: value_rv(&obj), encoded: Encoded::exact(rt, &obj) }
         } else {
             PreparedObject { preview_rv: 0, encoded: Encoded::for_commit(rt, obj) }
-        }
+        })
     });
     Ok(PreparedCreate { name, warnings, object })
 }
@@ -550,7 +628,7 @@ pub(crate) fn update(
     // Ratcheted errors do not refuse the write; they come back as warnings (field.Error's text).
     let (warnings, causes): (Vec<StatusCause>, Vec<StatusCause>) =
         causes.into_iter().partition(|c| c.reason == crate::apiextensions::FieldCause::WARNING);
-    invalid_if_any(rt, name, causes)?;
+    invalid_if_any(rt, &merged, name, causes)?;
     st.warnings.extend(warnings.into_iter().map(|c| format!("{}: {}", c.field, c.message)));
     if mode == UpdateMode::Status {
         authorize_synthetic(st, rt, ns, name, &merged, &old_value, w)?;
@@ -586,7 +664,7 @@ pub(crate) fn update(
     } else {
         ChangeKind::Modified
     };
-    Ok(w.persist(st, rt, kind, merged))
+    w.persist(st, rt, kind, merged)
 }
 
 /// Whether anything still blocks removal: metadata finalizers, or what the kind adds

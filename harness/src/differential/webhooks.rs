@@ -1,6 +1,11 @@
-//! The admission paths of the differential corpus: one HTTPS webhook server on loopback that
-//! both API servers call, and the webhook configurations, ValidatingAdmissionPolicies and
-//! MutatingAdmissionPolicies both get. Each behaviour is picked by one label of the object,
+//! The webhook paths of the differential corpus: one HTTPS webhook server on loopback that
+//! both API servers call, and what both get: the admission webhook configurations,
+//! ValidatingAdmissionPolicies and MutatingAdmissionPolicies, and a CRD whose two versions
+//! convert through the server's conversion webhook (`Gadget`: `v1` `spec.size` is the storage
+//! version `v2`'s `spec.replicas`; an object labelled `kproof.dev/differential-conversion: fail`
+//! cannot be converted to `v2`).
+//!
+//! Admission: Each behaviour is picked by one label of the object,
 //! `kproof.dev/differential-admission`, which only the `Admission` kind of `kinds.yaml` sets:
 //! its valid objects carry `observe` (a webhook and a policy add a label and an annotation, a
 //! webhook and a policy check them), and its mutations set the others (a webhook that denies,
@@ -39,9 +44,12 @@ impl WebhookServer {
     }
 }
 
-/// Answers one `AdmissionReview` as the behaviour in the path says.
+/// Answers one `AdmissionReview` as the behaviour in the path says (or a `ConversionReview`).
 async fn review(Path(behaviour): Path<String>, Json(review): Json<Value>) -> axum::response::Response {
     use axum::response::IntoResponse;
+    if behaviour == "convert" {
+        return convert(&review);
+    }
     let uid = review["request"]["uid"].clone();
     let answer = |response: Value| {
         let mut r = response;
@@ -76,6 +84,59 @@ async fn review(Path(behaviour): Path<String>, Json(review): Json<Value>) -> axu
         "not-json" => (http::StatusCode::OK, "this is not an AdmissionReview").into_response(),
         _ => answer(json!({"allowed": true})),
     }
+}
+
+/// The conversion webhook of the `Gadget` CRD.
+fn convert(review: &Value) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let request = &review["request"];
+    let to = request["desiredAPIVersion"].as_str().unwrap_or_default();
+    let objects = request["objects"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if to.ends_with("/v2") && objects.iter().any(|o| o["metadata"]["labels"][CONVERSION_LABEL] == "fail") {
+        return (http::StatusCode::INTERNAL_SERVER_ERROR, "kproof cannot convert this gadget").into_response();
+    }
+    let converted: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            let mut out = o.clone();
+            out["apiVersion"] = json!(to);
+            if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
+                let (from, into) = if to.ends_with("/v2") { ("size", "replicas") } else { ("replicas", "size") };
+                if let Some(v) = spec.remove(from) {
+                    spec.insert(into.to_string(), v);
+                }
+            }
+            out
+        })
+        .collect();
+    Json(json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": {
+        "uid": request["uid"], "convertedObjects": converted, "result": {"status": "Success"}}}))
+    .into_response()
+}
+
+/// The label that makes the `Gadget` conversion webhook fail.
+const CONVERSION_LABEL: &str = "kproof.dev/differential-conversion";
+
+/// The `Gadget` CRD: `v1` and the storage version `v2`, converted by the webhook server.
+fn gadget_crd(server: &WebhookServer) -> Value {
+    let version = |name: &str, count: &str, storage: bool| {
+        json!({"name": name, "served": true, "storage": storage, "schema": {"openAPIV3Schema": {
+            "type": "object", "properties": {"spec": {"type": "object", "required": ["color"], "properties": {
+                count: {"type": "integer", "minimum": 0, "maximum": 100},
+                "color": {"type": "string", "enum": ["red", "blue"]},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3, "x-kubernetes-list-type": "set"}}}}}}})
+    };
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.differential.kproof.dev"},
+        "spec": {
+            "group": "differential.kproof.dev", "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [version("v1", "size", false), version("v2", "replicas", true)],
+            "conversion": {"strategy": "Webhook", "webhook": {
+                "conversionReviewVersions": ["v1"], "clientConfig": server.client_config("convert")}}
+        }
+    })
 }
 
 /// The label selector of the objects one behaviour (or several) applies to.
@@ -167,6 +228,7 @@ pub fn objects(server: &WebhookServer, names: &RunNames) -> Vec<(String, Value)>
         ],
     });
     let mut out = vec![
+        ("/apis/apiextensions.k8s.io/v1/customresourcedefinitions".to_string(), gadget_crd(server)),
         (format!("{group}/mutatingwebhookconfigurations"), mutating),
         (format!("{group}/validatingwebhookconfigurations"), validating),
     ];
@@ -247,6 +309,10 @@ pub fn objects(server: &WebhookServer, names: &RunNames) -> Vec<(String, Value)>
     out
 }
 
+fn gadget_name() -> String {
+    "gadgets.differential.kproof.dev".to_string()
+}
+
 /// Whether a probe's answer (code, object) shows the plugins apply the configuration.
 type Ready = fn(u16, &Value) -> bool;
 
@@ -268,10 +334,14 @@ fn probes() -> [(&'static str, Ready); 3] {
 pub(super) async fn install(client: &kube::Client, objects: &[(String, Value)], namespace: &str) -> Result<(), String> {
     for (path, obj) in objects {
         let (code, body) = super::send(client, &super::step_json("POST", path, obj), &[]).await?;
-        if code >= 300 {
+        if code == 409 && obj["kind"] == "CustomResourceDefinition" {
+            // Left by an earlier run against the same cluster: its webhook URL is stale.
+            super::replace(client, path, obj).await?;
+        } else if code >= 300 {
             return Err(format!("creating {path}: {}", String::from_utf8_lossy(&body)));
         }
     }
+    super::await_established(client, &[gadget_name()]).await?;
     for (value, ready) in probes() {
         let probe = json!({"apiVersion": "v1", "kind": "ConfigMap",
                            "metadata": {"name": "probe", "labels": {LABEL: value}}, "data": {"k": "v"}});
