@@ -1,5 +1,7 @@
 //! `fake-apiserver`: serve the fake Kubernetes API on loopback and write a kubeconfig.
 
+mod envtest_shim;
+
 use anyhow::Context;
 use clap::Parser;
 use fake_apiserver::{ApiServer, Config, FeatureGates};
@@ -40,6 +42,11 @@ struct Args {
     /// kubeconfig's token only over TLS, so identities and RBAC need it).
     #[arg(long)]
     tls: bool,
+    /// Make DIR a `KUBEBUILDER_ASSETS` folder for controller-runtime's envtest (`kube-apiserver`
+    /// and `etcd` link to this binary, which stands in for them; `kubectl` to the one on PATH),
+    /// print `export KUBEBUILDER_ASSETS=DIR` and exit.
+    #[arg(long, value_name = "DIR")]
+    envtest_assets: Option<PathBuf>,
     /// An identity and where to write its kubeconfig, e.g.
     /// `serviceaccount:team-a/controller=ctl.kubeconfig` or `user:alice:devs=alice.kubeconfig`.
     #[arg(long, value_name = "IDENTITY=PATH")]
@@ -52,7 +59,17 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .init();
+    match envtest_shim::Role::of_invocation() {
+        Some(envtest_shim::Role::KubeApiserver) => return envtest_shim::kube_apiserver().await,
+        Some(envtest_shim::Role::Etcd) => return envtest_shim::etcd().await,
+        None => {}
+    }
     let args = Args::parse();
+    if let Some(dir) = &args.envtest_assets {
+        envtest_shim::write_assets(dir)?;
+        println!("export KUBEBUILDER_ASSETS={}", dir.display());
+        return Ok(());
+    }
     let feature_gates = FeatureGates::parse(&args.feature_gates).context("invalid --feature-gates")?;
     let config = Config {
         history: args.history,

@@ -1,6 +1,8 @@
 //! The filters every request passes before its handler, as in kube-apiserver's handler chain
-//! (`apiserver/pkg/endpoints/filters`): authentication (bearer tokens the server issued; no
-//! credentials is `system:anonymous`, a token it did not issue is 401), impersonation
+//! (`apiserver/pkg/endpoints/filters`): authentication (a client certificate signed by the
+//! `--client-ca-file` CA names its user, CN, and groups, O, as the x509 authenticator reads them,
+//! ahead of bearer tokens the server issued; no credentials is `system:anonymous`, a token it
+//! did not issue is 401), impersonation
 //! (`Impersonate-User`, `-Group`, `-Uid`, `-Extra-*`, each authorized as the `impersonate`
 //! verb) and authorization of the request's attributes.
 
@@ -19,7 +21,33 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub(crate) struct Requester(pub Arc<UserInfo>);
 
-fn authenticate(ctx: &Context, headers: &HeaderMap) -> ApiResult<Arc<UserInfo>> {
+/// A TLS connection's peer: its address, and the user its verified client certificate names.
+#[derive(Debug, Clone)]
+pub(crate) struct Peer {
+    pub addr: std::net::SocketAddr,
+    pub user: Option<Arc<UserInfo>>,
+}
+
+/// The user of a verified client certificate's subject, as kube-apiserver's x509 authenticator
+/// reads it (`CommonNameUserConversion`): the common name, the organizations as groups, and
+/// `system:authenticated`. `None` without a common name.
+pub(crate) fn certificate_user(der: &[u8]) -> Option<UserInfo> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = cert.subject();
+    let name = subject.iter_common_name().next()?.as_str().ok()?.to_string();
+    if name.is_empty() {
+        return None;
+    }
+    let mut groups: Vec<String> =
+        subject.iter_organization().filter_map(|o| o.as_str().ok()).map(str::to_string).collect();
+    groups.push(AUTHENTICATED.to_string());
+    Some(UserInfo { name, groups, ..UserInfo::default() })
+}
+
+fn authenticate(ctx: &Context, headers: &HeaderMap, peer: Option<&Peer>) -> ApiResult<Arc<UserInfo>> {
+    if let Some(user) = peer.and_then(|p| p.user.clone()) {
+        return Ok(user);
+    }
     let Some(value) = headers.get(header::AUTHORIZATION) else { return Ok(Arc::new(UserInfo::anonymous())) };
     let token = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
     token.and_then(|t| ctx.tokens.read().get(t).cloned()).ok_or_else(ApiError::unauthorized)
@@ -204,7 +232,9 @@ pub(super) async fn authenticate_and_authorize(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let user = match authenticate(&ctx, req.headers()).and_then(|u| impersonate(&ctx, u, req.headers())) {
+    let peer = req.extensions().get::<axum::extract::ConnectInfo<Peer>>().map(|c| c.0.clone());
+    let user = match authenticate(&ctx, req.headers(), peer.as_ref()).and_then(|u| impersonate(&ctx, u, req.headers()))
+    {
         Ok(u) => u,
         Err(e) => return e.into_response(),
     };

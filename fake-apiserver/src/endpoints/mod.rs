@@ -5,6 +5,7 @@
 
 mod discovery;
 mod filters;
+pub(crate) use filters::{Peer, certificate_user};
 mod handlers;
 
 pub use handlers::INITIAL_EVENTS_END;

@@ -76,6 +76,9 @@ impl ApiServer {
                 json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
             );
         }
+        for class in crate::registry::admission::system_priority_classes() {
+            server.bootstrap("priorityclasses", "scheduling.k8s.io", "v1", class);
+        }
         if server.config.rbac {
             let (roles, bindings) = crate::registry::rbac::bootstrap::policy();
             for role in roles {

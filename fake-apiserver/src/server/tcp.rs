@@ -34,9 +34,33 @@ impl ApiServer {
     /// than anonymous, and so RBAC, need this listener.
     pub async fn serve_tls(&self, addr: SocketAddr) -> std::io::Result<TcpServer> {
         let cert = super::tls::serving_cert()?;
+        self.serve_tls_with(addr, cert.acceptor, Some(cert.pem)).await
+    }
+
+    /// Serves the API over TLS as envtest's kube-apiserver: the serving certificate and key of
+    /// `--tls-cert-file` and `--tls-private-key-file`, and clients authenticated by certificates
+    /// that `--client-ca-file` signed (envtest's users; see [`crate::endpoints`]'s filters).
+    pub async fn serve_tls_files(
+        &self,
+        addr: SocketAddr,
+        cert: &Path,
+        key: &Path,
+        client_ca: Option<&Path>,
+    ) -> std::io::Result<TcpServer> {
+        let acceptor = super::tls::acceptor_from_files(cert, key, client_ca)?;
+        let pem = std::fs::read_to_string(cert)?;
+        self.serve_tls_with(addr, acceptor, Some(pem)).await
+    }
+
+    async fn serve_tls_with(
+        &self,
+        addr: SocketAddr,
+        acceptor: tokio_rustls::TlsAcceptor,
+        ca_pem: Option<String>,
+    ) -> std::io::Result<TcpServer> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
-        let listener = super::tls::TlsListener::new(listener, cert.acceptor)?;
-        let addr = axum::serve::Listener::local_addr(&listener)?;
+        let listener = super::tls::TlsListener::new(listener, acceptor)?;
+        let addr = axum::serve::Listener::local_addr(&listener)?.addr;
         let token = self.admin_token();
         let (stop_tx, mut stop) = watch::channel(false);
         let app = self.router().layer(axum::Extension(ListenerStop(stop.clone())));
@@ -44,9 +68,10 @@ impl ApiServer {
             let shutdown = async move {
                 let _ = stop.wait_for(|s| *s).await;
             };
+            let app = app.into_make_service_with_connect_info::<crate::endpoints::Peer>();
             axum::serve(listener, app).with_graceful_shutdown(shutdown).await
         });
-        Ok(TcpServer { addr, token, ca_pem: Some(cert.pem), stop: stop_tx, task })
+        Ok(TcpServer { addr, token, ca_pem, stop: stop_tx, task })
     }
 }
 

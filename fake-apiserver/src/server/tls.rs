@@ -2,8 +2,10 @@
 //! `localhost` (the kubeconfig trusts it as its certificate authority), HTTP/1.1 by ALPN, and a
 //! listener whose handshakes run beside the accept loop so one slow client holds up no other.
 
+use crate::endpoints::{Peer, certificate_user};
 use rcgen::{CertificateParams, DnType, KeyPair, SanType};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -40,10 +42,46 @@ pub(super) fn serving_cert() -> std::io::Result<ServingCert> {
     Ok(ServingCert { pem: cert.pem(), acceptor: TlsAcceptor::from(Arc::new(config)) })
 }
 
-/// A TLS listener for `axum::serve`: connections arrive once their handshake is done.
+/// A serving certificate and key from PEM files, and (with `client_ca`) client certificates
+/// verified against that CA when a client offers one: kube-apiserver's `--tls-cert-file`,
+/// `--tls-private-key-file` and `--client-ca-file`.
+pub(super) fn acceptor_from_files(cert: &Path, key: &Path, client_ca: Option<&Path>) -> std::io::Result<TlsAcceptor> {
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    let named = |path: &Path, e: &dyn std::fmt::Display| std::io::Error::other(format!("{}: {e}", path.display()));
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| named(cert, &e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| named(cert, &e))?;
+    let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| named(key, &e))?;
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let builder = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(std::io::Error::other)?;
+    let builder = match client_ca {
+        Some(ca) => {
+            let mut roots = tokio_rustls::rustls::RootCertStore::empty();
+            for c in CertificateDer::pem_file_iter(ca).map_err(|e| named(ca, &e))? {
+                roots.add(c.map_err(|e| named(ca, &e))?).map_err(|e| named(ca, &e))?;
+            }
+            let verifier =
+                tokio_rustls::rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                    .allow_unauthenticated()
+                    .build()
+                    .map_err(|e| named(ca, &e))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_single_cert(chain, key_der).map_err(std::io::Error::other)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// A TLS listener for `axum::serve`: connections arrive once their handshake is done, each with
+/// its [`Peer`] (the user of a verified client certificate).
 pub(super) struct TlsListener {
     addr: SocketAddr,
-    ready: mpsc::Receiver<(TlsStream<tokio::net::TcpStream>, SocketAddr)>,
+    ready: mpsc::Receiver<(TlsStream<tokio::net::TcpStream>, Peer)>,
 }
 
 impl TlsListener {
@@ -61,7 +99,14 @@ impl TlsListener {
                 let (acceptor, conn_tx) = (acceptor.clone(), tx.clone());
                 tokio::spawn(async move {
                     if let Ok(Ok(tls)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                        let _ = conn_tx.send((tls, peer)).await;
+                        let user = tls
+                            .get_ref()
+                            .1
+                            .peer_certificates()
+                            .and_then(|chain| chain.first())
+                            .and_then(|leaf| certificate_user(leaf.as_ref()))
+                            .map(Arc::new);
+                        let _ = conn_tx.send((tls, Peer { addr: peer, user })).await;
                     }
                 });
             }
@@ -72,7 +117,7 @@ impl TlsListener {
 
 impl axum::serve::Listener for TlsListener {
     type Io = TlsStream<tokio::net::TcpStream>;
-    type Addr = SocketAddr;
+    type Addr = Peer;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         match self.ready.recv().await {
@@ -83,7 +128,13 @@ impl axum::serve::Listener for TlsListener {
     }
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok(self.addr)
+        Ok(Peer { addr: self.addr, user: None })
+    }
+}
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TlsListener>> for Peer {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, TlsListener>) -> Self {
+        stream.remote_addr().clone()
     }
 }
 
@@ -102,7 +153,7 @@ impl HttpsServer {
         let cert = serving_cert()?;
         let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
         let listener = TlsListener::new(listener, cert.acceptor)?;
-        let addr = axum::serve::Listener::local_addr(&listener)?;
+        let addr = axum::serve::Listener::local_addr(&listener)?.addr;
         let task = tokio::spawn(async move { axum::serve(listener, router).await });
         Ok(HttpsServer { addr, ca_pem: cert.pem, task })
     }

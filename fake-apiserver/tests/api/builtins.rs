@@ -349,3 +349,44 @@ async fn the_bindings_resource_binds_the_pod_its_binding_names() {
     let (code, _) = get(&server, "/api/v1/namespaces/default/bindings").await;
     assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
 }
+
+#[tokio::test]
+async fn pods_get_their_priority_and_default_tolerations_from_admission() {
+    let server = ApiServer::default();
+    let (_, classes) = get(&server, "/apis/scheduling.k8s.io/v1/priorityclasses").await;
+    let names: Vec<&str> = classes["items"].as_array().unwrap().iter().map(|c| c["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["system-cluster-critical", "system-node-critical"], "kube-apiserver's own classes");
+    let pod = |name: &str, spec_extra: Value| {
+        let mut spec = json!({"containers": [{"name": "c", "image": "i"}]});
+        for (k, v) in spec_extra.as_object().unwrap() {
+            spec[k] = v.clone();
+        }
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+    };
+    let pods = "/api/v1/namespaces/default/pods";
+    let (code, p) = post(&server, pods, &pod("plain", json!({}))).await;
+    assert_eq!(code, StatusCode::CREATED, "{p}");
+    assert_eq!((&p["spec"]["priority"], &p["spec"]["preemptionPolicy"]), (&json!(0), &json!("PreemptLowerPriority")));
+    let keys: Vec<&str> = p["spec"]["tolerations"].as_array().unwrap().iter().map(|t| t["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]);
+    assert_eq!(p["spec"]["tolerations"][0]["tolerationSeconds"], 300);
+    // A pod that tolerates everything NoExecute gets no more.
+    let (_, p) = post(&server, pods, &pod("tolerant", json!({"tolerations": [{"operator": "Exists", "effect": "NoExecute"}]}))).await;
+    assert_eq!(p["spec"]["tolerations"].as_array().unwrap().len(), 1);
+    let (_, p) = post(&server, pods, &pod("critical", json!({"priorityClassName": "system-node-critical"}))).await;
+    assert_eq!(p["spec"]["priority"], 2_000_001_000);
+    let (code, body) = post(&server, pods, &pod("unknown", json!({"priorityClassName": "nope"}))).await;
+    assert_eq!(code, StatusCode::FORBIDDEN);
+    assert_eq!(body["message"], "pods \"unknown\" is forbidden: no PriorityClass with name nope was found");
+    let (code, body) = post(&server, pods, &pod("mismatch", json!({"priority": 5}))).await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "{body}");
+    // A global default class names the priority of pods without one.
+    let default = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "batch"},
+                         "value": 100, "globalDefault": true, "preemptionPolicy": "Never"});
+    assert_eq!(post(&server, "/apis/scheduling.k8s.io/v1/priorityclasses", &default).await.0, StatusCode::CREATED);
+    let (_, p) = post(&server, pods, &pod("defaulted", json!({}))).await;
+    assert_eq!(
+        (&p["spec"]["priorityClassName"], &p["spec"]["priority"], &p["spec"]["preemptionPolicy"]),
+        (&json!("batch"), &json!(100), &json!("Never"))
+    );
+}

@@ -86,9 +86,9 @@ pub fn differences(a: &Value, b: &Value, limit: usize) -> Vec<String> {
     out
 }
 
-/// What the admission plugins of a default kube-apiserver (ServiceAccount, Priority,
-/// DefaultTolerationSeconds) add to a Pod, which the fake server does not model (it has no
-/// ServiceAccount controller, so no `default` ServiceAccount to admit against).
+/// What the ServiceAccount admission plugin of a default kube-apiserver adds to a Pod, which
+/// the fake server does not model (it has no ServiceAccount controller, so no `default`
+/// ServiceAccount to admit against). Priority and DefaultTolerationSeconds it models.
 fn strip_pod_admission(spec: &mut Value) {
     let Some(m) = spec.as_object_mut() else { return };
     for key in ["serviceAccountName", "serviceAccount"] {
@@ -96,20 +96,8 @@ fn strip_pod_admission(spec: &mut Value) {
             m.remove(key);
         }
     }
-    if m.get("priority").and_then(Value::as_i64) == Some(0) {
-        m.remove("priority");
-    }
     if let Some(Value::Array(vols)) = m.get_mut("volumes") {
         vols.retain(|v| !v["name"].as_str().is_some_and(|n| n.starts_with("kube-api-access-")));
-    }
-    if let Some(Value::Array(tols)) = m.get_mut("tolerations") {
-        tols.retain(|t| {
-            !(matches!(t["key"].as_str(), Some("node.kubernetes.io/not-ready" | "node.kubernetes.io/unreachable"))
-                && t["tolerationSeconds"] == json!(300))
-        });
-        if tols.is_empty() {
-            m.remove("tolerations");
-        }
     }
     for key in ["containers", "initContainers"] {
         for c in m.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten() {
@@ -129,7 +117,7 @@ fn strip_pod_admission(spec: &mut Value) {
 /// field manager.
 fn strip_pod_admission_fields(fields: &mut Value) {
     let Some(spec) = fields.get_mut("f:spec").and_then(Value::as_object_mut) else { return };
-    for key in ["f:serviceAccountName", "f:serviceAccount", "f:priority", "f:tolerations"] {
+    for key in ["f:serviceAccountName", "f:serviceAccount"] {
         spec.remove(key);
     }
     let drop_token = |v: &mut Value| {

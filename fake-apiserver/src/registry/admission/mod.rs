@@ -35,10 +35,12 @@
 //! [`ApiServer::add_mutating_webhook`]: crate::ApiServer::add_mutating_webhook
 
 pub(crate) mod client;
+mod plugins;
 mod policy;
 mod review;
 pub(crate) mod webhook;
 
+pub(crate) use plugins::system_priority_classes;
 pub(crate) use webhook::Operation;
 
 use crate::error::{ApiError, ApiResult};
@@ -199,6 +201,7 @@ fn policies_on_create(
 
 impl Mutation for State {
     fn mutate_create(&self, rt: &ResourceType, obj: &mut Value, w: &Write) -> ApiResult<Vec<String>> {
+        plugins::admit(self, rt, Operation::Create, obj, None)?;
         let reinvocation = policies_on_create(self, rt, obj, w, None)?;
         in_process_mutations(self, rt, obj)?;
         let ns = obj["metadata"]["namespace"].as_str().unwrap_or("").to_string();
@@ -215,6 +218,7 @@ impl Mutation for parking_lot::RwLock<State> {
         let ns = obj["metadata"]["namespace"].as_str().unwrap_or("").to_string();
         let (planned, reinvocation) = {
             let st = self.read();
+            plugins::admit(&st, rt, Operation::Create, obj, None)?;
             let reinvocation = policies_on_create(&st, rt, obj, w, None)?;
             in_process_mutations(&st, rt, obj)?;
             (Planned::read(&st, true, &ns), reinvocation)
@@ -240,6 +244,9 @@ fn mutate_created(planned: &Planned, rt: &ResourceType, obj: &mut Value, w: &Wri
 /// Mutating admission of an update (or a delete, whose object is `None`) under the lock: the
 /// mutating admission policies, then the webhooks, then the policies that asked to run again.
 pub(crate) fn mutate_write(st: &State, req: &Request, obj: &mut Value) -> ApiResult<Vec<String>> {
+    if req.subresource.is_empty() {
+        plugins::admit(st, req.rt, req.operation, obj, req.old)?;
+    }
     let policies = req.operation != Operation::Delete && policy::mutating::any(st);
     let reinvocation = match policies {
         true => Some(policy::mutating::admit(st, req.rt, &req.attributes(), obj, None)?),
