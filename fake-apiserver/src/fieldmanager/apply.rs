@@ -6,9 +6,10 @@
 use serde_json::{Map, Value};
 
 use super::managed::{self, Entry, FieldSet};
-use super::patch_meta::{ListType, Shape};
+use super::patch_meta::Shape;
 use crate::error::{ApiError, StatusCause};
 use crate::registry::ResourceType;
+use crate::registry::smd::merge;
 use crate::storage::Subresource;
 
 /// One apply request.
@@ -188,116 +189,6 @@ fn conflict_error(conflicts: &[(String, Vec<String>)]) -> ApiError {
         format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n"))
     };
     ApiError::apply_conflict(message, causes)
-}
-
-/// Merges an apply configuration into an object without tracking who owns what, as a mutating
-/// admission policy's `ApplyConfiguration` is merged (structured-merge-diff's `Merge`):
-/// maps field by field, lists by their list type.
-pub(crate) fn merge_configuration(live: &Value, configuration: &Value, shape: Shape<'_>) -> Value {
-    merge(Some(live), configuration, shape, true, false, false)
-}
-
-/// The paths (`.spec.selector`, `.spec.containers[0].args`) of the atomic maps and lists an apply
-/// configuration sets, which a mutating admission policy may not (`validatePatch` of
-/// `apiserver/pkg/admission/plugin/policy/mutating/patch/smd.go`): setting part of one would
-/// drop the rest.
-pub(crate) fn atomics(configuration: &Value, shape: Shape<'_>) -> Vec<String> {
-    fn walk(v: &Value, shape: Shape<'_>, path: &mut String, out: &mut Vec<String>) {
-        let len = path.len();
-        match v {
-            Value::Object(m) => {
-                if shape.map_atomic() {
-                    out.push(path.clone());
-                }
-                for (k, x) in m {
-                    path.push('.');
-                    path.push_str(k);
-                    walk(x, shape.child(k), path, out);
-                    path.truncate(len);
-                }
-            }
-            Value::Array(items) if !matches!(shape, Shape::Unknown) => {
-                if shape.list_type() == ListType::Atomic {
-                    out.push(path.clone());
-                }
-                for (i, x) in items.iter().enumerate() {
-                    use std::fmt::Write as _;
-                    let _ = write!(path, "[{i}]");
-                    walk(x, shape.item(), path, out);
-                    path.truncate(len);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(configuration, shape, &mut String::new(), &mut out);
-    out
-}
-
-/// Merges the applied configuration into the live value. At the root, identity and server
-/// metadata stay the live ones and status goes with its subresource.
-fn merge(
-    live: Option<&Value>,
-    applied: &Value,
-    shape: Shape<'_>,
-    root: bool,
-    keep_status: bool,
-    only_status: bool,
-) -> Value {
-    match (live, applied) {
-        (Some(Value::Object(l)), Value::Object(a)) if root || !shape.map_atomic() => {
-            let mut out = l.clone();
-            for (k, x) in a {
-                if root && ((keep_status && k == "status") || (only_status && k != "status")) {
-                    continue;
-                }
-                if x.is_null() {
-                    out.remove(k);
-                    continue;
-                }
-                let merged = merge(l.get(k), x, shape.child(k), false, false, false);
-                out.insert(k.clone(), merged);
-            }
-            Value::Object(out)
-        }
-        (Some(Value::Array(l)), Value::Array(a)) => match shape.list_type() {
-            ListType::Atomic => applied.clone(),
-            ListType::Set => {
-                let mut out = l.clone();
-                for x in a {
-                    if !out.contains(x) {
-                        out.push(x.clone());
-                    }
-                }
-                Value::Array(out)
-            }
-            ListType::Map(keys) => {
-                let mut out = l.clone();
-                for x in a {
-                    let k = managed::item_key(x, &keys);
-                    match out.iter().position(|y| k.is_some() && managed::item_key(y, &keys) == k) {
-                        Some(i) => {
-                            let m = merge(out.get(i), x, shape.item(), false, false, false);
-                            out[i] = m;
-                        }
-                        None => out.push(merge(None, x, shape.item(), false, false, false)),
-                    }
-                }
-                Value::Array(out)
-            }
-        },
-        (_, Value::Object(a)) => {
-            let mut out = Map::new();
-            for (k, x) in a {
-                if !x.is_null() {
-                    out.insert(k.clone(), merge(None, x, shape.child(k), false, false, false));
-                }
-            }
-            Value::Object(out)
-        }
-        _ => applied.clone(),
-    }
 }
 
 /// Whether the path is a key field of a list-map item (which goes only with its item).

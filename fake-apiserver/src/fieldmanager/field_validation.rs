@@ -5,9 +5,10 @@
 
 use serde_json::Value;
 
-use super::patch_meta::Shape;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::ResourceType;
+use crate::registry::smd::pruned_fields;
+pub(crate) use crate::registry::smd::unknown_fields;
 
 /// What to do with unknown fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,70 +40,12 @@ impl FieldValidation {
     }
 }
 
-/// The dotted paths of fields in `body` that `rt` does not declare (`spec.foo`,
-/// `spec.containers[0].bar`). `$`-directives of strategic merge patches are not fields.
-pub(crate) fn unknown_fields(rt: &ResourceType, body: &Value) -> Vec<String> {
-    match &rt.schema {
-        Some(_) => pruned_fields(rt, &mut body.clone()),
-        None => {
-            let mut out = Vec::new();
-            walk(body, super::managed::shape_of(rt), &mut String::new(), &mut out);
-            out
-        }
-    }
-}
-
 /// [`unknown_fields`] of an object about to be decoded: a custom resource's are found by
 /// pruning it in place (as kube-apiserver's decoder finds them), which decoding would do anyway.
 fn unknown_fields_decoding(rt: &ResourceType, body: &mut Value) -> Vec<String> {
     match &rt.schema {
         Some(_) => pruned_fields(rt, body),
         None => unknown_fields(rt, body),
-    }
-}
-
-/// Prunes a custom resource by its schema; the pruned paths, then ObjectMeta's unknown fields
-/// (ObjectMeta is the server's: it is checked against the built-in table).
-fn pruned_fields(rt: &ResourceType, body: &mut Value) -> Vec<String> {
-    let Some(schema) = &rt.schema else { return Vec::new() };
-    let mut out = schema.prune(body);
-    if let Some(meta) = body.get("metadata") {
-        let shape = Shape::builtin_root("", "v1", "ConfigMap").child("metadata");
-        walk(meta, shape, &mut String::from("metadata"), &mut out);
-    }
-    out
-}
-
-/// Adds the paths below `path` that `shape` does not declare; `path` is a buffer the walk
-/// extends and restores, so only reported paths are allocated.
-fn walk(v: &Value, shape: Shape<'_>, path: &mut String, out: &mut Vec<String>) {
-    let len = path.len();
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                if k.starts_with('$') {
-                    continue;
-                }
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(k);
-                match shape.declares(k) {
-                    Some(false) => out.push(path.clone()),
-                    _ => walk(x, shape.child(k), path, out),
-                }
-                path.truncate(len);
-            }
-        }
-        Value::Array(items) => {
-            for (i, x) in items.iter().enumerate() {
-                use std::fmt::Write as _;
-                let _ = write!(path, "[{i}]");
-                walk(x, shape.item(), path, out);
-                path.truncate(len);
-            }
-        }
-        _ => {}
     }
 }
 

@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::patch_meta::{ListType, Shape};
 use crate::registry::ResourceType;
+pub(crate) use crate::registry::smd::{item_key, shape_of};
 
 /// Top-level fields no manager owns.
 const IGNORED_TOP: &[&str] = &["apiVersion", "kind"];
@@ -177,24 +178,6 @@ pub(crate) fn value_at<'a>(v: &'a Value, path: &[String]) -> Option<&'a Value> {
     path.iter().try_fold(v, |x, e| resolve(x, e))
 }
 
-/// The `k:` element of a list-map item, `None` when a key is missing.
-pub(crate) fn item_key(item: &Value, keys: &[String]) -> Option<String> {
-    let mut m = Map::new();
-    let mut sorted: Vec<&String> = keys.iter().collect();
-    sorted.sort();
-    for k in sorted {
-        // structured-merge-diff fills a missing key field from its schema default: the only
-        // defaulted key of the built-in list-maps is `protocol` (TCP) of ports.
-        let v = match item.get(k) {
-            Some(v) => v.clone(),
-            None if k == "protocol" => json!("TCP"),
-            None => return None,
-        };
-        m.insert(k.clone(), v);
-    }
-    Some(format!("k:{}", Value::Object(m)))
-}
-
 /// The first list-map of `v` with two items of the same key (or set with a value twice), as
 /// structured-merge-diff names it when it types an applied configuration:
 /// `(".spec.resourceClaims", "[name=\"gpu\"]")`, `(".spec.tags", "[=\"a\"]")`.
@@ -248,14 +231,6 @@ pub(crate) fn display_path(path: &[String]) -> String {
         }
     }
     out
-}
-
-/// The merge shape of a resource's objects: the built-in table or the CRD schema.
-pub(crate) fn shape_of(rt: &ResourceType) -> Shape<'_> {
-    match &rt.schema {
-        Some(s) => Shape::schema_root(s),
-        None => Shape::builtin_root(&rt.group, &rt.version, &rt.kind),
-    }
 }
 
 /// A copy without the fields nobody owns (and without `status` when `drop_status`).

@@ -25,6 +25,7 @@ pub(crate) mod rbac;
 pub(crate) mod resource;
 pub(crate) mod scale;
 pub(crate) mod scheduling;
+pub(crate) mod smd;
 pub(crate) mod store;
 mod strategy;
 

@@ -354,7 +354,8 @@ async fn the_bindings_resource_binds_the_pod_its_binding_names() {
 async fn pods_get_their_priority_and_default_tolerations_from_admission() {
     let server = ApiServer::default();
     let (_, classes) = get(&server, "/apis/scheduling.k8s.io/v1/priorityclasses").await;
-    let names: Vec<&str> = classes["items"].as_array().unwrap().iter().map(|c| c["metadata"]["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        classes["items"].as_array().unwrap().iter().map(|c| c["metadata"]["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["system-cluster-critical", "system-node-critical"], "kube-apiserver's own classes");
     let pod = |name: &str, spec_extra: Value| {
         let mut spec = json!({"containers": [{"name": "c", "image": "i"}]});
@@ -367,11 +368,14 @@ async fn pods_get_their_priority_and_default_tolerations_from_admission() {
     let (code, p) = post(&server, pods, &pod("plain", json!({}))).await;
     assert_eq!(code, StatusCode::CREATED, "{p}");
     assert_eq!((&p["spec"]["priority"], &p["spec"]["preemptionPolicy"]), (&json!(0), &json!("PreemptLowerPriority")));
-    let keys: Vec<&str> = p["spec"]["tolerations"].as_array().unwrap().iter().map(|t| t["key"].as_str().unwrap()).collect();
+    let keys: Vec<&str> =
+        p["spec"]["tolerations"].as_array().unwrap().iter().map(|t| t["key"].as_str().unwrap()).collect();
     assert_eq!(keys, ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]);
     assert_eq!(p["spec"]["tolerations"][0]["tolerationSeconds"], 300);
     // A pod that tolerates everything NoExecute gets no more.
-    let (_, p) = post(&server, pods, &pod("tolerant", json!({"tolerations": [{"operator": "Exists", "effect": "NoExecute"}]}))).await;
+    let (_, p) =
+        post(&server, pods, &pod("tolerant", json!({"tolerations": [{"operator": "Exists", "effect": "NoExecute"}]})))
+            .await;
     assert_eq!(p["spec"]["tolerations"].as_array().unwrap().len(), 1);
     let (_, p) = post(&server, pods, &pod("critical", json!({"priorityClassName": "system-node-critical"}))).await;
     assert_eq!(p["spec"]["priority"], 2_000_001_000);

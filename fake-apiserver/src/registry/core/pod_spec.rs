@@ -507,6 +507,9 @@ fn containers(out: &mut Vec<StatusCause>, spec: &Value, path: &Path, volume_name
     }
 }
 
+/// `validateTolerations` (v1.37.2): the key, an empty key only with `Exists`, `tolerationSeconds`
+/// only with `NoExecute`, then the operator and value (both reported at `operator`, as upstream
+/// does; `Lt`/`Gt` need the alpha TaintTolerationComparisonOperators gate), then the effect.
 fn tolerations(out: &mut Vec<StatusCause>, spec: &Value, path: &Path) {
     for (i, t) in list(spec, "tolerations").iter().enumerate() {
         let at = path.index(i);
@@ -524,37 +527,39 @@ fn tolerations(out: &mut Vec<StatusCause>, spec: &Value, path: &Path) {
                 "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
             ));
         }
-        let value = s(t, "value");
-        match op {
-            "" | "Equal" => {
-                for msg in label_value_errors(value) {
-                    out.push(field::invalid(&at.child("value"), value, &msg));
-                }
-            }
-            "Exists" => {
-                if !value.is_empty() {
-                    out.push(field::invalid(
-                        &at,
-                        Bad::Raw(t.to_string()),
-                        "value must be empty when `operator` is 'Exists'",
-                    ));
-                }
-            }
-            other => out.push(field::not_supported(&at.child("operator"), other, &["Equal", "Exists"])),
-        }
         let effect = s(t, "effect");
-        if !effect.is_empty() && !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect) {
-            out.push(field::not_supported(
-                &at.child("effect"),
-                effect,
-                &["NoExecute", "NoSchedule", "PreferNoSchedule"],
-            ));
-        }
         if t.get("tolerationSeconds").is_some_and(|v| !v.is_null()) && effect != "NoExecute" {
             out.push(field::invalid(
                 &at.child("effect"),
                 effect,
                 "effect must be 'NoExecute' when `tolerationSeconds` is set",
+            ));
+        }
+        let value = s(t, "value");
+        match op {
+            "" | "Equal" => {
+                let errors = label_value_errors(value);
+                if !errors.is_empty() {
+                    out.push(field::invalid(&at.child("operator"), value, &errors.join(";")));
+                }
+            }
+            "Exists" => {
+                if !value.is_empty() {
+                    out.push(field::invalid(
+                        &at.child("operator"),
+                        value,
+                        "value must be empty when `operator` is 'Exists'",
+                    ));
+                }
+            }
+            "Lt" | "Gt" => out.push(field::not_supported(&at.child("operator"), op, &["Equal", "Exists", "Lt", "Gt"])),
+            other => out.push(field::not_supported(&at.child("operator"), other, &["Equal", "Exists"])),
+        }
+        if !effect.is_empty() && !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect) {
+            out.push(field::not_supported(
+                &at.child("effect"),
+                effect,
+                &["NoExecute", "NoSchedule", "PreferNoSchedule"],
             ));
         }
     }

@@ -16,8 +16,8 @@
 
 use super::{Env, Invocation, Kinds, Scope};
 use crate::error::{ApiError, ApiResult, StatusCause};
-use crate::fieldmanager::{apply, field_validation, managed};
 use crate::registry::admission::webhook::{Attributes, Operation};
+use crate::registry::smd;
 use crate::registry::{ResourceType, State};
 use cel::Value as Cel;
 use serde_json::Value;
@@ -192,20 +192,20 @@ fn apply_configuration(rt: &ResourceType, result: &Cel, obj: &Value) -> Result<V
         p.insert("apiVersion".into(), obj["apiVersion"].clone());
         p.insert("kind".into(), obj["kind"].clone());
     }
-    if let Some(field) = field_validation::unknown_fields(rt, &patch).first() {
+    if let Some(field) = smd::unknown_fields(rt, &patch).first() {
         return Err(format!(
             "error applying patch: failed to convert patch object to typed object: .{field}: field not declared in schema"
         ));
     }
-    let shape = managed::shape_of(rt);
-    let atomics = apply::atomics(&patch, shape);
+    let shape = smd::shape_of(rt);
+    let atomics = smd::atomics(&patch, shape);
     if !atomics.is_empty() {
         return Err(format!(
             "error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
             atomics.join(", ")
         ));
     }
-    Ok(apply::merge_configuration(obj, &patch, managed::shape_of(rt)))
+    Ok(smd::merge_configuration(obj, &patch, shape))
 }
 
 /// `jsonPatcher.Patch` (`patch/json_patch.go`): the operations applied to the object, which is
@@ -247,7 +247,7 @@ fn json_patch(rt: &ResourceType, result: &Cel, obj: &Value) -> Result<Value, Str
         Err(e) if e.test_failed => return Ok(obj.clone()),
         Err(e) => return Err(format!("JSON Patch: {e}")),
     }
-    if let Some(field) = field_validation::unknown_fields(rt, &patched).first() {
+    if let Some(field) = smd::unknown_fields(rt, &patched).first() {
         return Err(format!("strict decoding error: unknown field \"{field}\""));
     }
     Ok(patched)
