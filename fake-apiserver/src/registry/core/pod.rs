@@ -74,6 +74,18 @@ impl Strategy for PodStrategy {
     /// change.
     fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
         let mut out = self.validate(rt, obj);
+        // `ValidateContainerUpdates`: a changed number of containers, then of init containers,
+        // is the one error about what changed.
+        for list in ["containers", "initContainers"] {
+            let count = |v: &Value| v["spec"][list].as_array().map_or(0, Vec::len);
+            if count(obj) != count(old) {
+                out.push(field::forbidden(
+                    &Path::root("spec").child(list),
+                    "pod updates may not add or remove containers",
+                ));
+                return out;
+            }
+        }
         // `validateOnlyDeletedSchedulingGates`: an update may only remove gates.
         let names = |v: &Value| -> Vec<String> {
             v["spec"]["schedulingGates"]
@@ -276,4 +288,30 @@ fn pod_cells(o: &Value, now: Timestamp) -> Vec<Value> {
         json!(or_none(status["nominatedNodeName"].as_str())),
         json!(gates_text),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_update_that_adds_a_container_is_told_so_at_the_list() {
+        let rt = crate::registry::Registry::builtin(Default::default(), Default::default())
+            .get("", "v1", "pods")
+            .expect("pods are served");
+        let pod = |containers: Value| {
+            let mut p = json!({"metadata": {"name": "p"}, "spec": {"containers": containers}});
+            PodStrategy.default(&rt, &mut p);
+            p
+        };
+        let old = pod(json!([{"name": "a", "image": "i"}]));
+        let new = pod(json!([{"name": "a", "image": "i"}, {"name": "b", "image": "i"}]));
+        let causes = PodStrategy.validate_update(&rt, &new, &old);
+        let fields: Vec<(&str, &str)> = causes.iter().map(|c| (c.field.as_str(), c.message.as_str())).collect();
+        assert_eq!(fields, [("spec.containers", "Forbidden: pod updates may not add or remove containers")]);
+        // The same count with another image is only the image's change.
+        let retagged = pod(json!([{"name": "a", "image": "j"}]));
+        assert!(PodStrategy.validate_update(&rt, &retagged, &old).is_empty());
+    }
 }
