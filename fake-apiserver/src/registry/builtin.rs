@@ -29,7 +29,9 @@ use super::resource::{
     DeviceClassStrategy, ResourceClaimStrategy, ResourceClaimTemplateStrategy, ResourceSliceStrategy,
 };
 use super::scheduling::{PodGroupStrategy, WorkloadStrategy};
-use super::{DefaultStrategy, Derived, ResourceType, ScaleSpec, SelectorForm, Strategy, builtin_schema};
+use super::{
+    CreateOnUpdateStrategy, DefaultStrategy, Derived, ResourceType, ScaleSpec, SelectorForm, Strategy, builtin_schema,
+};
 use k8s_openapi::{ListableResource, NamespaceResourceScope, Resource};
 use serde_json::Value;
 use std::any::TypeId;
@@ -184,7 +186,11 @@ pub(super) fn types() -> Vec<ResourceType> {
             strategy: Some(&ServiceStrategy),
             ..Default::default()
         }),
-        builtin::<core::Endpoints>(Extra { short: &["ep"], ..Default::default() }),
+        builtin::<core::Endpoints>(Extra {
+            short: &["ep"],
+            strategy: Some(&CreateOnUpdateStrategy),
+            ..Default::default()
+        }),
         builtin::<core::ConfigMap>(Extra { short: &["cm"], strategy: Some(&ConfigMapStrategy), ..Default::default() }),
         builtin::<core::Secret>(Extra { fields: &["type"], strategy: Some(&SecretStrategy), ..Default::default() }),
         builtin::<core::ServiceAccount>(Extra { short: &["sa"], ..Default::default() }),
@@ -417,7 +423,7 @@ pub(super) fn types() -> Vec<ResourceType> {
         builtin::<networking::NetworkPolicy>(Extra { short: &["netpol"], generation: true, ..Default::default() }),
         builtin::<networking::ServiceCIDR>(Extra { status: true, ..Default::default() }),
         builtin::<networking::IPAddress>(Extra { short: &["ip"], ..Default::default() }),
-        builtin::<node::RuntimeClass>(Extra::default()),
+        builtin::<node::RuntimeClass>(Extra { strategy: Some(&CreateOnUpdateStrategy), ..Default::default() }),
         builtin::<storage::StorageClass>(Extra { short: &["sc"], ..Default::default() }),
         builtin::<storage::CSIDriver>(Extra::default()),
         builtin::<storage::CSINode>(Extra::default()),

@@ -30,7 +30,7 @@ pub(crate) mod store;
 mod strategy;
 
 pub(crate) use meta::{set_condition, str_field, string_list};
-pub(crate) use strategy::{DefaultStrategy, Strategy};
+pub(crate) use strategy::{CreateOnUpdateStrategy, DefaultStrategy, Strategy};
 
 use crate::apiextensions::StructuralSchema;
 use crate::storage::{StorageKey, Store, StoredResource, Subresource, Verb};

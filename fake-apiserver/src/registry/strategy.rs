@@ -169,3 +169,15 @@ pub(crate) trait Strategy: Sync + std::fmt::Debug {
 pub(crate) struct DefaultStrategy;
 
 impl Strategy for DefaultStrategy {}
+
+/// Kinds without rules of their own whose PUT of a missing object creates it (core/v1
+/// Endpoints and node.k8s.io RuntimeClass: `AllowCreateOnUpdate` is true in their
+/// `pkg/registry/.../strategy.go` at v1.37.2).
+#[derive(Debug)]
+pub(crate) struct CreateOnUpdateStrategy;
+
+impl Strategy for CreateOnUpdateStrategy {
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+}

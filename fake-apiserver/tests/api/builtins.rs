@@ -394,3 +394,40 @@ async fn pods_get_their_priority_and_default_tolerations_from_admission() {
         (&json!("batch"), &json!(100), &json!("Never"))
     );
 }
+
+#[tokio::test]
+async fn a_put_of_a_missing_object_creates_it_only_where_upstream_allows_it() {
+    let server = ApiServer::default();
+    // AllowCreateOnUpdate is true for Services, Endpoints, LimitRanges, RuntimeClasses (and
+    // Leases, Events, the RBAC kinds); a ConfigMap's PUT of a missing object is 404.
+    for (path, body, code) in [
+        (
+            "/api/v1/namespaces/default/limitranges/lr",
+            json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr"}, "spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}}),
+            StatusCode::CREATED,
+        ),
+        (
+            "/api/v1/namespaces/default/services/svc",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}]}}),
+            StatusCode::CREATED,
+        ),
+        (
+            "/api/v1/namespaces/default/endpoints/ep",
+            json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "ep"}}),
+            StatusCode::CREATED,
+        ),
+        (
+            "/apis/node.k8s.io/v1/runtimeclasses/rc",
+            json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "rc"}, "handler": "runc"}),
+            StatusCode::CREATED,
+        ),
+        (
+            "/api/v1/namespaces/default/configmaps/cm",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}),
+            StatusCode::NOT_FOUND,
+        ),
+    ] {
+        let (got, answer) = raw(&server, Method::PUT, path, Some("application/json"), body.to_string()).await;
+        assert_eq!(got, code, "{path}: {answer}");
+    }
+}

@@ -18,6 +18,11 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(crate) struct LimitRangeStrategy;
 
 impl Strategy for LimitRangeStrategy {
+    /// `limitrangeStrategy.AllowCreateOnUpdate`: a PUT of a missing LimitRange creates it.
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+
     /// `SetDefaults_LimitRangeItem`: a container limit's missing default is its max, a missing
     /// default request its default, else its min.
     fn default(&self, _rt: &ResourceType, obj: &mut Value) {

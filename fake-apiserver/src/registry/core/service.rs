@@ -130,6 +130,11 @@ fn cluster_ip(obj: &Value) -> String {
 }
 
 impl Strategy for ServiceStrategy {
+    /// `svcStrategy.AllowCreateOnUpdate`: a PUT of a missing Service creates it.
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+
     fn name_rule(&self) -> NameRule {
         NameRule::Rfc1035Label
     }
