@@ -22,6 +22,41 @@ fn base() -> Env {
     env
 }
 
+/// CEL's reserved words (the grammar's `RESERVED`): no identifier may be one, and a schema
+/// property named like one is escaped as `__name__` in expressions.
+pub const RESERVED_WORDS: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// Whether `name` is a CEL identifier (`[_a-zA-Z][_a-zA-Z0-9]*`, not a reserved word), as
+/// `isCELIdentifier` of `pkg/apis/admissionregistration/validation` checks a variable's name.
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && !RESERVED_WORDS.contains(&name)
+}
+
 /// The environment of a mutating admission policy's expressions: [`ENV`], the struct literals
 /// the expression constructs (`Object{…}`, `Object.spec{…}`, `JSONPatch{…}`, which take any
 /// field, as kube-apiserver's are not type checked either) and `jsonpatch.escapeKey`

@@ -159,34 +159,10 @@ fn comprehension_nesting(source: &str) -> u32 {
     deepest
 }
 
-const RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
 /// A property name as CEL sees it (`apiextensions-apiserver/pkg/apiserver/schema/cel/model`'s
 /// escaping).
 fn escape(name: &str) -> String {
-    if RESERVED.contains(&name) {
+    if apimachinery::cel::RESERVED_WORDS.contains(&name) {
         return format!("__{name}__");
     }
     if !name.bytes().any(|b| matches!(b, b'_' | b'.' | b'-' | b'/')) {

@@ -50,8 +50,8 @@ fn priority(st: &State, operation: Operation, obj: &mut Value, old: Option<&Valu
         return Ok(());
     }
     let forbidden = |why: String| ApiError::forbidden("", "pods", &name, why);
-    let classes: Vec<Value> =
-        st.store.collection(&PRIORITY_CLASSES).into_iter().flat_map(|c| c.values()).map(|o| o.value()).collect();
+    let classes: Vec<std::sync::Arc<Value>> =
+        st.store.collection(&PRIORITY_CLASSES).into_iter().flat_map(|c| c.values()).map(|o| o.shared_value()).collect();
     let class_name = spec.get("priorityClassName").and_then(Value::as_str).unwrap_or("").to_string();
     let (class_name, value, policy) = if class_name.is_empty() {
         // The global default with the lowest value, if several.

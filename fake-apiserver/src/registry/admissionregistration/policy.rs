@@ -263,7 +263,7 @@ fn variables(out: &mut Vec<StatusCause>, spec: &Value, at: &Path) {
         let name = v["name"].as_str().unwrap_or("");
         if name.trim().is_empty() {
             out.push(field::required(&here.child("name"), "name is not specified"));
-        } else if !is_cel_identifier(name) {
+        } else if !apimachinery::cel::is_identifier(name) {
             out.push(field::invalid(&here.child("name"), name, "must be a valid CEL identifier"));
         }
         let expression = v["expression"].as_str().unwrap_or("");
@@ -273,37 +273,6 @@ fn variables(out: &mut Vec<StatusCause>, spec: &Value, at: &Path) {
             compiles(out, expression, &here.child("expression"));
         }
     }
-}
-
-/// `isCELIdentifier`: `[_a-zA-Z][_a-zA-Z0-9]*`, not a reserved word.
-fn is_cel_identifier(name: &str) -> bool {
-    const RESERVED: &[&str] = &[
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
-        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-        && !RESERVED.contains(&name)
 }
 
 fn compiles(out: &mut Vec<StatusCause>, expression: &str, at: &Path) {

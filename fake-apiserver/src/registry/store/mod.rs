@@ -147,20 +147,20 @@ pub(crate) fn try_render(rt: &ResourceType, obj: &StoredObject) -> ApiResult<Byt
 /// [`try_render`] of several objects, with one conversion webhook call for all of them (as a
 /// list is converted upstream).
 pub(crate) fn try_render_many(rt: &ResourceType, objs: &[&StoredObject]) -> ApiResult<Vec<Bytes>> {
-    let mut pending: Vec<(usize, Value)> = Vec::new();
+    let (mut at, mut values): (Vec<usize>, Vec<Value>) = (Vec::new(), Vec::new());
     let mut out: Vec<Bytes> = Vec::with_capacity(objs.len());
     for (i, obj) in objs.iter().enumerate() {
         if served_as_stored(rt, obj) {
             out.push(obj.bytes.clone());
         } else {
             out.push(Bytes::new());
-            pending.push((i, obj.value()));
+            at.push(i);
+            values.push(obj.value());
         }
     }
-    if pending.is_empty() {
+    if values.is_empty() {
         return Ok(out);
     }
-    let mut values: Vec<Value> = pending.iter().map(|(_, v)| v.clone()).collect();
     match &rt.conversion {
         Some(c) => c.convert(&mut values, rt.api_version()).map_err(ApiError::internal_plain)?,
         None => {
@@ -170,7 +170,7 @@ pub(crate) fn try_render_many(rt: &ResourceType, objs: &[&StoredObject]) -> ApiR
             }
         }
     }
-    for ((i, _), mut v) in pending.into_iter().zip(values) {
+    for (i, mut v) in at.into_iter().zip(values) {
         if let Some(schema) = &rt.schema {
             schema.apply_defaults(&mut v);
         }
