@@ -5,6 +5,31 @@
 
 use serde_json::{Map, Value};
 
+/// Whether `a` and `b` are equal as the Go objects they decode to are under
+/// `equality.Semantic.DeepEqual` (apimachinery v0.37.2 third_party/forked/golang/reflect
+/// deep_equal.go: "empty and nil slices/maps are equal"): an absent member, `null`, `[]` and
+/// `{}` are all an unset list or map. Scalars compare exactly.
+pub fn semantically_equal(a: &Value, b: &Value) -> bool {
+    let unset = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => true,
+        Some(Value::Array(x)) => x.is_empty(),
+        Some(Value::Object(x)) => x.is_empty(),
+        _ => false,
+    };
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => x.keys().chain(y.keys()).all(|k| match (x.get(k), y.get(k)) {
+            (p, q) if unset(p) && unset(q) => true,
+            (Some(p), Some(q)) => semantically_equal(p, q),
+            _ => false,
+        }),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| semantically_equal(p, q))
+        }
+        _ if unset(Some(a)) && unset(Some(b)) => true,
+        _ => a == b,
+    }
+}
+
 /// Whether `a` and `b` are equal as JSON values, exactly as `a == b` decides it (object members
 /// in any order, numbers by their representation), but faster on objects whose members come in
 /// the same order: they are compared pairwise, and a member is only looked up by name once the
@@ -279,6 +304,16 @@ fn skip_string(text: &[u8], at: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_and_absent_lists_and_maps_are_semantically_equal() {
+        use serde_json::json;
+        let with_empty = json!({"spec": {"ports": [], "labels": {}, "x": null, "name": "a"}});
+        assert!(semantically_equal(&with_empty, &json!({"spec": {"name": "a"}})));
+        assert!(!semantically_equal(&with_empty, &json!({"spec": {"name": "b"}})));
+        assert!(!semantically_equal(&json!({"ports": [1]}), &json!({})));
+        assert!(!semantically_equal(&json!({"name": ""}), &json!({})), "a string is not a container");
+    }
     use rstest::rstest;
     use serde_json::json;
 

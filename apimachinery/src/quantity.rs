@@ -128,6 +128,56 @@ fn nanos_rounded_up(int_part: &str, frac_part: &str, pow10: i32, pow2: u32) -> O
     Some(n / d + i128::from(n % d != 0))
 }
 
+/// Go's `ErrFormatWrong`.
+pub const ERR_FORMAT_WRONG: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+/// Go's `ErrSuffix`.
+pub const ERR_SUFFIX: &str = "unable to parse quantity's suffix";
+
+/// Why Go's `resource.ParseQuantity` refuses `text` (`None` when it takes it), by the syntax of
+/// `parseQuantityString` and the suffixes `quantitySuffixer` knows (apimachinery v0.37.2
+/// pkg/api/resource/quantity.go). Magnitude is not judged: Go keeps any size.
+pub fn go_parse_error(text: &str) -> Option<&'static str> {
+    let b = text.as_bytes();
+    if b.is_empty() {
+        return Some(ERR_FORMAT_WRONG);
+    }
+    let mut pos = usize::from(matches!(b[0], b'-' | b'+'));
+    let digits = |mut i: usize| {
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    };
+    pos = digits(pos);
+    if pos < b.len() && b[pos] == b'.' {
+        pos = digits(pos + 1);
+    }
+    // No digits at all is zero in Go (the numerator defaults to "0"); what follows must be a
+    // suffix: letters, then an optional signed number.
+    let suffix_start = pos;
+    while pos < b.len() && b"eEinumkKMGTP".contains(&b[pos]) {
+        pos += 1;
+    }
+    if pos < b.len() {
+        if matches!(b[pos], b'-' | b'+') {
+            pos += 1;
+        }
+        pos = digits(pos);
+        if pos < b.len() {
+            return Some(ERR_FORMAT_WRONG);
+        }
+    }
+    let suffix = &text[suffix_start..];
+    let known = matches!(
+        suffix,
+        "" | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P" | "E" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei"
+    );
+    // `e<int>` / `E<int>`: strconv.ParseInt of the rest (a sign allowed).
+    let exponent = suffix.len() > 1 && suffix.starts_with(['e', 'E']) && suffix[1..].parse::<i64>().is_ok();
+    if known || exponent { None } else { Some(ERR_SUFFIX) }
+}
+
 /// A string that is not a quantity.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid quantity {text:?}")]
@@ -206,6 +256,19 @@ impl Ord for Quantity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn go_refuses_what_parse_quantity_string_refuses() {
+        for ok in ["1", "-1", "+1", "1e3", "1E", "0.5", "1.", ".5", "1Ki", "9999999999999999999999Ei", "100m", "1e-3"] {
+            assert_eq!(go_parse_error(ok), None, "{ok}");
+        }
+        for bad in ["", "1.5.5", "1 Mi", "1KB", "abc"] {
+            assert_eq!(go_parse_error(bad), Some(ERR_FORMAT_WRONG), "{bad}");
+        }
+        assert_eq!(go_parse_error("1mm"), Some(ERR_SUFFIX));
+        assert_eq!(go_parse_error("1iK"), Some(ERR_SUFFIX));
+        assert_eq!(go_parse_error("1Ki2"), Some(ERR_SUFFIX));
+    }
     use rstest::rstest;
 
     fn q(s: &str) -> Quantity {

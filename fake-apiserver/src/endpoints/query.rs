@@ -50,6 +50,24 @@ pub(super) fn dry_run_causes(values: &[String]) -> Vec<StatusCause> {
     )]
 }
 
+/// `ValidateFieldManager`: at most 128 bytes, every character printable (Go's
+/// `unicode.IsPrint`: letters, marks, numbers, punctuation, symbols and the ASCII space).
+fn field_manager_causes(manager: &str) -> Vec<StatusCause> {
+    use crate::registry::field::{Path, invalid, too_long};
+    let path = Path::root("fieldManager");
+    let mut causes = Vec::new();
+    if manager.len() > 128 {
+        causes.push(too_long(&path, 128));
+    }
+    for (i, c) in manager.char_indices() {
+        if c.is_control() || (c.is_whitespace() && c != ' ') {
+            // Go's %#U: U+0001 (unprintable characters show no glyph).
+            causes.push(invalid(&path, manager, &format!("invalid character U+{:04X} (at position {i})", c as u32)));
+        }
+    }
+    causes
+}
+
 /// 422 Invalid for failed options validation: `NewInvalid(GroupKind{Group: "meta.k8s.io",
 /// Kind: options_kind}, "", causes)`.
 pub(super) fn invalid_options(options_kind: &str, causes: Vec<StatusCause>) -> ApiError {
@@ -99,14 +117,32 @@ impl Query {
         Ok(q)
     }
 
-    /// Whether the write is a dry run, after validating `dryRun` as the verb's options kind
-    /// (`CreateOptions`, `UpdateOptions`, `PatchOptions`) does. Reads ignore `dryRun`.
-    pub fn dry_run(&self, options_kind: &str) -> ApiResult<bool> {
-        let causes = dry_run_causes(&self.dry_run_values);
+    /// Whether the write is a dry run, after validating the verb's options as
+    /// `ValidateCreateOptions`, `ValidateUpdateOptions` and `ValidatePatchOptions` do
+    /// (apimachinery v0.37.2 pkg/apis/meta/v1/validation/validation.go): `leading` (the patch
+    /// rules), then the field manager, `dryRun` and `fieldValidation`, all in one 422.
+    pub fn write_options(&self, options_kind: &str, leading: Vec<StatusCause>) -> ApiResult<bool> {
+        let mut causes = leading;
+        causes.extend(field_manager_causes(self.field_manager.as_deref().unwrap_or_default()));
+        causes.extend(dry_run_causes(&self.dry_run_values));
+        if let Some(v) = self.field_validation.as_deref()
+            && !["", "Ignore", "Strict", "Warn"].contains(&v)
+        {
+            causes.push(crate::registry::field::not_supported(
+                &crate::registry::field::Path::root("fieldValidation"),
+                v,
+                &["", "Ignore", "Strict", "Warn"],
+            ));
+        }
         if !causes.is_empty() {
             return Err(invalid_options(options_kind, causes));
         }
         Ok(!self.dry_run_values.is_empty())
+    }
+
+    /// [`Query::write_options`] of a create or an update.
+    pub fn dry_run(&self, options_kind: &str) -> ApiResult<bool> {
+        self.write_options(options_kind, Vec::new())
     }
 
     /// The label and field selectors, validated against what `rt` can select on.

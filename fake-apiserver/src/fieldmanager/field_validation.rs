@@ -54,23 +54,95 @@ pub(crate) fn check(rt: &ResourceType, how: FieldValidation, body: &Value) -> Ap
     if how == FieldValidation::Ignore {
         return Ok(Vec::new());
     }
-    verdict(rt, how, unknown_fields(rt, body))
+    verdict(rt, how, unknown_fields(rt, body).iter().map(|f| format!("unknown field {f:?}")).collect())
 }
 
-/// [`check`] of an object about to be decoded (a create's or an update's body), which may
-/// prune it on the way.
-pub(crate) fn check_decoding(rt: &ResourceType, how: FieldValidation, body: &mut Value) -> ApiResult<Vec<String>> {
+/// [`check`] of an object about to be decoded (a create's or an update's body, `raw` as sent),
+/// which may prune it on the way; a JSON body's duplicate fields count as well.
+pub(crate) fn check_decoding(
+    rt: &ResourceType,
+    how: FieldValidation,
+    raw: &[u8],
+    body: &mut Value,
+) -> ApiResult<Vec<String>> {
     if how == FieldValidation::Ignore {
         return Ok(Vec::new());
     }
-    verdict(rt, how, unknown_fields_decoding(rt, body))
+    let mut listed: Vec<String> =
+        unknown_fields_decoding(rt, body).iter().map(|f| format!("unknown field {f:?}")).collect();
+    listed.extend(duplicate_fields(raw).iter().map(|f| format!("duplicate field {f:?}")));
+    verdict(rt, how, listed)
 }
 
-fn verdict(rt: &ResourceType, how: FieldValidation, unknown: Vec<String>) -> ApiResult<Vec<String>> {
-    if unknown.is_empty() {
+/// The fields a JSON document gives more than once, as paths (`metadata.name`,
+/// `spec.containers[0].name`), in document order: sigs.k8s.io/json's strict decoding reports
+/// each as `duplicate field "<path>"`. Not JSON: none (decoding reports it).
+pub(crate) fn duplicate_fields(raw: &[u8]) -> Vec<String> {
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    struct Seen<'a> {
+        path: String,
+        out: &'a mut Vec<String>,
+    }
+    impl<'de> DeserializeSeed<'de> for Seen<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Seen<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut keys = std::collections::HashSet::new();
+            while let Some(k) = map.next_key::<String>()? {
+                let path = if self.path.is_empty() { k.clone() } else { format!("{}.{k}", self.path) };
+                if !keys.insert(k) {
+                    self.out.push(path.clone());
+                }
+                map.next_value_seed(Seen { path, out: &mut *self.out })?;
+            }
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let mut i = 0;
+            while seq.next_element_seed(Seen { path: format!("{}[{i}]", self.path), out: &mut *self.out })?.is_some() {
+                i += 1;
+            }
+            Ok(())
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+    }
+    let mut out = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    if (Seen { path: String::new(), out: &mut out }).deserialize(&mut de).is_err() {
+        return Vec::new();
+    }
+    out
+}
+
+fn verdict(rt: &ResourceType, how: FieldValidation, listed: Vec<String>) -> ApiResult<Vec<String>> {
+    if listed.is_empty() {
         return Ok(Vec::new());
     }
-    let listed: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
     if how == FieldValidation::Strict {
         return Err(ApiError::bad_request(format!(
             "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",

@@ -39,6 +39,12 @@ pub(crate) fn go_json_type(v: &Value) -> &'static str {
 /// The decoder reads `apiVersion` and `kind` as strings before anything else: any other JSON
 /// type (null aside) fails with "couldn't get version/kind; json parse error: ...".
 fn check_type_meta_types(obj: &Value) -> Result<(), String> {
+    if !obj.is_object() && !obj.is_null() {
+        return Err(format!(
+            "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
+            go_json_type(obj)
+        ));
+    }
     for field in ["apiVersion", "kind"] {
         match obj.get(field) {
             None | Some(Value::Null) | Some(Value::String(_)) => {}
@@ -90,6 +96,28 @@ pub(crate) fn check_type_meta(rt: &ResourceType, obj: &mut Value) -> ApiResult<(
     Ok(())
 }
 
+/// An apply configuration must name the URL's group, version and kind exactly: the field
+/// manager's `versionCheckManager` refuses anything else, an absent apiVersion or kind
+/// included, with `invalid object type: <group>/<version>, Kind=<kind>` (apimachinery v0.37.2
+/// pkg/util/managedfields/internal/versioncheck.go).
+pub(crate) fn check_apply_type_meta(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    check_type_meta_types(obj).map_err(ApiError::bad_request)?;
+    let text = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_default();
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    if api_version == rt.api_version() && kind == rt.kind {
+        return Ok(());
+    }
+    // Go's `ParseGroupVersion`: "v1" is the core group, "a/b" group a version b, more slashes
+    // parse to nothing.
+    let (group, version) = match api_version.split('/').collect::<Vec<_>>()[..] {
+        [""] => ("", ""),
+        [v] => ("", v),
+        [g, v] => (g, v),
+        _ => ("", ""),
+    };
+    Err(ApiError::bad_request(format!("invalid object type: {group}/{version}, Kind={kind}")))
+}
+
 /// kube-apiserver decodes a body that names another built-in kind as that kind, then fails to
 /// convert it to the URL's kind; `transformDecodeError` in
 /// https://github.com/kubernetes/kubernetes/blob/v1.37.2/staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go
@@ -118,6 +146,14 @@ fn other_builtin_kind(rt: &ResourceType, o: &serde_json::Map<String, Value>) -> 
 /// filled in: a type error (`replicas: "three"`) is 400 BadRequest, before any storage check,
 /// as kube-apiserver decodes the body first.
 fn decode_body(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    let quantity =
+        if rt.custom { None } else { bad_quantity(obj, Shape::builtin_root(&rt.group, &rt.version, &rt.kind), 0) };
+    if let Some(why) = quantity {
+        return Err(ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {why}",
+            rt.kind, rt.version, rt.kind
+        )));
+    }
     match rt.decode_check {
         Some(check) => check(obj).map_err(|e| {
             ApiError::bad_request(format!(
@@ -146,6 +182,7 @@ pub(crate) fn decode_status_write(rt: &ResourceType, obj: &mut Value) -> ApiResu
 
 fn decode(rt: &ResourceType, obj: &mut Value, status_write: bool) -> ApiResult<()> {
     check_type_meta(rt, obj)?;
+    go_nulls_of(rt, obj);
     check_meta_shape(rt, obj)?;
     decode_body(rt, obj)?;
     if !rt.custom {
@@ -164,6 +201,80 @@ fn decode(rt: &ResourceType, obj: &mut Value, status_write: bool) -> ApiResult<(
     }
     rt.strategy.default(rt, obj);
     Ok(())
+}
+
+/// The first quantity of a built-in object Go's `Quantity.UnmarshalJSON` refuses (a string,
+/// trimmed, or a number's text, through `ParseQuantity`), with Go's error.
+fn bad_quantity(v: &Value, shape: Shape<'_>, depth: usize) -> Option<&'static str> {
+    const QUANTITY: &str = "apimachinery.pkg.api.resource.Quantity";
+    if depth > crate::apiextensions::MAX_DEPTH {
+        return None;
+    }
+    let check = |x: &Value| match x {
+        Value::String(s) => apimachinery::quantity::go_parse_error(s.trim()),
+        Value::Number(n) => apimachinery::quantity::go_parse_error(&n.to_string()),
+        _ => None,
+    };
+    if shape.field_type() == Some(QUANTITY) {
+        return check(v);
+    }
+    match v {
+        Value::Object(m) => {
+            if shape.element_type() == Ok(Some(QUANTITY)) {
+                return m.values().find_map(check);
+            }
+            m.iter().find_map(|(k, x)| bad_quantity(x, shape.child(k), depth + 1))
+        }
+        Value::Array(items) => items.iter().find_map(|x| bad_quantity(x, shape.item(), depth + 1)),
+        _ => None,
+    }
+}
+
+/// [`go_nulls`] of a built-in object (custom resources keep theirs for their schema).
+pub(crate) fn go_nulls_of(rt: &ResourceType, obj: &mut Value) {
+    if !rt.custom {
+        go_nulls(obj, Shape::builtin_root(&rt.group, &rt.version, &rt.kind), 0);
+    }
+}
+
+/// What Go's `encoding/json` makes of the JSON nulls in a built-in object: a struct field's
+/// null leaves the field unset (absent once encoded again), a map entry's or a list item's null
+/// is the zero value of the element type (an empty string, an empty struct, the zero
+/// Quantity `0`). So `labels: {app: null}` is stored as `app: ""`, as kube-apiserver stores it.
+fn go_nulls(v: &mut Value, shape: Shape<'_>, depth: usize) {
+    if depth > crate::apiextensions::MAX_DEPTH {
+        return;
+    }
+    let zero = |element: Option<&str>, shape: Shape<'_>| match element {
+        Some(t) if t.ends_with("resource.Quantity") => Value::String("0".into()),
+        _ if shape.holds_struct() => Value::Object(Default::default()),
+        _ => Value::String(String::new()),
+    };
+    match v {
+        Value::Object(m) => {
+            match shape.element_type() {
+                Ok(element) => {
+                    for (k, x) in m.iter_mut().filter(|(_, x)| x.is_null()) {
+                        *x = zero(element, shape.child(k));
+                    }
+                }
+                Err(()) => m.retain(|_, x| !x.is_null()),
+            }
+            for (k, x) in m.iter_mut() {
+                go_nulls(x, shape.child(k), depth + 1);
+            }
+        }
+        Value::Array(items) => {
+            let element = shape.element_type().ok().flatten();
+            for x in items.iter_mut() {
+                if x.is_null() {
+                    *x = zero(element, shape.item());
+                }
+                go_nulls(x, shape.item(), depth + 1);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Puts `value` back at `path` (whose parents the decoder kept, or are created).

@@ -160,9 +160,10 @@ pub(crate) fn too_many(path: &Path, actual: usize, max: usize) -> StatusCause {
     StatusCause::field("FieldValueTooMany", path.as_str(), format!("Too many: {actual}: must have at most {max} items"))
 }
 
-/// `ValidateImmutableField`: a change is `Invalid value: <new>: field is immutable`.
+/// `ValidateImmutableField`: a change (by `Semantic.DeepEqual`, to which an empty list or map is
+/// no list or map) is `Invalid value: <new>: field is immutable`.
 pub(crate) fn immutable(path: &Path, new: &Value, old: &Value) -> Option<StatusCause> {
-    (new != old).then(|| invalid(path, Bad::of(new), FIELD_IMMUTABLE))
+    (!apimachinery::json::semantically_equal(new, old)).then(|| invalid(path, Bad::of(new), FIELD_IMMUTABLE))
 }
 
 /// The detail of an immutable field's change.

@@ -90,8 +90,27 @@ pub(crate) fn object_meta_causes(meta: &Map<String, Value>, _namespaced: bool) -
                 causes.push(field::invalid(&at, f, &msg));
             }
         }
+        // ValidateFinalizers: the two propagation finalizers exclude each other.
+        let has = |f: &str| finalizers.iter().any(|x| x == f);
+        if has(ORPHAN_FINALIZER) && has(FOREGROUND_FINALIZER) {
+            causes.push(field::invalid(
+                &at,
+                field::Bad::of(&Value::Array(finalizers.clone())),
+                &format!("finalizer {ORPHAN_FINALIZER} and {FOREGROUND_FINALIZER} cannot be both set"),
+            ));
+        }
     }
     causes
+}
+
+/// `ValidateNonnegativeField` of `metadata.generation`, on create and on update.
+pub(crate) fn generation_causes(meta: &Map<String, Value>) -> Vec<StatusCause> {
+    match meta.get("generation").and_then(Value::as_i64) {
+        Some(g) if g < 0 => {
+            vec![field::invalid(&Path::root("metadata").child("generation"), g, "must be greater than or equal to 0")]
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// `metav1validation.ValidateLabelSelector`: labels of `matchLabels`, each requirement of

@@ -104,6 +104,28 @@ pub(crate) enum NameRule {
 }
 
 impl NameRule {
+    /// Upstream's messages for a `generateName` prefix under this rule: the name rule after
+    /// `maskTrailingDash` (which replaces the last two characters of a name ending in `-` by
+    /// `a`), or for path segments only the `/` and `%` checks (`IsValidPathSegmentPrefix`).
+    pub fn prefix_errors(self, prefix: &str) -> Vec<String> {
+        if self == NameRule::PathSegment {
+            return ["/", "%"]
+                .iter()
+                .filter(|b| prefix.contains(*b))
+                .map(|b| format!("may not contain '{b}'"))
+                .collect();
+        }
+        let masked = match prefix.strip_suffix('-') {
+            Some(_) if prefix.len() > 1 => {
+                let mut m: String = prefix[..prefix.len() - 2].to_string();
+                m.push('a');
+                m
+            }
+            _ => prefix.to_string(),
+        };
+        self.errors(&masked)
+    }
+
     /// Upstream's messages for `name` under this rule; empty when it is valid.
     pub fn errors(self, name: &str) -> Vec<String> {
         match self {

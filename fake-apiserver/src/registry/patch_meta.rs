@@ -148,6 +148,28 @@ impl<'a> Shape<'a> {
         }
     }
 
+    /// For a built-in map or list: its values' definition name (`None` for strings and other
+    /// scalars without a definition); `Err` when this position is not a built-in map or list.
+    pub(crate) fn element_type(&self) -> Result<Option<&'a str>, ()> {
+        match self {
+            Shape::Builtin { field: Some(f), .. } if f.container.is_some() => Ok(f.type_name.as_deref()),
+            _ => Err(()),
+        }
+    }
+
+    /// For a built-in field that is neither a map nor a list: its definition name.
+    pub(crate) fn field_type(&self) -> Option<&'a str> {
+        match self {
+            Shape::Builtin { field: Some(f), .. } if f.container.is_none() => f.type_name.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Whether this position holds a built-in struct (a type with fields).
+    pub(crate) fn holds_struct(&self) -> bool {
+        matches!(self, Shape::Builtin { ty: Some(t), .. } if !t.fields.is_empty())
+    }
+
     /// The shape of an object's field (or a map's value).
     pub(crate) fn child(&self, name: &str) -> Shape<'a> {
         match *self {

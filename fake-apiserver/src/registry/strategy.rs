@@ -18,6 +18,14 @@ pub(crate) trait Strategy: Sync + std::fmt::Debug {
         NameRule::Subdomain
     }
 
+    /// Whether a create validates `metadata.generateName` by the name rule: kinds validated
+    /// with `ValidateObjectMeta` do, those moved to `ValidateObjectMetaWithOpts` (apimachinery
+    /// v0.37.2 pkg/api/validation/objectmeta.go: "generateName is not directly validated here")
+    /// do not.
+    fn validates_generate_name(&self) -> bool {
+        true
+    }
+
     /// Whether a PUT of an object that does not exist creates it (`AllowCreateOnUpdate`).
     fn allow_create_on_update(&self) -> bool {
         false

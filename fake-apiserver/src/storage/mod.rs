@@ -13,7 +13,7 @@ mod user;
 
 pub(crate) use object::{
     Collection, Encoded, OwnerRef, StorageKey, StoredObject, StoredResource, field_string, object_key, parse_rv,
-    preview, value_rv,
+    parse_rv_go, preview, read_rv, value_rv,
 };
 pub(crate) use timeline::{Change, TimelineRecord, WriteContext};
 pub use timeline::{ChangeKind, Subresource, TimelineEntry, Verb};

@@ -200,6 +200,30 @@ pub(crate) fn parse_rv(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
+/// `strconv.ParseUint(s, 10, 64)` as etcd3's `APIObjectVersioner` calls it, with Go's error
+/// text (`strconv.ParseUint: parsing "abc": invalid syntax`, or `value out of range`).
+pub(crate) fn parse_rv_go(s: &str) -> Result<u64, String> {
+    if let Some(rv) = parse_rv(s).filter(|_| !s.starts_with('+')) {
+        return Ok(rv);
+    }
+    let why =
+        if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) { "value out of range" } else { "invalid syntax" };
+    Err(format!("strconv.ParseUint: parsing {}: {why}", serde_json::to_string(s).unwrap_or_default()))
+}
+
+/// The error of a read whose resourceVersion is not a number: etcd3's
+/// `ParseResourceVersion` wraps the parse error as a `storage.InvalidError` on
+/// `resourceVersion`, which no handler translates, so it is a 500 without a reason
+/// (apiserver v0.37.2 pkg/storage/etcd3/store.go, `APIObjectVersioner.ParseResourceVersion`).
+pub(crate) fn read_rv(s: &str) -> crate::error::ApiResult<u64> {
+    parse_rv_go(s).map_err(|e| {
+        crate::error::ApiError::internal_plain(format!(
+            "resourceVersion: Invalid value: {}: {e}",
+            serde_json::to_string(s).unwrap_or_default()
+        ))
+    })
+}
+
 /// The resourceVersion a value carries in `metadata.resourceVersion` (0 when none).
 pub(crate) fn value_rv(value: &Value) -> u64 {
     value["metadata"]["resourceVersion"].as_str().and_then(parse_rv).unwrap_or(0)

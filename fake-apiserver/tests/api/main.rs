@@ -12,6 +12,7 @@ mod builtins;
 mod conversion;
 mod crd;
 mod crud;
+mod differential_upstream;
 mod discovery;
 mod dryrun;
 mod envtest;

@@ -55,6 +55,11 @@ pub struct Step {
 /// The changes a read-modify-write step makes to the object it read.
 #[derive(Debug, Clone)]
 pub struct Rewrite {
+    /// The body starts as this value instead of the object read (DeleteOptions whose
+    /// preconditions copy the object's uid or resourceVersion).
+    pub base: Option<Value>,
+    /// Values of the object read copied into the body: (from, to) JSON pointers.
+    pub copies: Vec<(String, String)>,
     /// Replaces `status` first, when not `Null` (status writes).
     pub status: Value,
     /// Then these edits.
@@ -64,9 +69,13 @@ pub struct Rewrite {
 impl Rewrite {
     /// The body to send: `previous` (an answer body) changed.
     pub fn body(&self, previous: &[u8]) -> Option<Vec<u8>> {
-        let mut obj: Value = serde_json::from_slice(previous).ok()?;
-        if !obj.is_object() {
+        let read: Value = serde_json::from_slice(previous).ok()?;
+        if !read.is_object() {
             return None;
+        }
+        let mut obj = self.base.clone().unwrap_or_else(|| read.clone());
+        for (from, to) in &self.copies {
+            set_pointer(&mut obj, to, read.pointer(from).cloned().unwrap_or(Value::Null));
         }
         if !self.status.is_null() {
             obj["status"] = self.status.clone();
@@ -77,22 +86,32 @@ impl Rewrite {
 }
 
 impl Step {
-    fn new(method: &'static str, path: String) -> Self {
+    pub(super) fn new(method: &'static str, path: String) -> Self {
         Step { method, path, content_type: "application/json", body: None, rewrite: None }
     }
 
-    fn json(mut self, body: &Value) -> Self {
+    pub(super) fn json(mut self, body: &Value) -> Self {
         self.body = Some(serde_json::to_vec(body).unwrap_or_default());
         self
     }
 
-    fn typed(mut self, content_type: &'static str) -> Self {
+    /// The body as these bytes (what a JSON value cannot say: duplicate keys, bad syntax).
+    pub(super) fn raw(mut self, body: &[u8]) -> Self {
+        self.body = Some(body.to_vec());
+        self
+    }
+
+    pub(super) fn typed(mut self, content_type: &'static str) -> Self {
         self.content_type = content_type;
         self
     }
 
-    fn rewrite(mut self, status: Value, edits: &[Edit]) -> Self {
-        self.rewrite = Some(Rewrite { status, edits: edits.to_vec() });
+    pub(super) fn rewrite(self, status: Value, edits: &[Edit]) -> Self {
+        self.rewrite_with(Rewrite { base: None, copies: Vec::new(), status, edits: edits.to_vec() })
+    }
+
+    pub(super) fn rewrite_with(mut self, rewrite: Rewrite) -> Self {
+        self.rewrite = Some(rewrite);
         self.body = Some(Vec::new());
         self
     }
@@ -123,10 +142,15 @@ pub struct Case {
     pub kind: String,
     /// What it does: `create pod/containers-empty`, `list bad-label-selector`.
     pub what: String,
+    /// The kind of request, for the report's second table (`schema: enum`, `query: dryRun`).
+    pub class: String,
     /// Requests that prepare the case; all must succeed on both servers.
     pub setup: Vec<Step>,
     /// The request whose answers are compared.
     pub request: Step,
+    /// Requests sent after it whatever it answered (their answers are not looked at): the
+    /// removal of an object that would change what later cases meet.
+    pub teardown: Vec<Step>,
 }
 
 /// The names a run uses: the namespace and a nonce that keeps names unique across runs
@@ -141,7 +165,7 @@ pub struct RunNames {
 
 /// How a mutated object is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Form {
+pub(super) enum Form {
     Create,
     CreateDryRun,
     Update,
@@ -154,12 +178,26 @@ enum Form {
     Delete,
 }
 
+impl Form {
+    /// How the report names it.
+    pub(super) fn describe(self) -> &'static str {
+        match self {
+            Form::Create | Form::CreateDryRun => "create",
+            Form::Update => "update",
+            Form::MergePatch | Form::JsonPatch | Form::StrategicPatch => "patch",
+            Form::Apply => "apply",
+            Form::StatusUpdate | Form::StatusMergePatch => "status",
+            Form::Delete => "delete",
+        }
+    }
+}
+
 const CREATE_FORMS: &[Form] = &[Form::Create, Form::Create, Form::CreateDryRun, Form::Apply];
 const UPDATE_FORMS: &[Form] = &[Form::Update, Form::MergePatch, Form::JsonPatch, Form::StrategicPatch, Form::Apply];
 const STATUS_FORMS: &[Form] = &[Form::StatusUpdate, Form::StatusMergePatch];
 const DELETE_FORMS: &[Form] = &[Form::Delete];
 
-fn set_pointer(v: &mut Value, pointer: &str, value: Value) {
+pub(super) fn set_pointer(v: &mut Value, pointer: &str, value: Value) {
     let parts: Vec<String> = pointer.split('/').skip(1).map(|p| p.replace("~1", "/").replace("~0", "~")).collect();
     let mut cur = v;
     for (i, p) in parts.iter().enumerate() {
@@ -193,7 +231,7 @@ fn set_pointer(v: &mut Value, pointer: &str, value: Value) {
     }
 }
 
-fn remove_pointer(v: &mut Value, pointer: &str) {
+pub(super) fn remove_pointer(v: &mut Value, pointer: &str) {
     let Some((parent, last)) = pointer.rsplit_once('/') else { return };
     let target = if parent.is_empty() { Some(v) } else { v.pointer_mut(parent) };
     match target {
@@ -211,7 +249,7 @@ fn remove_pointer(v: &mut Value, pointer: &str) {
     }
 }
 
-fn apply_edits(v: &mut Value, edits: &[Edit]) {
+pub(super) fn apply_edits(v: &mut Value, edits: &[Edit]) {
     for e in edits {
         match e {
             Edit::Set(p, x) => set_pointer(v, p, x.clone()),
@@ -222,7 +260,7 @@ fn apply_edits(v: &mut Value, edits: &[Edit]) {
 }
 
 /// The JSON merge patch that turns `old` into `new`.
-fn merge_patch(old: &Value, new: &Value) -> Value {
+pub(super) fn merge_patch(old: &Value, new: &Value) -> Value {
     match (old, new) {
         (Value::Object(a), Value::Object(b)) => {
             let mut out = Map::new();
@@ -257,7 +295,7 @@ impl KindTemplate {
         }
     }
 
-    fn collection(&self, names: &RunNames) -> String {
+    pub(super) fn collection(&self, names: &RunNames) -> String {
         if self.namespaced {
             format!("{}/namespaces/{}/{}", self.prefix, self.namespace(names), self.plural)
         } else {
@@ -265,7 +303,7 @@ impl KindTemplate {
         }
     }
 
-    fn object(&self, name: &str, names: &RunNames) -> Value {
+    pub(super) fn object(&self, name: &str, names: &RunNames) -> Value {
         let text = serde_json::to_string(&self.valid).unwrap_or_default().replace("$NS", &self.namespace(names));
         let mut v: Value = serde_json::from_str(&text).unwrap_or_default();
         set_pointer(&mut v, "/metadata/name", json!(name));
@@ -273,10 +311,10 @@ impl KindTemplate {
     }
 }
 
-const APPLY: &str = "application/apply-patch+yaml";
-const MERGE: &str = "application/merge-patch+json";
-const JSON_PATCH: &str = "application/json-patch+json";
-const SMP: &str = "application/strategic-merge-patch+json";
+pub(super) const APPLY: &str = "application/apply-patch+yaml";
+pub(super) const MERGE: &str = "application/merge-patch+json";
+pub(super) const JSON_PATCH: &str = "application/json-patch+json";
+pub(super) const SMP: &str = "application/strategic-merge-patch+json";
 
 fn mutation_case(t: &KindTemplate, mu: &Mutation, form: Form, name: &str, names: &RunNames) -> (Vec<Step>, Step) {
     let coll = t.collection(names);
@@ -537,6 +575,38 @@ fn machinery_case(rng: &mut Rng, t: &KindTemplate, name: &str, names: &RunNames)
     (what.to_string(), setup, req)
 }
 
+/// A mutation written in one of the forms it applies to, picked by `rng`: the form, the setup
+/// and the compared request.
+pub(super) fn written(
+    rng: &mut Rng,
+    t: &KindTemplate,
+    mu: &Mutation,
+    name: &str,
+    names: &RunNames,
+) -> (Form, Vec<Step>, Step) {
+    let forms: &[Form] = match mu.applies {
+        Applies::Always => {
+            if rng.below(3) == 0 {
+                UPDATE_FORMS
+            } else {
+                CREATE_FORMS
+            }
+        }
+        Applies::UpdateOnly => UPDATE_FORMS,
+        Applies::Status => STATUS_FORMS,
+        Applies::Delete => DELETE_FORMS,
+    };
+    let mut form = *rng.pick(forms);
+    if form == Form::StrategicPatch && t.custom {
+        form = Form::MergePatch;
+    }
+    if matches!(form, Form::StatusUpdate | Form::StatusMergePatch) && !t.status {
+        form = Form::Update;
+    }
+    let (setup, req) = mutation_case(t, mu, form, name, names);
+    (form, setup, req)
+}
+
 /// The corpus of `count` cases for `seed`.
 pub fn generate(seed: u64, count: usize, names: &RunNames) -> Vec<Case> {
     let templates = kinds();
@@ -545,31 +615,15 @@ pub fn generate(seed: u64, count: usize, names: &RunNames) -> Vec<Case> {
     for index in 0..count {
         let t = rng.pick(templates);
         let name = format!("d{index}-{}", names.nonce);
-        let (what, setup, request) = if rng.below(5) == 0 {
+        let (what, class, setup, request) = if rng.below(5) == 0 {
             let (what, setup, req) = machinery_case(&mut rng, t, &name, names);
-            (what, setup, req)
+            (what, "API machinery".to_string(), setup, req)
         } else {
             let mu = rng.pick(&t.mutations);
-            let forms: &[Form] = match mu.applies {
-                Applies::Always => {
-                    if rng.below(3) == 0 {
-                        UPDATE_FORMS
-                    } else {
-                        CREATE_FORMS
-                    }
-                }
-                Applies::UpdateOnly => UPDATE_FORMS,
-                Applies::Status => STATUS_FORMS,
-                Applies::Delete => DELETE_FORMS,
-            };
-            let mut form = *rng.pick(forms);
-            if form == Form::StrategicPatch && t.custom {
-                form = Form::MergePatch;
-            }
-            let (setup, req) = mutation_case(t, mu, form, &name, names);
-            (format!("{form:?} {}", mu.name), setup, req)
+            let (form, setup, req) = written(&mut rng, t, mu, &name, names);
+            (format!("{form:?} {}", mu.name), format!("mutation: {}", form.describe()), setup, req)
         };
-        out.push(Case { index, kind: t.label.to_string(), what, setup, request });
+        out.push(Case { index, kind: t.label.to_string(), what, class, setup, request, teardown: Vec::new() });
     }
     out
 }

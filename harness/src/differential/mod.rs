@@ -9,7 +9,11 @@
 //! depend on either.
 
 pub mod corpus;
+pub mod openapi;
+mod request_grid;
+mod schema_mutations;
 pub mod templates;
+pub mod upstream_corpus;
 pub mod webhooks;
 
 use corpus::{Case, RunNames, Step};
@@ -248,13 +252,24 @@ async fn send(client: &kube::Client, step: &Step, previous: &[u8]) -> Result<(u1
         req = req.header("Content-Type", step.content_type);
     }
     let req = req.body(kube::client::Body::from(body)).map_err(|e| e.to_string())?;
-    let resp = client.send(req).await.map_err(|e| format!("{}: {e}", step.describe()))?;
+    // Neither server may hang a run: an answer takes 30 s at most.
+    let limit = std::time::Duration::from_secs(30);
+    let late = || format!("{}: no answer within 30 s", step.describe());
+    let resp = tokio::time::timeout(limit, client.send(req))
+        .await
+        .map_err(|_| late())?
+        .map_err(|e| format!("{}: {e}", step.describe()))?;
     let code = resp.status().as_u16();
-    // A watch that was accepted streams forever: its status line is the answer.
-    if step.path.contains("watch=true") && code < 300 {
+    // A watch that was accepted (`watch=true`, `watch=1`, ...) streams until its timeout: its
+    // status line is the answer.
+    let watch = step.method == "GET" && step.path.split(['?', '&']).skip(1).any(|p| p.starts_with("watch="));
+    if watch && code < 300 {
         return Ok((code, Vec::new()));
     }
-    let bytes = resp.into_body().collect_bytes().await.map_err(|e| e.to_string())?;
+    let bytes = tokio::time::timeout(limit, resp.into_body().collect_bytes())
+        .await
+        .map_err(|_| late())?
+        .map_err(|e| e.to_string())?;
     Ok((code, bytes.to_vec()))
 }
 
@@ -310,8 +325,11 @@ async fn run_case(client: &kube::Client, case: &Case) -> Result<Answer, String> 
         }
         previous = body;
     }
-    let (code, body) = send(client, &case.request, &previous).await?;
-    Ok(answer_of(code, &body))
+    let answer = send(client, &case.request, &previous).await.map(|(code, body)| answer_of(code, &body));
+    for step in &case.teardown {
+        let _ = send(client, step, &[]).await;
+    }
+    answer
 }
 
 /// The CRDs both servers get (the fake gets them at start; a real cluster gets whichever it
@@ -445,6 +463,51 @@ pub fn fake_server() -> fake_apiserver::ApiServer {
     fake_apiserver::ApiServer::new(fake_apiserver::Config { feature_gates: gates, ..Default::default() })
 }
 
+/// Which corpus a run sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Generator {
+    /// The first: hand-written mutations of each kind and API machinery cases ([`corpus`]).
+    Kinds,
+    /// The second: upstream's validation tests, the real server's OpenAPI schemas and the
+    /// request grid ([`upstream_corpus`]).
+    Upstream,
+}
+
+/// The OpenAPI v3 documents of the kinds' group-versions, from `client` (the real server): the
+/// custom resources' appear once their CRDs are served, so each is waited for.
+async fn fetch_schemas(client: &kube::Client) -> Result<openapi::Schemas, String> {
+    let mut wanted: Vec<String> =
+        templates::kinds().iter().map(|k| k.prefix.trim_start_matches('/').to_string()).collect();
+    wanted.sort();
+    wanted.dedup();
+    let mut schemas = openapi::Schemas::default();
+    for gv in wanted {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let url = loop {
+            let listed = match send(client, &Step::get("/openapi/v3"), &[]).await {
+                Ok((200, body)) => serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .and_then(|index| index["paths"][gv.as_str()]["serverRelativeURL"].as_str().map(str::to_string)),
+                _ => None,
+            };
+            match listed {
+                Some(url) => break url,
+                None if std::time::Instant::now() >= deadline => {
+                    return Err(format!("/openapi/v3 does not list {gv} within 60 s"));
+                }
+                None => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+            }
+        };
+        let (code, body) = send(client, &Step::get(&url), &[]).await?;
+        let doc: Value = serde_json::from_slice(&body).map_err(|e| format!("{url}: {e}"))?;
+        if code != 200 {
+            return Err(format!("{url}: {code}"));
+        }
+        schemas.add_document(&doc);
+    }
+    Ok(schemas)
+}
+
 /// Runs the corpus on both clients and returns each case's outcome.
 pub async fn run(
     fake: &kube::Client,
@@ -452,6 +515,7 @@ pub async fn run(
     seed: u64,
     count: usize,
     names: &RunNames,
+    generator: Generator,
     mut progress: impl FnMut(usize),
 ) -> Result<Vec<Outcome>, String> {
     let crds = crd_fixtures();
@@ -467,7 +531,13 @@ pub async fn run(
         .ok_or("kinds.yaml has no Admission kind")?;
     webhooks::install(fake, &admission_objects, &admission_ns).await.map_err(|e| format!("fake server: {e}"))?;
     webhooks::install(real, &admission_objects, &admission_ns).await.map_err(|e| format!("real server: {e}"))?;
-    let cases = corpus::generate(seed, count, names);
+    let cases = match generator {
+        Generator::Kinds => corpus::generate(seed, count, names),
+        Generator::Upstream => {
+            let schemas = fetch_schemas(real).await.map_err(|e| format!("real server: {e}"))?;
+            upstream_corpus::generate(seed, count, names, &schemas)
+        }
+    };
     let mut out = Vec::with_capacity(cases.len());
     for (i, case) in cases.into_iter().enumerate() {
         let fake_answer = run_case(fake, &case).await;
@@ -480,11 +550,13 @@ pub async fn run(
     Ok(out)
 }
 
-/// Agreement per kind and overall, as a table for people.
+/// Agreement per kind, per kind of request and overall, as tables for people.
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
     /// Per kind: (cases, agreeing, messages agreeing).
     pub per_kind: BTreeMap<String, (usize, usize, usize)>,
+    /// Per kind of request ([`corpus::Case::class`]): (cases, agreeing, messages agreeing).
+    pub per_class: BTreeMap<String, (usize, usize, usize)>,
     /// All cases.
     pub total: usize,
     /// Agreeing cases.
@@ -495,6 +567,46 @@ pub struct Summary {
     pub bodies: usize,
     /// ... and were equal after normalising.
     pub bodies_equal: usize,
+    /// Fields of the compared objects the request did not send (what the servers defaulted
+    /// or set): in either object.
+    pub defaulted_fields: usize,
+    /// ... and equal in both.
+    pub defaulted_equal: usize,
+}
+
+/// The leaves of a JSON value by pointer (an empty object or list is a leaf).
+fn leaves(v: &Value, at: String, out: &mut BTreeMap<String, Value>) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, x) in m {
+                leaves(x, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out);
+            }
+        }
+        Value::Array(a) if !a.is_empty() => {
+            for (i, x) in a.iter().enumerate() {
+                leaves(x, format!("{at}/{i}"), out);
+            }
+        }
+        _ => {
+            out.insert(at, v.clone());
+        }
+    }
+}
+
+/// (fields the servers added, of those equal in both): the leaves of either object that the
+/// request body does not hold.
+fn defaulted_agreement(fake: &Value, real: &Value, sent: Option<&Value>) -> (usize, usize) {
+    let (mut f, mut r, mut s) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    leaves(fake, String::new(), &mut f);
+    leaves(real, String::new(), &mut r);
+    if let Some(sent) = sent.filter(|v| v.is_object()) {
+        leaves(sent, String::new(), &mut s);
+    }
+    let mut keys: Vec<&String> = f.keys().chain(r.keys()).filter(|k| !s.contains_key(*k)).collect();
+    keys.sort();
+    keys.dedup();
+    let equal = keys.iter().filter(|k| f.contains_key(**k) && f.get(**k) == r.get(**k)).count();
+    (keys.len(), equal)
 }
 
 impl Summary {
@@ -502,27 +614,30 @@ impl Summary {
     pub fn of(outcomes: &[Outcome]) -> Self {
         let mut s = Summary::default();
         for o in outcomes {
-            let e = s.per_kind.entry(o.case.kind.clone()).or_default();
-            e.0 += 1;
             s.total += 1;
-            if o.agrees() {
-                e.1 += 1;
-                s.agreeing += 1;
+            let agrees = o.agrees();
+            let messages = o.messages_agree();
+            for e in [
+                s.per_kind.entry(o.case.kind.clone()).or_default(),
+                s.per_class.entry(o.case.class.clone()).or_default(),
+            ] {
+                e.0 += 1;
+                e.1 += usize::from(agrees);
+                e.2 += usize::from(messages);
             }
-            if o.messages_agree() {
-                e.2 += 1;
-                s.messages += 1;
-            }
-            if o.compares_body()
-                && matches!(
-                    (&o.fake, &o.real),
-                    (Ok(Answer { object: Some(_), .. }), Ok(Answer { object: Some(_), .. }))
-                )
+            s.agreeing += usize::from(agrees);
+            s.messages += usize::from(messages);
+            if let (true, Ok(Answer { object: Some(a), .. }), Ok(Answer { object: Some(b), .. })) =
+                (o.compares_body(), &o.fake, &o.real)
             {
                 s.bodies += 1;
                 if o.body_differences().is_empty() {
                     s.bodies_equal += 1;
                 }
+                let sent: Option<Value> = o.case.request.body.as_deref().and_then(|b| serde_json::from_slice(b).ok());
+                let (n, equal) = defaulted_agreement(a, b, sent.as_ref());
+                s.defaulted_fields += n;
+                s.defaulted_equal += equal;
             }
         }
         s
@@ -533,26 +648,35 @@ impl Summary {
         if self.total == 0 { 100.0 } else { 100.0 * self.agreeing as f64 / self.total as f64 }
     }
 
-    /// A Markdown table: kind, requests, agreement, message agreement.
+    /// Markdown tables: per kind and per kind of request (requests, agreement, message
+    /// agreement), then the compared objects and their defaulted fields.
     pub fn table(&self) -> String {
         let pct = |a: usize, n: usize| if n == 0 { 100.0 } else { 100.0 * a as f64 / n as f64 };
-        let mut out =
-            String::from("| kind | requests | agree | agreement | messages agree |\n|---|---:|---:|---:|---:|\n");
-        for (kind, (n, a, m)) in &self.per_kind {
-            let _ = writeln!(out, "| {kind} | {n} | {a} | {:.1} % | {:.1} % |", pct(*a, *n), pct(*m, *n));
+        let mut out = String::new();
+        for (title, rows) in [("kind", &self.per_kind), ("kind of request", &self.per_class)] {
+            let _ =
+                writeln!(out, "| {title} | requests | agree | agreement | messages agree |\n|---|---:|---:|---:|---:|");
+            for (key, (n, a, m)) in rows {
+                let _ = writeln!(out, "| {key} | {n} | {a} | {:.1} % | {:.1} % |", pct(*a, *n), pct(*m, *n));
+            }
+            let _ = writeln!(
+                out,
+                "| **all** | **{}** | **{}** | **{:.2} %** | {:.1} % |\n",
+                self.total,
+                self.agreeing,
+                self.percent(),
+                pct(self.messages, self.total)
+            );
         }
         let _ = writeln!(
             out,
-            "| **all** | **{}** | **{}** | **{:.2} %** | {:.1} % |",
-            self.total,
-            self.agreeing,
-            self.percent(),
-            pct(self.messages, self.total)
-        );
-        let _ = writeln!(
-            out,
-            "\nObjects returned by successful creates, compared after normalising: {} of {} equal.",
-            self.bodies_equal, self.bodies
+            "Objects returned by successful creates and patches, compared after normalising: {} of {} equal; \
+             fields the servers set that the request did not send: {} of {} equal ({:.2} %).",
+            self.bodies_equal,
+            self.bodies,
+            self.defaulted_equal,
+            self.defaulted_fields,
+            pct(self.defaulted_equal, self.defaulted_fields)
         );
         out
     }

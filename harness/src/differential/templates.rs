@@ -14,6 +14,9 @@ use serde_json::{Map, Value};
 /// The corpus, compiled into the binary so a run needs no file beside it.
 const KINDS_YAML: &str = include_str!("kinds.yaml");
 
+/// The second corpus's cases from upstream's validation tests, compiled in likewise.
+const UPSTREAM_CASES_YAML: &str = include_str!("upstream-cases.yaml");
+
 /// One edit of an object, at a JSON pointer.
 #[derive(Debug, Clone)]
 pub enum Edit {
@@ -87,6 +90,74 @@ pub fn kinds() -> &'static [KindTemplate] {
         parse(KINDS_YAML).unwrap_or_else(|e| panic!("differential/kinds.yaml: {e}"))
     });
     &KINDS
+}
+
+/// A case of upstream's validation tests, written against a kind's valid object.
+#[derive(Debug, Clone)]
+pub struct UpstreamCase {
+    /// The kind's label in `kinds.yaml`.
+    pub kind: String,
+    /// The test it comes from (a URL pinned to a tag, the test function and case).
+    pub source: String,
+    /// Its edits, as a mutation.
+    pub mutation: Mutation,
+}
+
+/// Every case of `upstream-cases.yaml`, checked against the kinds.
+pub fn upstream_cases() -> &'static [UpstreamCase] {
+    static CASES: LazyLock<Vec<UpstreamCase>> = LazyLock::new(|| {
+        // Compiled in and checked by this module's tests, as kinds.yaml is.
+        parse_upstream_cases(UPSTREAM_CASES_YAML, kinds())
+            .unwrap_or_else(|e| panic!("differential/upstream-cases.yaml: {e}"))
+    });
+    &CASES
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpstreamCasesFile {
+    cases: Vec<UpstreamCaseEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpstreamCaseEntry {
+    kind: String,
+    name: String,
+    source: String,
+    #[serde(default = "always")]
+    on: Applies,
+    #[serde(default)]
+    set: Map<String, Value>,
+    #[serde(default)]
+    repeat: Map<String, Value>,
+    #[serde(default)]
+    big: Map<String, Value>,
+    #[serde(default)]
+    remove: Vec<String>,
+}
+
+fn parse_upstream_cases(text: &str, kinds: &[KindTemplate]) -> Result<Vec<UpstreamCase>, String> {
+    let file: UpstreamCasesFile = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+    let mut seen = std::collections::BTreeSet::new();
+    file.cases
+        .into_iter()
+        .map(|c| {
+            let here = |e: &str| format!("case {} of {}: {e}", c.name, c.kind);
+            if !kinds.iter().any(|k| k.label == c.kind) {
+                return Err(here("no such kind in kinds.yaml"));
+            }
+            if !seen.insert((c.kind.clone(), c.name.clone())) {
+                return Err(here("appears twice"));
+            }
+            if !c.source.starts_with("https://") {
+                return Err(here("its source is not a URL"));
+            }
+            let entry =
+                MutationEntry { name: c.name, on: c.on, set: c.set, repeat: c.repeat, big: c.big, remove: c.remove };
+            Ok(UpstreamCase { kind: c.kind, source: c.source, mutation: mutation(entry)? })
+        })
+        .collect()
 }
 
 /// The file's shape.
@@ -288,6 +359,17 @@ mod tests {
         };
         assert_eq!(items.len(), 257);
         assert_eq!(items[256]["uid"], "u256");
+    }
+
+    #[test]
+    fn the_upstream_cases_read_and_name_their_sources() {
+        let cases = upstream_cases();
+        assert!(cases.len() >= 150, "{} cases", cases.len());
+        assert!(cases.iter().all(|c| c.source.contains("/v1.37.2/") || c.source.contains("/v0.37.2/")));
+        let bad = "cases:\n  - {kind: Nope, name: a, source: \"https://x\"}\n";
+        assert!(parse_upstream_cases(bad, kinds()).unwrap_err().contains("no such kind"));
+        let twice = "cases:\n  - {kind: Pod, name: a, source: \"https://x\"}\n  - {kind: Pod, name: a, source: \"https://x\"}\n";
+        assert!(parse_upstream_cases(twice, kinds()).unwrap_err().contains("appears twice"));
     }
 
     #[test]

@@ -82,6 +82,13 @@ pub fn cluster_scoped_writes(suite: &LoadedSuite, row: &Row, fixtures_dir: &Path
     for w in &mut writes {
         w.name = w.name.as_deref().and_then(known_name);
     }
+    // The node pool's devices (the DRA driver stand-in's ResourceSlices) are the cluster's:
+    // rows that allocate them take turns, or one row's claims leave another's pods without a
+    // device (seen on upstream at `--jobs 4`: a group pod unschedulable for 30 s while other
+    // rows held the free devices).
+    if row.needs.actors().contains(&crate::suite::ActorName::DraDriver) {
+        writes.push(Write { kind: "ResourceSlice".into(), name: None, content: None });
+    }
     writes
 }
 
@@ -182,6 +189,20 @@ mod tests {
         assert!(flavor(None).collides(&write("ResourceFlavor", None, None)));
         assert!(!flavor(None).collides(&write("ResourceFlavor", Some("spot"), None)));
         assert!(!flavor(None).collides(&write("ClusterQueue", Some("default"), None)));
+    }
+
+    #[test]
+    fn rows_that_allocate_the_node_pools_devices_take_turns() {
+        let text = "suite: s\ntitle: s\nrows:\n\
+          - {id: a, title: a, kind: behaviour, source: https://example.com, needs: {capabilities: [\"actor:dra-driver\"]}, steps: [], expect: []}\n\
+          - {id: b, title: b, kind: behaviour, source: https://example.com, needs: {capabilities: [\"actor:dra-driver\", \"actor:scheduler\"]}, steps: [], expect: []}\n\
+          - {id: c, title: c, kind: behaviour, source: https://example.com, needs: {capabilities: [\"actor:scheduler\"]}, steps: [], expect: []}\n";
+        let suite = crate::suite::load_suite_str(Path::new("s.yaml"), text).expect("the suite loads");
+        let kinds = crate::actors::kind_catalog();
+        let writes: Vec<Vec<Write>> =
+            suite.suite.rows.iter().map(|r| cluster_scoped_writes(&suite, r, Path::new("."), &kinds)).collect();
+        assert!(writes[0].iter().any(|w| writes[1].iter().any(|v| w.collides(v))), "{writes:?}");
+        assert!(writes[2].is_empty(), "{writes:?}");
     }
 
     #[test]

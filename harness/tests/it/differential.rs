@@ -33,7 +33,9 @@ async fn fake_and_real_apiserver_agree_on_a_small_corpus() {
     let real = upstream::client_from(&plane.kubeconfig).await.expect("a client for the real apiserver");
     let server = differential::fake_server();
     let names = differential::corpus::RunNames { namespace: "kproof-diff-smoke".into(), nonce: "smoke".into() };
-    let outcomes = differential::run(&server.client(), &real, 7, 200, &names, |_| {}).await.expect("the corpus runs");
+    let outcomes = differential::run(&server.client(), &real, 7, 200, &names, differential::Generator::Kinds, |_| {})
+        .await
+        .expect("the corpus runs");
     let summary = differential::Summary::of(&outcomes);
     println!("{}", summary.table());
     plane.stop();

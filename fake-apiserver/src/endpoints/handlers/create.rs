@@ -42,7 +42,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let body = call.body().await?;
     let dry_run = call.query.dry_run("CreateOptions")?;
     let mut obj = parse_object(&body, format == BodyFormat::Yaml)?;
-    let warnings = call.unknown_fields_decoding(&mut obj)?;
+    let warnings = call.unknown_fields_decoding(&body, &mut obj)?;
     let ctx = call.write_context(Verb::Create);
     let now = call.ctx.clock.now();
     let w = Write { ctx: &ctx, now, dry_run, fields: Some(&UpdateOwnership) };

@@ -48,16 +48,30 @@ pub(super) async fn handle(mut call: Call) -> ApiResult<Response> {
 /// object; JSON `null` counts as none). Decode errors are 400, `ValidateDeleteOptions`
 /// failures 422 Invalid `DeleteOptions.meta.k8s.io`.
 pub(super) fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
-    let mut o = DeleteOptions {
-        grace_period_seconds: query.grace_period_seconds,
-        propagation_policy: query.propagation_policy.clone(),
-        orphan_dependents: query.orphan_dependents,
-        ..Default::default()
+    // A body is the options: the query is then not read at all (apiserver v0.37.2
+    // endpoints/handlers/delete.go, `DeleteResource`: `DecodeParameters` only without a body).
+    let with_body = !body.iter().all(u8::is_ascii_whitespace);
+    let mut o = if with_body {
+        DeleteOptions::default()
+    } else {
+        DeleteOptions {
+            grace_period_seconds: query.grace_period_seconds,
+            propagation_policy: query.propagation_policy.clone(),
+            orphan_dependents: query.orphan_dependents,
+            ..Default::default()
+        }
     };
-    let mut dry_run = query.dry_run_values.clone();
-    if !body.iter().all(u8::is_ascii_whitespace) {
+    let mut dry_run = if with_body { Vec::new() } else { query.dry_run_values.clone() };
+    if with_body {
         let decode_error = |e: String| ApiError::bad_request(format!("error decoding DeleteOptions: {e}"));
         let v: Value = serde_json::from_slice(body).map_err(|e| decode_error(e.to_string()))?;
+        // The meta codecs decode the body as the kind it names, DeleteOptions by default.
+        if let Some(kind) = v.get("kind").and_then(Value::as_str).filter(|k| !k.is_empty() && *k != "DeleteOptions") {
+            let api_version = v.get("apiVersion").and_then(Value::as_str).unwrap_or("v1");
+            return Err(ApiError::bad_request(format!(
+                "no kind {kind:?} is registered for version {api_version:?} in scheme \"pkg/runtime/scheme.go:110\""
+            )));
+        }
         let fields = match &v {
             Value::Object(m) => m.clone(),
             Value::Null => serde_json::Map::new(),

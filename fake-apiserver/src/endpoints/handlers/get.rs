@@ -13,6 +13,9 @@ use http::StatusCode;
 pub(super) fn object(call: Call) -> ApiResult<Response> {
     let rendering = tables::negotiate(&call.parts.headers, call.parts.uri.query())?;
     update_mode(&call.target.rt, call.subresource)?;
+    if let Some(rv) = call.query.resource_version.as_deref() {
+        crate::storage::read_rv(rv)?;
+    }
     let obj = {
         let st = call.ctx.state.read();
         current(&st, &call.target, call.name())?

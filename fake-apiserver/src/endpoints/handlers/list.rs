@@ -8,7 +8,7 @@ use super::Call;
 use crate::error::{ApiError, ApiResult, StatusCause};
 use crate::registry::ResourceType;
 use crate::registry::store::try_render_many;
-use crate::storage::{StoredObject, parse_rv};
+use crate::storage::{StoredObject, read_rv};
 use axum::response::Response;
 use base64::Engine;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -82,7 +82,11 @@ const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to di
 fn list_snapshot(query: &Query, current: u64) -> ApiResult<Option<u64>> {
     let rv = query.resource_version.as_deref();
     let parsed = match rv {
-        Some(s) => Some(parse_rv(s).ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {s:?}")))?),
+        // `InterpretListError` turns the storage's invalid resourceVersion into a 400 (a GET or
+        // a watch leaves it a 500).
+        Some(s) => {
+            Some(read_rv(s).map_err(|e| ApiError::bad_request(format!("invalid resource version: {}", e.message)))?)
+        }
         None => None,
     };
     match (query.resource_version_match.as_deref(), parsed) {

@@ -93,9 +93,10 @@ impl Call {
     }
 
     /// [`Call::unknown_fields`] of an object the request then decodes (a create's or an
-    /// update's body); a custom resource is pruned on the way.
-    fn unknown_fields_decoding(&self, body: &mut Value) -> ApiResult<Vec<String>> {
-        field_validation::check_decoding(&self.target.rt, self.field_validation()?, body)
+    /// update's body, `raw` as sent, whose duplicate fields count too); a custom resource is
+    /// pruned on the way.
+    fn unknown_fields_decoding(&self, raw: &[u8], body: &mut Value) -> ApiResult<Vec<String>> {
+        field_validation::check_decoding(&self.target.rt, self.field_validation()?, raw, body)
     }
 
     fn field_validation(&self) -> ApiResult<FieldValidation> {

@@ -2,7 +2,7 @@
 //! server-side apply, of an object, its status or its Scale.
 
 use super::super::negotiation::{PatchKind, bytes_response, patch_kind, with_warnings};
-use super::super::query::{Query, invalid_options};
+use super::super::query::Query;
 use super::{Call, create_prepared, current, keep_resource_version, update_mode};
 use crate::error::{ApiError, ApiResult, StatusCause};
 use crate::fieldmanager::UpdateOwnership;
@@ -10,7 +10,7 @@ use crate::fieldmanager::apply::{ApplyRequest, apply};
 use crate::fieldmanager::patch_meta::Shape;
 use crate::fieldmanager::smp;
 use crate::go_json_patch;
-use crate::registry::decode::{check_patched, check_type_meta, parse_object};
+use crate::registry::decode::{check_apply_type_meta, check_patched, go_nulls_of, parse_object};
 use crate::registry::store::{self, UpdateMode, Write, try_render, try_served_value};
 use crate::storage::Verb;
 use apimachinery::clock::format_time;
@@ -26,8 +26,7 @@ const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let kind = patch_kind(&call.parts.headers, call.target.rt.custom)?;
     let body = call.body().await?;
-    let dry_run = call.query.dry_run("PatchOptions")?;
-    patch_options(&call.query, kind)?;
+    let dry_run = call.query.write_options("PatchOptions", patch_causes(&call.query, kind))?;
     // Unknown fields are looked for in the patch itself (a JSON patch has no object shape).
     let mut warnings = match kind {
         PatchKind::Json => Vec::new(),
@@ -51,6 +50,8 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
         let served = try_served_value(rt, &old)?;
         let shape = Shape::builtin_root(&rt.group, &rt.version, &rt.kind);
         let mut patched = apply_patch(kind, &served, &body, shape)?;
+        // The patched JSON is decoded as Go decodes it: nulls left by the patch are zero values.
+        go_nulls_of(rt, &mut patched);
         check_patched(&patched, rt.api_version(), &rt.kind, rt.decode_check)?;
         keep_resource_version(&mut patched, &old);
         let w = Write { ctx: &ctx, now, dry_run, fields: Some(&UpdateOwnership) };
@@ -65,34 +66,24 @@ pub(super) async fn scale(call: Call) -> ApiResult<Response> {
     super::update::write_scale(call, Verb::Patch).await
 }
 
-/// `ValidatePatchOptions`: apply needs a field manager, only apply takes `force`.
-fn patch_options(query: &Query, kind: PatchKind) -> ApiResult<()> {
-    let mut causes = Vec::new();
+/// `ValidatePatchOptions`' own rules: apply needs a field manager, only apply takes `force`.
+fn patch_causes(query: &Query, kind: PatchKind) -> Vec<StatusCause> {
     if kind == PatchKind::Apply {
         if query.field_manager.is_none() {
-            causes.push(StatusCause::field(
+            return vec![StatusCause::field(
                 "FieldValueRequired",
                 "fieldManager",
                 "Required value: is required for apply patch",
-            ));
+            )];
         }
     } else if query.force.is_some() {
-        causes.push(StatusCause::field(
+        return vec![StatusCause::field(
             "FieldValueForbidden",
             "force",
             "Forbidden: may not be specified for non-apply patch",
-        ));
+        )];
     }
-    if let Some(m) = &query.field_manager
-        && m.chars().count() > 128
-    {
-        causes.push(StatusCause::field(
-            "FieldValueTooLong",
-            "fieldManager",
-            "Too long: may not be more than 128 bytes",
-        ));
-    }
-    if causes.is_empty() { Ok(()) } else { Err(invalid_options("PatchOptions", causes)) }
+    Vec::new()
 }
 
 /// A server-side apply: merge into the live object (or create it), conflicts, ownership.
@@ -101,8 +92,8 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
     let (target, name, query) = (&call.target, call.name(), &call.query);
     let ctx = &call.write_context(Verb::Patch);
     let rt = &target.rt;
-    let mut applied = parse_object(body, true)?;
-    check_type_meta(rt, &mut applied)?;
+    let applied = parse_object(body, true)?;
+    check_apply_type_meta(rt, &applied)?;
     if applied["metadata"].get("managedFields").is_some_and(|v| !v.is_null()) {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
@@ -144,25 +135,26 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
         subresource: call.subresource,
         time: format_time(now),
     };
+    // What the merged object cannot be decoded as is a plain 500 as well (structuredmerge.go
+    // `Apply`, apiserver v0.37.2 pkg/endpoints/handlers/fieldmanager): a scalar of the wrong JSON
+    // type fails structured-merge-diff's typing ("failed to create typed patch object"), any other
+    // decoding error (quantities, int32 bounds, bytes that are not base64, times that are not
+    // strings: scalars its schema leaves untyped) the conversion to the typed object.
     let typed = |merged: &Value| -> ApiResult<()> {
         let Some(check) = rt.decode_check else { return Ok(()) };
         check(merged).map_err(|e| {
-            // Bytes that are not base64 pass structured-merge-diff (its schema says string) and
-            // fail only the conversion to the typed object: kube-apiserver answers 500.
-            if is_base64_error(&e.to_string()) {
-                let gv = if rt.group.is_empty() { format!("/{}", rt.version) } else { rt.api_version().to_string() };
-                return ApiError::internal_plain(format!(
+            let gv = if rt.group.is_empty() { format!("/{}", rt.version) } else { rt.api_version().to_string() };
+            let kind = &rt.kind;
+            let e = e.to_string();
+            if e.contains("invalid type:") && !e.contains("timestamp") {
+                untyped(e)
+            } else {
+                let e = if is_base64_error(&e) { format!("error decoding from json: {e}") } else { e };
+                ApiError::internal_plain(format!(
                     "failed to convert new object (/{name}; {gv}, Kind={kind}) to proper version: unable to convert \
-                     unstructured object to {gv}, Kind={kind}: error decoding from json: {e}",
-                    kind = rt.kind
-                ));
+                     unstructured object to {gv}, Kind={kind}: {e}"
+                ))
             }
-            let ns = if target.namespace.is_empty() { String::new() } else { format!("{}/", target.namespace) };
-            ApiError::bad_request(format!(
-                "failed to create typed patch object ({ns}{name}; {}, Kind={}): {e}",
-                rt.api_version(),
-                rt.kind
-            ))
         })
     };
     let ((obj, created), raised) = call.ctx.write_admitted(dry_run, |st| {
@@ -210,16 +202,50 @@ pub(super) fn apply_patch(kind: PatchKind, old: &Value, body: &[u8], shape: Shap
         PatchKind::Merge => {
             let patch: Value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            json_patch::merge(&mut doc, &patch);
+            // evanphx/json-patch v4 `MergePatch`: a patch that is neither an object nor a list is
+            // `ErrBadJSONPatch` (400); a list replaces the document, its nulls pruned.
+            match patch {
+                Value::Object(_) => json_patch::merge(&mut doc, &patch),
+                Value::Array(items) => doc = Value::Array(items.into_iter().filter(|v| !v.is_null()).collect()),
+                _ => return Err(ApiError::bad_request("Invalid JSON Patch")),
+            }
         }
         PatchKind::Json => {
-            let ops: Vec<Value> = serde_json::from_slice(body)
+            let mut ops: Vec<Value> = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
             if ops.len() > MAX_JSON_PATCH_OPERATIONS {
                 return Err(ApiError::request_entity_too_large(format!(
                     "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
                     ops.len()
                 )));
+            }
+            // evanphx/json-patch v4 decodes any list of objects (`DecodePatch`) and finds a
+            // missing or unknown op, or a missing path or from, only when it applies the patch:
+            // a 422 like every other failure to apply.
+            for op in &ops {
+                let kind = op.get("op").and_then(Value::as_str).unwrap_or("unknown");
+                let why = if !matches!(kind, "add" | "remove" | "replace" | "move" | "copy" | "test") {
+                    Some(format!("Unexpected kind: {kind}"))
+                } else if !op.get("path").is_some_and(Value::is_string) {
+                    Some(format!("{kind} operation failed to decode path: operation missing path field: missing value"))
+                } else if matches!(kind, "move" | "copy") && !op.get("from").is_some_and(Value::is_string) {
+                    Some(format!("{kind} operation failed to decode from: operation missing from field: missing value"))
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    return Err(ApiError::unprocessable(format!(
+                        "the server rejected our request due to an error in our request: {why}"
+                    )));
+                }
+            }
+            // evanphx/json-patch v4 reads a missing `value` of add or replace as null.
+            for op in &mut ops {
+                if let Some(o) = op.as_object_mut()
+                    && matches!(o.get("op").and_then(Value::as_str), Some("add" | "replace"))
+                {
+                    o.entry("value").or_insert(Value::Null);
+                }
             }
             let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops))
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
@@ -230,9 +256,7 @@ pub(super) fn apply_patch(kind: PatchKind, old: &Value, body: &[u8], shape: Shap
             })?;
         }
     }
-    if !doc.is_object() {
-        return Err(ApiError::unprocessable("the patch turned the object into something that is not an object"));
-    }
+    // A result that is not an object fails to decode (`check_patched`: 422 on `patch`).
     Ok(doc)
 }
 

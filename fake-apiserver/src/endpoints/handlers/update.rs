@@ -21,7 +21,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
     let body = call.body().await?;
     let dry_run = call.query.dry_run("UpdateOptions")?;
     let mut obj = parse_object(&body, format == BodyFormat::Yaml)?;
-    let mut warnings = call.unknown_fields_decoding(&mut obj)?;
+    let mut warnings = call.unknown_fields_decoding(&body, &mut obj)?;
     let rt = &call.target.rt;
     let mode = update_mode(rt, call.subresource)?;
     let ctx = call.write_context(Verb::Update);

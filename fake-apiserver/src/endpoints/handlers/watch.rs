@@ -12,7 +12,7 @@ use super::super::{Context, ListenerStop};
 use super::Call;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::store::{served_as_stored, try_render, try_render_many};
-use crate::storage::{Change, ChangeKind, StoredObject, parse_rv};
+use crate::storage::{Change, ChangeKind, StoredObject, read_rv};
 use apimachinery::{FieldSelector, LabelSelector};
 use axum::body::Body;
 use axum::response::Response;
@@ -284,7 +284,7 @@ pub(super) fn handle(call: Call) -> ApiResult<Response> {
     }
     let requested = match query.resource_version.as_deref() {
         None => None,
-        Some(s) => Some(parse_rv(s).ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {s:?}")))?),
+        Some(s) => Some(read_rv(s)?),
     };
     let timeout = query.timeout_seconds.map(Duration::from_secs).unwrap_or(ctx.settings.default_watch_timeout);
     let now = Instant::now();

@@ -163,7 +163,11 @@ fn template_update_causes(obj: &Value, old: &Value, path: &Path) -> Vec<StatusCa
     let (new_t, old_t) = (&obj["spec"]["template"], &old["spec"]["template"]);
     let immutable = |at: Path, v: &Value| vec![field::invalid(&at, Bad::Raw(v.to_string()), field::FIELD_IMMUTABLE)];
     if old["spec"]["suspend"] != json!(true) {
-        return if new_t == old_t { Vec::new() } else { immutable(path.child("template"), new_t) };
+        return if apimachinery::json::semantically_equal(new_t, old_t) {
+            Vec::new()
+        } else {
+            immutable(path.child("template"), new_t)
+        };
     }
     let status = &old["status"];
     let not_started = status.get("startTime").is_none_or(Value::is_null);
@@ -172,7 +176,11 @@ fn template_update_causes(obj: &Value, old: &Value, path: &Path) -> Vec<StatusCa
         .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Suspended" && c["status"] == "True"));
     let inactive = status["active"].as_i64().unwrap_or(0) == 0;
     if !((not_started || suspended_condition) && inactive) {
-        return if new_t == old_t { Vec::new() } else { immutable(path.child("template"), new_t) };
+        return if apimachinery::json::semantically_equal(new_t, old_t) {
+            Vec::new()
+        } else {
+            immutable(path.child("template"), new_t)
+        };
     }
     // Scheduling directives take the new values; then only container resources may differ.
     let mut expected = old_t["spec"].clone();
@@ -225,7 +233,11 @@ fn template_update_causes(obj: &Value, old: &Value, path: &Path) -> Vec<StatusCa
             }
         }
     }
-    if *new_spec == expected { Vec::new() } else { immutable(path.child("template").child("spec"), new_spec) }
+    if apimachinery::json::semantically_equal(new_spec, &expected) {
+        Vec::new()
+    } else {
+        immutable(path.child("template").child("spec"), new_spec)
+    }
 }
 
 #[cfg(test)]

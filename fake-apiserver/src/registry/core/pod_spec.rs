@@ -627,14 +627,8 @@ pub(crate) fn validate_pod_spec(spec: &Value, path: &Path, of: SpecOf) -> Vec<St
             out.push(field::duplicate(&at, name));
         }
     }
-    if let Some(n) = spec.get("securityContext").and_then(|sc| sc.get("runAsUser")).and_then(Value::as_i64)
-        && !(0..=i64::from(i32::MAX)).contains(&n)
-    {
-        out.push(field::invalid(
-            &path.child("securityContext").child("runAsUser"),
-            n,
-            "must be between 0 and 2147483647, inclusive",
-        ));
+    if let Some(sc) = spec.get("securityContext").filter(|v| v.is_object()) {
+        pod_security_context(&mut out, sc, &path.child("securityContext"));
     }
     let mut claim_names = BTreeSet::new();
     for (i, c) in list(spec, "resourceClaims").iter().enumerate() {
@@ -667,4 +661,89 @@ pub(crate) fn validate_template(template: &Value, path: &Path) -> Vec<StatusCaus
     labels_at(&mut out, template.get("metadata").and_then(|m| m.get("labels")), &path.child("labels"));
     out.extend(validate_pod_spec(template.get("spec").unwrap_or(&Value::Null), &path.child("spec"), SpecOf::Template));
     out
+}
+
+/// `validatePodSpecSecurityContext` (pkg/apis/core/validation/validation.go, v1.37.2): user and
+/// group ids in `0..=2147483647` (`IsValidUserID`, `IsValidGroupID`), the policies' enums, and
+/// the seccomp and AppArmor profiles (a type, a localhost profile exactly for `Localhost`).
+fn pod_security_context(out: &mut Vec<StatusCause>, sc: &Value, path: &Path) {
+    const ID_RANGE: &str = "must be between 0 and 2147483647, inclusive";
+    let id_ok = |n: i64| (0..=i64::from(i32::MAX)).contains(&n);
+    for key in ["fsGroup", "runAsUser", "runAsGroup"] {
+        if let Some(n) = sc.get(key).and_then(Value::as_i64).filter(|n| !id_ok(*n)) {
+            out.push(field::invalid(&path.child(key), n, ID_RANGE));
+        }
+    }
+    for (i, g) in list(sc, "supplementalGroups").iter().enumerate() {
+        if let Some(n) = g.as_i64().filter(|n| !id_ok(*n)) {
+            out.push(field::invalid(&path.child("supplementalGroups").index(i), n, ID_RANGE));
+        }
+    }
+    let one_of = |out: &mut Vec<StatusCause>, key: &str, valid: &[&str]| {
+        if let Some(v) = sc.get(key).and_then(Value::as_str).filter(|v| !valid.contains(v)) {
+            out.push(field::not_supported(&path.child(key), v, valid));
+        }
+    };
+    one_of(out, "fsGroupChangePolicy", &["Always", "OnRootMismatch"]);
+    seccomp_profile(out, sc, &path.child("seccompProfile"));
+    apparmor_profile(out, sc, &path.child("appArmorProfile"));
+    one_of(out, "supplementalGroupsPolicy", &["Merge", "Strict"]);
+}
+
+/// `validateSeccompProfileField` of `holder.seccompProfile`.
+pub(super) fn seccomp_profile(out: &mut Vec<StatusCause>, holder: &Value, path: &Path) {
+    let Some(sp) = holder.get("seccompProfile").filter(|v| v.is_object()) else { return };
+    let kind = s(sp, "type");
+    match kind {
+        "Localhost" | "RuntimeDefault" | "Unconfined" => {}
+        "" => out.push(field::required(&path.child("type"), "type is required when seccompProfile is set")),
+        other => {
+            out.push(field::not_supported(&path.child("type"), other, &["Localhost", "RuntimeDefault", "Unconfined"]))
+        }
+    }
+    let localhost = sp.get("localhostProfile").filter(|v| !v.is_null());
+    match (kind, localhost) {
+        ("Localhost", None) => {
+            out.push(field::required(&path.child("localhostProfile"), "must be set when seccomp type is Localhost"));
+        }
+        ("Localhost", Some(_)) => {}
+        (_, Some(_)) => out.push(field::invalid(
+            &path.child("localhostProfile"),
+            Bad::Raw(sp.to_string()),
+            "can only be set when seccomp type is Localhost",
+        )),
+        _ => {}
+    }
+}
+
+/// `ValidateAppArmorProfileField` of `holder.appArmorProfile`.
+pub(super) fn apparmor_profile(out: &mut Vec<StatusCause>, holder: &Value, path: &Path) {
+    let Some(p) = holder.get("appArmorProfile").filter(|v| v.is_object()) else { return };
+    let localhost = p.get("localhostProfile").and_then(Value::as_str);
+    match s(p, "type") {
+        "Localhost" => match localhost {
+            None => out
+                .push(field::required(&path.child("localhostProfile"), "must be set when AppArmor type is Localhost")),
+            Some(l) if l.trim() != l => {
+                out.push(field::invalid(&path.child("localhostProfile"), l, "must not be padded with whitespace"))
+            }
+            Some("") => out
+                .push(field::required(&path.child("localhostProfile"), "must be set when AppArmor type is Localhost")),
+            Some(l) if l.len() > 4095 => out.push(field::too_long(&path.child("localhostProfile"), 4095)),
+            Some(_) => {}
+        },
+        "RuntimeDefault" | "Unconfined" => {
+            if let Some(l) = localhost {
+                out.push(field::invalid(
+                    &path.child("localhostProfile"),
+                    l,
+                    "can only be set when AppArmor type is Localhost",
+                ));
+            }
+        }
+        "" => out.push(field::required(&path.child("type"), "type is required when appArmorProfile is set")),
+        other => {
+            out.push(field::not_supported(&path.child("type"), other, &["Localhost", "RuntimeDefault", "Unconfined"]))
+        }
+    }
 }

@@ -16,6 +16,11 @@ use serde_json::{Value, json};
 pub(crate) struct ReplicationControllerStrategy;
 
 impl Strategy for ReplicationControllerStrategy {
+    // ValidateReplicationController: `ValidateObjectMetaWithOpts` (pkg/apis/core/validation).
+    fn validates_generate_name(&self) -> bool {
+        false
+    }
+
     fn default(&self, _rt: &ResourceType, obj: &mut Value) {
         let labels = obj.pointer("/spec/template/metadata/labels").filter(|l| l.is_object()).cloned();
         if let Some(labels) = labels {

@@ -75,6 +75,12 @@ impl Strategy for RoleStrategy {
             }
         }
         if let Some(agg) = obj.get("aggregationRule").filter(|v| v.is_object()) {
+            if list(agg, "clusterRoleSelectors").is_empty() {
+                out.push(field::required(
+                    &Path::root("aggregationRule").child("clusterRoleSelectors"),
+                    "at least one clusterRoleSelector required if aggregationRule is non-nil",
+                ));
+            }
             for (i, sel) in list(agg, "clusterRoleSelectors").iter().enumerate() {
                 out.extend(label_selector_causes(
                     sel,

@@ -382,6 +382,11 @@ impl Strategy for ResourceClaimTemplateStrategy {
 pub(crate) struct DeviceClassStrategy;
 
 impl Strategy for DeviceClassStrategy {
+    // ValidateDeviceClass: `ValidateObjectMetaWithOpts` (pkg/apis/resource/validation/validation.go).
+    fn validates_generate_name(&self) -> bool {
+        false
+    }
+
     fn validate(&self, _rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
         let mut out = Vec::new();
         let spec = obj.get("spec").unwrap_or(&Value::Null);

@@ -300,6 +300,9 @@ pub(crate) struct PreparedCreate {
     /// The object to store, or the validation error the create answers with once the
     /// namespace and existence checks (which come first) pass.
     object: ApiResult<PreparedObject>,
+    /// The client sent a resourceVersion that is a number other than 0, which etcd3's `Create`
+    /// refuses once everything else passed (a dry run never reaches it).
+    sent_resource_version: bool,
 }
 
 #[derive(Clone)]
@@ -350,6 +353,15 @@ pub(crate) fn prepare_create(
     // ValidateObjectMeta (the name, then the labels and the rest), reported with the kind's
     // own causes in one Invalid once the object is prepared.
     let mut causes = Vec::new();
+    if !generate.is_empty() && rt.strategy.validates_generate_name() {
+        causes.extend(rt.strategy.name_rule().prefix_errors(&generate).into_iter().map(|msg| {
+            StatusCause::field(
+                "FieldValueInvalid",
+                "metadata.generateName",
+                format!("Invalid value: {}: {msg}", quote(&generate)),
+            )
+        }));
+    }
     if name.is_empty() {
         causes.push(StatusCause::field(
             "FieldValueRequired",
@@ -364,6 +376,11 @@ pub(crate) fn prepare_create(
     }
     causes.extend(object_meta_causes(meta, rt.namespaced));
     let mut causes = custom_meta_causes(rt, causes, false);
+    let sent_resource_version = meta
+        .get("resourceVersion")
+        .and_then(Value::as_str)
+        .and_then(crate::storage::parse_rv)
+        .is_some_and(|rv| rv != 0);
     for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
         meta.remove(f);
     }
@@ -372,6 +389,8 @@ pub(crate) fn prepare_create(
     if rt.tracks_generation {
         meta.insert("generation".into(), json!(1));
     } else {
+        // What the client sent is validated (ValidateObjectMeta) though not kept here.
+        causes.extend(super::meta::generation_causes(meta));
         meta.remove("generation");
     }
     // Nodes keep the status the kubelet registers them with; other kinds start with none.
@@ -395,7 +414,7 @@ pub(crate) fn prepare_create(
             PreparedObject { preview_rv: 0, encoded: Encoded::for_commit(rt, obj) }
         })
     });
-    Ok(PreparedCreate { name, warnings, object })
+    Ok(PreparedCreate { name, warnings, object, sent_resource_version })
 }
 
 /// The part of a create that reads and writes the store: the namespace must exist and not be
@@ -430,6 +449,10 @@ pub(crate) fn create_prepared(
     st.warnings.extend(warnings);
     if w.dry_run {
         return Ok(Arc::new(encoded.finish(preview_rv)));
+    }
+    if prepared.sent_resource_version {
+        // apiserver v0.37.2 pkg/storage/etcd3/store.go `Create`: a plain error, 500.
+        return Err(ApiError::internal_plain("resourceVersion should not be set on objects to be created"));
     }
     let kind = if exists { ChangeKind::Modified } else { ChangeKind::Added };
     let created = st.store.commit_encoded(rt, kind, encoded, w.ctx, w.now);
@@ -479,23 +502,55 @@ pub(crate) fn update(
         UpdateMode::Status => super::decode::decode_status_write(rt, &mut new)?,
     }
     let meta = meta_mut(&mut new)?;
-    match meta.get("name").and_then(Value::as_str) {
-        Some(n) if !n.is_empty() && n != name => {
+    // `EnsureObjectNamespaceMatchesRequestNamespace`, then `checkName` (apiserver v0.37.2
+    // endpoints/handlers/update.go and patch.go): the namespace first, then a name that must be
+    // there and be the URL's.
+    if rt.namespaced && meta.get("namespace").and_then(Value::as_str).is_some_and(|n| !n.is_empty() && n != ns) {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    match meta.get("name").and_then(Value::as_str).unwrap_or_default() {
+        "" => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+            )));
+        }
+        n if n != name => {
             return Err(ApiError::bad_request(format!(
                 "the name of the object ({n}) does not match the name on the URL ({name})"
             )));
         }
         _ => {}
     }
-    if rt.namespaced && meta.get("namespace").and_then(Value::as_str).is_some_and(|n| !n.is_empty() && n != ns) {
-        return Err(ApiError::bad_request(
-            "the namespace of the provided object does not match the namespace sent on the request",
-        ));
-    }
     let key = rt.storage_key();
     let stored_ns = if rt.namespaced { ns } else { "" };
     let old = st.store.get(key, stored_ns, name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
-    match meta.get("resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+    // A PUT's uid is a storage precondition (`defaultUpdatedObjectInfo.Preconditions`, checked
+    // by etcd3's GuaranteedUpdate before the update itself): another uid is a 409. A patch
+    // carries none (its changed uid fails as immutable).
+    if w.ctx.verb == Verb::Update
+        && let Some(uid) = meta.get("uid").and_then(Value::as_str).filter(|u| !u.is_empty() && *u != old.uid)
+    {
+        let prefix = if rt.custom { format!("/{}", rt.group) } else { String::new() };
+        let at = if stored_ns.is_empty() { name.to_string() } else { format!("{stored_ns}/{name}") };
+        return Err(ApiError::conflict_because(
+            &rt.group,
+            &rt.plural,
+            name,
+            format!(
+                "StorageError: invalid object, Code: 4, Key: /registry{prefix}/{}/{at}, ResourceVersion: 0, \
+                 AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                rt.plural, old.uid
+            ),
+        ));
+    }
+    let sent = meta.get("resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty());
+    // etcd3's GuaranteedUpdate parses it first: not a number is a plain 500.
+    if let Some(rv) = sent {
+        crate::storage::parse_rv_go(rv).map_err(ApiError::internal_plain)?;
+    }
+    match sent {
         // Defect: any resourceVersion is accepted (last write wins).
         Some(rv)
             if parse_rv(rv) != Some(old.resource_version)
@@ -573,6 +628,33 @@ pub(crate) fn update(
             m
         }
     };
+    // rest.BeforeUpdate (apiserver v0.37.2 pkg/registry/rest/update.go) takes the stored
+    // generation, creationTimestamp, a missing uid and a set deletionTimestamp or grace period
+    // over what was sent; what remains a change of uid, deletionTimestamp or
+    // deletionGracePeriodSeconds fails ValidateObjectMetaUpdate as immutable.
+    let mut meta_update_causes = Vec::new();
+    {
+        let old_meta = &old_value["metadata"];
+        let sent = &merged["metadata"];
+        let mpath = super::field::Path::root("metadata");
+        // A field sent (not null, not empty) that differs from the stored one.
+        fn set(v: Option<&Value>) -> Option<&Value> {
+            v.filter(|v| !v.is_null() && *v != "")
+        }
+        let mut changed = |f: &str| {
+            if let Some(new) = set(sent.get(f))
+                && set(old_meta.get(f)) != Some(new)
+            {
+                let was = old_meta.get(f).unwrap_or(&Value::Null);
+                meta_update_causes.extend(super::field::immutable(&mpath.child(f), new, was));
+            }
+        };
+        changed("uid");
+        if old_meta.get("deletionTimestamp").is_none_or(Value::is_null) {
+            changed("deletionTimestamp");
+        }
+        changed("deletionGracePeriodSeconds");
+    }
     {
         let old_meta = &old_value["metadata"];
         let meta = meta_mut(&mut merged)?;
@@ -613,10 +695,11 @@ pub(crate) fn update(
     let mutated = admission::mutate_write(st, &req, &mut merged)?;
     st.warnings.extend(mutated);
     rt.strategy.prepare_for_update(rt, &mut merged, &old_value, mode);
-    let mut causes = match merged["metadata"].as_object() {
+    let mut causes = meta_update_causes;
+    causes.extend(match merged["metadata"].as_object() {
         Some(meta) => custom_meta_causes(rt, object_meta_causes(meta, rt.namespaced), true),
         None => Vec::new(),
-    };
+    });
     causes.extend(match mode {
         // Defect: a custom resource's update is validated as a create, so nothing ratchets.
         UpdateMode::Main if rt.custom && st.defective(ServerDefect::NoValidationRatcheting) => {

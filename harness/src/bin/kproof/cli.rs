@@ -119,6 +119,10 @@ pub(crate) struct DifferentialArgs {
     /// How many cases (one compared request each).
     #[arg(long, default_value_t = 5000)]
     pub(crate) count: usize,
+    /// Which corpus: `kinds` (hand-written mutations of each kind) or `upstream` (upstream's
+    /// validation tests, the real server's OpenAPI schemas, the request grid).
+    #[arg(long, value_enum, default_value_t = CorpusArg::Kinds)]
+    pub(crate) generator: CorpusArg,
     /// Compare with the cluster of this kubeconfig instead of starting etcd and kube-apiserver
     /// from the upstream build.
     #[arg(long)]
@@ -131,6 +135,15 @@ pub(crate) struct DifferentialArgs {
     /// Exit non-zero when the agreement is below this percentage.
     #[arg(long, default_value_t = 0.0)]
     pub(crate) min_agreement: f64,
+}
+
+/// `kproof differential --generator`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CorpusArg {
+    /// The first corpus: each kind's hand-written mutations and API machinery cases.
+    Kinds,
+    /// The second: upstream's validation tests, OpenAPI schemas, the request grid.
+    Upstream,
 }
 
 #[derive(Subcommand, Debug)]

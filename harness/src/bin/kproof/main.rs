@@ -291,13 +291,19 @@ fn differential(args: DifferentialArgs) -> anyhow::Result<ExitCode> {
         let names = differential::corpus::RunNames { namespace: format!("kproof-diff-{}-{nonce}", args.seed), nonce };
         let bar = indicatif::ProgressBar::new(args.count as u64);
         let started = std::time::Instant::now();
-        let outcomes = differential::run(&fake, &real, args.seed, args.count, &names, |n| bar.set_position(n as u64))
-            .await
-            .map_err(anyhow::Error::msg)?;
+        let generator = match args.generator {
+            cli::CorpusArg::Kinds => differential::Generator::Kinds,
+            cli::CorpusArg::Upstream => differential::Generator::Upstream,
+        };
+        let outcomes =
+            differential::run(&fake, &real, args.seed, args.count, &names, generator, |n| bar.set_position(n as u64))
+                .await
+                .map_err(anyhow::Error::msg)?;
         bar.finish_and_clear();
         let summary = differential::Summary::of(&outcomes);
         println!(
-            "kproof differential --seed {} --count {} ({:.0} s)\n",
+            "kproof differential --generator {} --seed {} --count {} ({:.0} s)\n",
+            if generator == differential::Generator::Kinds { "kinds" } else { "upstream" },
             args.seed,
             args.count,
             started.elapsed().as_secs_f64()

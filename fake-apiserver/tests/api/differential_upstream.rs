@@ -1,0 +1,318 @@
+//! Disagreements with kube-apiserver v1.37.2 that `kproof differential --generator upstream`
+//! found (the corpus drawn from upstream's validation tests, OpenAPI schemas and the request
+//! grid), each kept as the answer the real server gave.
+
+use crate::common::{causes, get, post, raw, store_fingerprint};
+use fake_apiserver::ApiServer;
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+const SECRETS: &str = "/api/v1/namespaces/default/secrets";
+const PODS: &str = "/api/v1/namespaces/default/pods";
+const ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
+const CLUSTER_ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+const JOBS: &str = "/apis/batch/v1/namespaces/default/jobs";
+const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/default/events";
+
+const JSON: Option<&str> = Some("application/json");
+const MERGE: Option<&str> = Some("application/merge-patch+json");
+const JSON_PATCH: Option<&str> = Some("application/json-patch+json");
+const APPLY: Option<&str> = Some("application/apply-patch+yaml");
+
+async fn configmap(server: &ApiServer, name: &str) -> Value {
+    let (code, v) = post(
+        server,
+        CMS,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}}),
+    )
+    .await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+    v
+}
+
+fn reason(v: &Value) -> &str {
+    v["reason"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_patch_that_removes_the_name_cannot_name_the_object() {
+    let server = ApiServer::default();
+    configmap(&server, "c").await;
+    for body in [r#"{"metadata":null}"#, r#"{"metadata":{"name":null}}"#] {
+        let (code, v) = raw(&server, Method::PATCH, &format!("{CMS}/c"), MERGE, body.to_string()).await;
+        assert_eq!(code, StatusCode::BAD_REQUEST, "{body}: {v}");
+        assert_eq!(v["message"], "the name of the object (c based on URL) was undeterminable: name must be provided");
+    }
+}
+
+#[tokio::test]
+async fn a_resource_version_that_is_not_a_number_is_a_plain_500() {
+    let server = ApiServer::default();
+    let cm = configmap(&server, "c").await;
+    let (code, v) = get(&server, &format!("{CMS}/c?resourceVersion=abc")).await;
+    assert_eq!((code, reason(&v)), (StatusCode::INTERNAL_SERVER_ERROR, ""), "{v}");
+    assert_eq!(
+        v["message"],
+        r#"resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax"#
+    );
+    // A list's storage error is interpreted: 400.
+    let (code, v) = get(&server, &format!("{CMS}?resourceVersion=abc")).await;
+    assert_eq!((code, reason(&v)), (StatusCode::BAD_REQUEST, "BadRequest"), "{v}");
+    assert_eq!(
+        v["message"],
+        r#"invalid resource version: resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax"#
+    );
+    let mut put = cm.clone();
+    put["metadata"]["resourceVersion"] = json!("abc");
+    let before = store_fingerprint(&server).await;
+    let (code, v) = raw(&server, Method::PUT, &format!("{CMS}/c"), JSON, put.to_string()).await;
+    assert_eq!((code, reason(&v)), (StatusCode::INTERNAL_SERVER_ERROR, ""), "{v}");
+    assert_eq!(v["message"], r#"strconv.ParseUint: parsing "abc": invalid syntax"#);
+    assert_eq!(store_fingerprint(&server).await, before);
+}
+
+#[tokio::test]
+async fn a_put_with_another_uid_fails_its_storage_precondition() {
+    let server = ApiServer::default();
+    let mut cm = configmap(&server, "c").await;
+    cm["metadata"]["uid"] = json!("6f2d6b52-8bd4-4a8c-9a39-1f0e1f7e2a10");
+    let (code, v) = raw(&server, Method::PUT, &format!("{CMS}/c"), JSON, cm.to_string()).await;
+    assert_eq!((code, reason(&v)), (StatusCode::CONFLICT, "Conflict"), "{v}");
+    assert!(v["message"].as_str().unwrap().contains("Precondition failed: UID in precondition: 6f2d6b52"), "{v}");
+    // A patch carries no precondition: the changed uid is immutable.
+    let (code, v) = raw(
+        &server,
+        Method::PATCH,
+        &format!("{CMS}/c"),
+        MERGE,
+        r#"{"metadata":{"uid":"6f2d6b52-8bd4-4a8c-9a39-1f0e1f7e2a10"}}"#.to_string(),
+    )
+    .await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(causes(&v), [("metadata.uid".to_string(), "FieldValueInvalid".to_string())]);
+}
+
+#[tokio::test]
+async fn write_options_are_validated_together_field_manager_first() {
+    let server = ApiServer::default();
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}).to_string();
+    let long = "m".repeat(129);
+    let (code, v) =
+        raw(&server, Method::POST, &format!("{CMS}?fieldManager={long}&dryRun=Some&fieldValidation=Loose"), JSON, body)
+            .await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(v["details"]["kind"], "CreateOptions");
+    let fields: Vec<String> = causes(&v).into_iter().map(|(f, _)| f).collect();
+    assert_eq!(fields, ["fieldManager", "dryRun", "fieldValidation"], "{v}");
+}
+
+#[tokio::test]
+async fn strict_field_validation_refuses_duplicate_fields() {
+    let server = ApiServer::default();
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","name":"c"},"data":{"a":"b","a":"c"}}"#;
+    let (code, v) = raw(&server, Method::POST, &format!("{CMS}?fieldValidation=Strict"), JSON, body.to_string()).await;
+    assert_eq!(code, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(
+        v["message"],
+        r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "metadata.name", duplicate field "data.a""#
+    );
+    let (code, _) = raw(&server, Method::POST, &format!("{CMS}?fieldValidation=Ignore"), JSON, body.to_string()).await;
+    assert_eq!(code, StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn an_apply_configuration_must_name_its_kind_and_its_types_fail_as_500() {
+    let server = ApiServer::default();
+    let (code, v) = raw(
+        &server,
+        Method::PATCH,
+        &format!("{SECRETS}/s?fieldManager=m"),
+        APPLY,
+        r#"{"apiVersion":"v1","metadata":{"name":"s"}}"#.to_string(),
+    )
+    .await;
+    assert_eq!(code, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(v["message"], "invalid object type: /v1, Kind=");
+    let (code, v) = raw(
+        &server,
+        Method::PATCH,
+        &format!("{SECRETS}/s?fieldManager=m"),
+        APPLY,
+        r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","creationTimestamp":7}}"#.to_string(),
+    )
+    .await;
+    assert_eq!((code, reason(&v)), (StatusCode::INTERNAL_SERVER_ERROR, ""), "{v}");
+}
+
+#[tokio::test]
+async fn nulls_decode_as_go_decodes_them() {
+    let server = ApiServer::default();
+    // A map entry's null is the value type's zero: an empty label value.
+    let (code, v) = post(
+        &server,
+        CMS,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"app": null}}, "data": null}),
+    )
+    .await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+    assert_eq!(v["metadata"]["labels"], json!({"app": ""}));
+    assert!(v.get("data").is_none(), "{v}");
+    // A JSON patch `add` without a value adds null.
+    let (code, v) = raw(
+        &server,
+        Method::PATCH,
+        &format!("{CMS}/c"),
+        JSON_PATCH,
+        r#"[{"op":"add","path":"/metadata/labels/b"}]"#.to_string(),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK, "{v}");
+    assert_eq!(v["metadata"]["labels"]["b"], "");
+    // A merge patch that is null is not a patch; one that is a list is not an object.
+    let (code, v) = raw(&server, Method::PATCH, &format!("{CMS}/c"), MERGE, "null".to_string()).await;
+    assert_eq!((code, v["message"].as_str()), (StatusCode::BAD_REQUEST, Some("Invalid JSON Patch")), "{v}");
+    let (code, v) = raw(&server, Method::PATCH, &format!("{CMS}/c"), MERGE, "[]".to_string()).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(causes(&v), [("patch".to_string(), "FieldValueInvalid".to_string())]);
+}
+
+#[tokio::test]
+async fn a_delete_body_is_the_options_and_must_be_delete_options() {
+    let server = ApiServer::default();
+    configmap(&server, "c").await;
+    let (code, v) =
+        raw(&server, Method::DELETE, &format!("{CMS}/c"), JSON, r#"{"kind":"Bogus","apiVersion":"v1"}"#.to_string())
+            .await;
+    assert_eq!(code, StatusCode::BAD_REQUEST, "{v}");
+    assert!(v["message"].as_str().unwrap().starts_with(r#"no kind "Bogus" is registered for version "v1""#), "{v}");
+    // With a body, the query is not read: its bad propagation policy goes unnoticed.
+    let (code, v) = raw(
+        &server,
+        Method::DELETE,
+        &format!("{CMS}/c?propagationPolicy=Sideways"),
+        JSON,
+        r#"{"kind":"DeleteOptions","apiVersion":"v1"}"#.to_string(),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK, "{v}");
+}
+
+#[tokio::test]
+async fn object_meta_rules_of_create_and_update() {
+    let server = ApiServer::default();
+    let both = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "f", "finalizers": ["orphan", "foregroundDeletion"]}});
+    let (code, v) = post(&server, CMS, &both).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(causes(&v), [("metadata.finalizers".to_string(), "FieldValueInvalid".to_string())]);
+    let generate =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "g", "generateName": "Not_A.Name "}});
+    let (code, v) = post(&server, CMS, &generate).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(causes(&v), [("metadata.generateName".to_string(), "FieldValueInvalid".to_string())]);
+    let event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "e", "generation": -1}, "eventTime": "2026-01-02T03:04:05.000000Z",
+        "reportingController": "example.com/c", "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}});
+    let (code, v) = post(&server, EVENTS, &event).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert!(causes(&v).contains(&("metadata.generation".to_string(), "FieldValueInvalid".to_string())), "{v}");
+    // An update may not set a grace period the object does not have.
+    configmap(&server, "c").await;
+    let (code, v) = raw(
+        &server,
+        Method::PATCH,
+        &format!("{CMS}/c"),
+        MERGE,
+        r#"{"metadata":{"deletionGracePeriodSeconds":30}}"#.to_string(),
+    )
+    .await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(causes(&v), [("metadata.deletionGracePeriodSeconds".to_string(), "FieldValueInvalid".to_string())]);
+}
+
+#[tokio::test]
+async fn an_empty_list_in_a_jobs_template_is_no_change() {
+    let server = ApiServer::default();
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "w", "image": "busybox"}]}}}});
+    let (code, v) = post(&server, JOBS, &job).await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+    let patch = r#"{"spec":{"template":{"spec":{"containers":[{"name":"w","image":"busybox","ports":[]}]}}}}"#;
+    let (code, v) = raw(&server, Method::PATCH, &format!("{JOBS}/j"), MERGE, patch.to_string()).await;
+    assert_eq!(code, StatusCode::OK, "{v}");
+}
+
+#[tokio::test]
+async fn rbac_and_pod_security_context_rules() {
+    let server = ApiServer::default();
+    let agg = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "a"},
+                     "aggregationRule": {}});
+    let (code, v) = post(&server, CLUSTER_ROLES, &agg).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(causes(&v), [("aggregationRule.clusterRoleSelectors".to_string(), "FieldValueRequired".to_string())]);
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "r"},
+                      "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]});
+    assert_eq!(post(&server, ROLES, &role).await.0, StatusCode::CREATED);
+    // A null rule is an empty rule, which misses everything.
+    let (code, v) = raw(
+        &server,
+        Method::PATCH,
+        &format!("{ROLES}/r"),
+        JSON_PATCH,
+        r#"[{"op":"replace","path":"/rules/0","value":null}]"#.to_string(),
+    )
+    .await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(causes(&v).len(), 3, "{v}");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "securityContext": {"supplementalGroups": [-1], "fsGroupChangePolicy": "Sometimes", "seccompProfile": {"type": "Localhost"}},
+        "containers": [{"name": "c", "image": "i"}]}});
+    let (code, v) = post(&server, PODS, &pod).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    let fields: Vec<String> = causes(&v).into_iter().map(|(f, _)| f).collect();
+    for f in [
+        "spec.securityContext.supplementalGroups[0]",
+        "spec.securityContext.fsGroupChangePolicy",
+        "spec.securityContext.seccompProfile.localhostProfile",
+    ] {
+        assert!(fields.iter().any(|x| x == f), "{f} in {fields:?}");
+    }
+}
+
+#[tokio::test]
+async fn quantities_decode_as_go_parses_them() {
+    let server = ApiServer::default();
+    let quota = |hard: Value| json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"}, "spec": {"hard": hard}});
+    let (code, v) =
+        post(&server, "/api/v1/namespaces/default/resourcequotas", &quota(json!({"limits.memory": "1.5.5"}))).await;
+    assert_eq!(code, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(
+        v["message"],
+        "ResourceQuota in version \"v1\" cannot be handled as a ResourceQuota: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    );
+    let (code, v) = post(&server, "/api/v1/namespaces/default/resourcequotas", &quota(json!({"cpu": "1mm"}))).await;
+    assert_eq!(code, StatusCode::BAD_REQUEST, "{v}");
+    assert!(v["message"].as_str().unwrap().ends_with("unable to parse quantity's suffix"), "{v}");
+    let (code, v) =
+        post(&server, "/api/v1/namespaces/default/resourcequotas", &quota(json!({"cpu": 0.5, "pods": "1e3"}))).await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+}
+
+#[tokio::test]
+async fn a_create_that_names_a_resource_version_is_a_plain_500_except_as_a_dry_run() {
+    let server = ApiServer::default();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "resourceVersion": "7"}});
+    let (code, v) = post(&server, &format!("{CMS}?dryRun=All"), &cm).await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+    let before = store_fingerprint(&server).await;
+    let (code, v) = post(&server, CMS, &cm).await;
+    assert_eq!((code, reason(&v)), (StatusCode::INTERNAL_SERVER_ERROR, ""), "{v}");
+    assert_eq!(v["message"], "resourceVersion should not be set on objects to be created");
+    assert_eq!(store_fingerprint(&server).await, before);
+    // Not a number, or 0: taken as none.
+    let mut zero = cm.clone();
+    zero["metadata"]["resourceVersion"] = json!("0");
+    assert_eq!(post(&server, CMS, &zero).await.0, StatusCode::CREATED);
+}
