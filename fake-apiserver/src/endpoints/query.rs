@@ -125,15 +125,7 @@ impl Query {
         let mut causes = leading;
         causes.extend(field_manager_causes(self.field_manager.as_deref().unwrap_or_default()));
         causes.extend(dry_run_causes(&self.dry_run_values));
-        if let Some(v) = self.field_validation.as_deref()
-            && !["", "Ignore", "Strict", "Warn"].contains(&v)
-        {
-            causes.push(crate::registry::field::not_supported(
-                &crate::registry::field::Path::root("fieldValidation"),
-                v,
-                &["", "Ignore", "Strict", "Warn"],
-            ));
-        }
+        causes.extend(crate::fieldmanager::field_validation::unsupported(self.field_validation.as_deref()));
         if !causes.is_empty() {
             return Err(invalid_options(options_kind, causes));
         }

@@ -22,22 +22,22 @@ impl FieldValidation {
     /// The `fieldValidation` query parameter (absent: Warn); another value is 422 on the
     /// verb's options kind (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
     pub(crate) fn parse(v: Option<&str>, options_kind: &str) -> ApiResult<Self> {
-        match v {
-            None | Some("") | Some("Warn") => Ok(Self::Warn),
-            Some("Ignore") => Ok(Self::Ignore),
-            Some("Strict") => Ok(Self::Strict),
-            Some(other) => Err(ApiError::invalid(
-                "meta.k8s.io",
-                options_kind,
-                "",
-                vec![crate::registry::field::not_supported(
-                    &crate::registry::field::Path::root("fieldValidation"),
-                    other,
-                    &["", "Ignore", "Strict", "Warn"],
-                )],
-            )),
+        if let Some(cause) = unsupported(v) {
+            return Err(ApiError::invalid("meta.k8s.io", options_kind, "", vec![cause]));
         }
+        Ok(match v {
+            Some("Ignore") => Self::Ignore,
+            Some("Strict") => Self::Strict,
+            _ => Self::Warn,
+        })
     }
+}
+
+/// `ValidateFieldValidation`: a value other than "", Ignore, Strict and Warn is NotSupported.
+pub(crate) fn unsupported(v: Option<&str>) -> Option<crate::error::StatusCause> {
+    const VALID: [&str; 4] = ["", "Ignore", "Strict", "Warn"];
+    let v = v.filter(|v| !VALID.contains(v))?;
+    Some(crate::registry::field::not_supported(&crate::registry::field::Path::root("fieldValidation"), v, &VALID))
 }
 
 /// [`unknown_fields`] of an object about to be decoded: a custom resource's are found by

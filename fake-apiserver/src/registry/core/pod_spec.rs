@@ -691,7 +691,7 @@ fn pod_security_context(out: &mut Vec<StatusCause>, sc: &Value, path: &Path) {
 }
 
 /// `validateSeccompProfileField` of `holder.seccompProfile`.
-pub(super) fn seccomp_profile(out: &mut Vec<StatusCause>, holder: &Value, path: &Path) {
+fn seccomp_profile(out: &mut Vec<StatusCause>, holder: &Value, path: &Path) {
     let Some(sp) = holder.get("seccompProfile").filter(|v| v.is_object()) else { return };
     let kind = s(sp, "type");
     match kind {
@@ -717,7 +717,7 @@ pub(super) fn seccomp_profile(out: &mut Vec<StatusCause>, holder: &Value, path: 
 }
 
 /// `ValidateAppArmorProfileField` of `holder.appArmorProfile`.
-pub(super) fn apparmor_profile(out: &mut Vec<StatusCause>, holder: &Value, path: &Path) {
+fn apparmor_profile(out: &mut Vec<StatusCause>, holder: &Value, path: &Path) {
     let Some(p) = holder.get("appArmorProfile").filter(|v| v.is_object()) else { return };
     let localhost = p.get("localhostProfile").and_then(Value::as_str);
     match s(p, "type") {
