@@ -305,12 +305,16 @@ fn collect(v: &Value, shape: Shape<'_>, node: &mut FieldSet) {
     }
 }
 
-/// The fields `new` sets that `old` does not have with the same value, into `node`.
+/// The fields `new` sets that `old` does not have with the same value, into `node`, as
+/// structured-merge-diff's `compare` finds them (Modified and Added): a container `old` lacks is
+/// itself added (its `.` entry), as is every container below it; a container that only changes
+/// inside is not ([compare.go](https://github.com/kubernetes-sigs/structured-merge-diff/blob/v6.3.0/typed/compare.go)).
 fn diff(old: Option<&Value>, new: &Value, shape: Shape<'_>, node: &mut FieldSet) {
     // Containers are not compared whole: their members are, one by one, so an unchanged part
     // is compared once however deep the change below it lies.
     match (old, new) {
-        (Some(Value::Object(o)), Value::Object(n)) if !shape.map_atomic() && !n.is_empty() => {
+        // Two empty maps or lists are compared as leaves (doMap/doList's emptyPromoteToLeaf).
+        (Some(Value::Object(o)), Value::Object(n)) if !shape.map_atomic() && !(o.is_empty() && n.is_empty()) => {
             for (k, x) in n {
                 let before = o.get(k);
                 if before.is_some_and(|b| same(b, x)) {
@@ -323,21 +327,45 @@ fn diff(old: Option<&Value>, new: &Value, shape: Shape<'_>, node: &mut FieldSet)
                 }
             }
         }
-        (Some(Value::Array(o)), Value::Array(n)) if !n.is_empty() => match shape.list_type() {
+        (Some(Value::Array(o)), Value::Array(n)) if !(o.is_empty() && n.is_empty()) => match shape.list_type() {
             ListType::Set => mark_set_values_not_in(n, o, node),
             ListType::Map(keys) => walk_keyed_items(n, o, &keys, node, |x, before, c| match before {
                 Some(b) if same(b, x) => {}
                 Some(b) => diff(Some(b), x, shape.item(), c),
-                None => {
-                    c.member = true;
-                    collect(x, shape.item(), c);
-                }
+                None => added(x, shape.item(), c),
             }),
             ListType::Atomic if same_list(o, n) => {}
             ListType::Atomic => node.member = true,
         },
         (Some(o), n) if same(o, n) => {}
-        _ => collect(new, shape, node),
+        (None, n) => added(n, shape, node),
+        // A null (or a value of another kind) before: what is below is new, the node itself is
+        // not (a null map dereferences to no map), unless it is a leaf.
+        (Some(_), n) => below_added(n, shape, node),
+    }
+}
+
+/// `v` and everything below it, all absent before: every node is a member.
+fn added(v: &Value, shape: Shape<'_>, node: &mut FieldSet) {
+    node.member = true;
+    below_added(v, shape, node);
+}
+
+/// What lies below `v`, all absent before; `v` itself is a member only as a leaf (a scalar, an
+/// empty or atomic container).
+fn below_added(v: &Value, shape: Shape<'_>, node: &mut FieldSet) {
+    match v {
+        Value::Object(m) if !shape.map_atomic() && !m.is_empty() => {
+            for (k, x) in m {
+                added(x, shape.child(k), node.children.entry(format!("f:{k}")).or_default());
+            }
+        }
+        Value::Array(items) if !items.is_empty() => match shape.list_type() {
+            ListType::Atomic => node.member = true,
+            ListType::Set => mark_set_values_not_in(items, &[], node),
+            ListType::Map(keys) => walk_keyed_items(items, &[], &keys, node, |x, _, c| added(x, shape.item(), c)),
+        },
+        _ => node.member = true,
     }
 }
 
@@ -472,7 +500,11 @@ impl Writer<'_> {
 pub(crate) fn track_create(rt: &ResourceType, obj: &mut Value, w: &Writer<'_>) {
     let mut list = entries(obj);
     if let Some(manager) = w.manager {
-        let fields = fields_of(&trackable(obj, rt.status), shape_of(rt));
+        // Compared against the Go type's zero value, as the create handler does
+        // (`scope.Creater.New(kind)` as the live object): structured-merge-diff gives each
+        // container the zero value lacks a `.` entry.
+        let zero = crate::registry::go_types::zero_value(rt);
+        let fields = tracked_changes(&zero, &trackable(obj, rt.status), shape_of(rt));
         list.retain(|e| !e.same_owner(manager, "Update", w.subresource));
         list.push(w.update_entry(manager, fields));
     }
@@ -622,6 +654,8 @@ fn tracked_changes(old: &Value, new: &Value, shape: Shape<'_>) -> FieldSet {
             }
             let before = (!before.is_empty()).then(|| Value::Object(before));
             diff(before.as_ref(), &Value::Object(after), shape.child(k), &mut c);
+            // `metadata` itself is never owned (the field manager's stripMetaManager).
+            c.member = false;
         } else {
             diff(old.get(k), x, shape.child(k), &mut c);
         }

@@ -257,7 +257,12 @@ pub(super) fn types() -> Vec<ResourceType> {
             generation: true,
             ..Default::default()
         }),
-        builtin::<discovery::EndpointSlice>(Extra { strategy: Some(&EndpointSliceStrategy), ..Default::default() }),
+        // Generation 1 on create, +1 on a change (endpointslice/strategy.go PrepareForCreate).
+        builtin::<discovery::EndpointSlice>(Extra {
+            generation: true,
+            strategy: Some(&EndpointSliceStrategy),
+            ..Default::default()
+        }),
         builtin::<events::Event>(Extra {
             short: &["ev"],
             fields: EVENTS_V1_FIELDS,
@@ -292,14 +297,14 @@ pub(super) fn types() -> Vec<ResourceType> {
             strategy: Some(&CrdStrategy),
             ..Default::default()
         }),
+        // ResourceClaims, their templates, PodGroups and Workloads keep no generation (their
+        // strategies' PrepareForCreate set none, v1.37.2 pkg/registry/{resource,scheduling}).
         builtin::<resource::ResourceClaim>(Extra {
             status: true,
-            generation: true,
             strategy: Some(&ResourceClaimStrategy),
             ..Default::default()
         }),
         builtin::<resource::ResourceClaimTemplate>(Extra {
-            generation: true,
             strategy: Some(&ResourceClaimTemplateStrategy),
             ..Default::default()
         }),
@@ -315,18 +320,13 @@ pub(super) fn types() -> Vec<ResourceType> {
             strategy: Some(&ResourceSliceStrategy),
             ..Default::default()
         }),
-        builtin::<scheduling::PriorityClass>(Extra { short: &["pc"], ..Default::default() }),
+        builtin::<scheduling::PriorityClass>(Extra { short: &["pc"], generation: true, ..Default::default() }),
         builtin::<scheduling_beta::PodGroup>(Extra {
             status: true,
-            generation: true,
             strategy: Some(&PodGroupStrategy),
             ..Default::default()
         }),
-        builtin::<scheduling_beta::Workload>(Extra {
-            generation: true,
-            strategy: Some(&WorkloadStrategy),
-            ..Default::default()
-        }),
+        builtin::<scheduling_beta::Workload>(Extra { strategy: Some(&WorkloadStrategy), ..Default::default() }),
         builtin::<core::LimitRange>(Extra {
             short: &["limits"],
             strategy: Some(&LimitRangeStrategy),

@@ -200,6 +200,8 @@ fn decode(rt: &ResourceType, obj: &mut Value, status_write: bool) -> ApiResult<(
         rt.strategy.canonicalize(rt, obj);
     }
     rt.strategy.default(rt, obj);
+    // Decoded into its Go type and written back (a no-op for custom resources).
+    super::go_types::go_shape(rt, obj);
     Ok(())
 }
 

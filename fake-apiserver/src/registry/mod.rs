@@ -18,6 +18,7 @@ pub(crate) mod defects;
 pub(crate) mod discovery;
 pub(crate) mod features;
 pub(crate) mod field;
+pub(crate) mod go_types;
 pub(crate) mod meta;
 pub(crate) mod patch_meta;
 pub(crate) mod printers;

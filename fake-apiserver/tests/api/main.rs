@@ -21,6 +21,7 @@ mod events;
 mod field_validation;
 mod finalizer_helper;
 mod gc;
+mod go_shape;
 mod list;
 mod mutating_admission_policies;
 mod namespace;

@@ -27,6 +27,15 @@ impl Strategy for NamespaceStrategy {
         NameRule::Label
     }
 
+    /// The name label is a default when the name is known (SetDefaults_Namespace), so the
+    /// creator owns it; a generated name gets it later, in PrepareForCreate here (Canonicalize
+    /// upstream), owned by nobody.
+    fn default(&self, _rt: &ResourceType, obj: &mut Value) {
+        if let Some(name) = obj["metadata"]["name"].as_str().filter(|n| !n.is_empty()).map(str::to_string) {
+            set_nested_field(obj, &["metadata", "labels", "kubernetes.io/metadata.name"], Value::String(name));
+        }
+    }
+
     fn prepare_for_create(&self, _rt: &ResourceType, obj: &mut Value, _now: &str) {
         let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
         set_nested_field(obj, &["metadata", "labels", "kubernetes.io/metadata.name"], Value::String(name));

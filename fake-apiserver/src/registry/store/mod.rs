@@ -114,6 +114,10 @@ impl Write<'_> {
         if let Some(c) = &rt.conversion {
             c.refresh(st);
         }
+        // Writers that do not pass through the create or update path (finalize, the
+        // controllers) store the Go shape too.
+        let mut value = value;
+        super::go_types::go_shape(rt, &mut value);
         let value = to_storage(rt, value)?;
         if self.dry_run {
             return Ok(Arc::new(preview(rt, &value)));
@@ -400,10 +404,14 @@ pub(crate) fn prepare_create(
     {
         o.remove("status");
     }
-    rt.strategy.prepare_for_create(rt, &mut obj, &w.time());
+    // The field manager sees the object as decoded and defaulted, before the strategy fills in
+    // what the server generates (a Job's selector, a Service's cluster IPs): nobody owns those
+    // (create.go runs FieldManager.UpdateNoErrors before rest.BeforeCreate).
     if let Some(fields) = w.fields {
         fields.record_create(rt, &mut obj, w);
     }
+    rt.strategy.prepare_for_create(rt, &mut obj, &w.time());
+    super::go_types::go_shape(rt, &mut obj);
     let warnings = admission.mutate_create(rt, &mut obj, w)?;
     causes.extend(rt.strategy.validate(rt, &obj));
     let object = invalid_if_any(rt, &obj, &name, causes).and_then(|()| {
@@ -695,6 +703,7 @@ pub(crate) fn update(
     let mutated = admission::mutate_write(st, &req, &mut merged)?;
     st.warnings.extend(mutated);
     rt.strategy.prepare_for_update(rt, &mut merged, &old_value, mode);
+    super::go_types::go_shape(rt, &mut merged);
     let mut causes = meta_update_causes;
     causes.extend(match merged["metadata"].as_object() {
         Some(meta) => custom_meta_causes(rt, object_meta_causes(meta, rt.namespaced), true),
