@@ -16,7 +16,8 @@ pub(super) struct Query {
     pub resource_version_match: Option<String>,
     pub watch: bool,
     pub allow_watch_bookmarks: bool,
-    pub timeout_seconds: Option<u64>,
+    /// A negative one ends the watch at once (its timer fires as it starts); 0 is the default.
+    pub timeout_seconds: Option<i64>,
     pub send_initial_events: Option<bool>,
     pub field_manager: Option<String>,
     /// The `dryRun` values as given; each verb validates them against its options kind.

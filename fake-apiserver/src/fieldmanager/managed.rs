@@ -314,7 +314,7 @@ fn diff(old: Option<&Value>, new: &Value, shape: Shape<'_>, node: &mut FieldSet)
     // is compared once however deep the change below it lies.
     match (old, new) {
         // Two empty maps or lists are compared as leaves (doMap/doList's emptyPromoteToLeaf).
-        (Some(Value::Object(o)), Value::Object(n)) if !shape.map_atomic() && !(o.is_empty() && n.is_empty()) => {
+        (Some(Value::Object(o)), Value::Object(n)) if !shape.map_atomic() && (!o.is_empty() || !n.is_empty()) => {
             for (k, x) in n {
                 let before = o.get(k);
                 if before.is_some_and(|b| same(b, x)) {
@@ -327,7 +327,7 @@ fn diff(old: Option<&Value>, new: &Value, shape: Shape<'_>, node: &mut FieldSet)
                 }
             }
         }
-        (Some(Value::Array(o)), Value::Array(n)) if !(o.is_empty() && n.is_empty()) => match shape.list_type() {
+        (Some(Value::Array(o)), Value::Array(n)) if !o.is_empty() || !n.is_empty() => match shape.list_type() {
             ListType::Set => mark_set_values_not_in(n, o, node),
             ListType::Map(keys) => walk_keyed_items(n, o, &keys, node, |x, before, c| match before {
                 Some(b) if same(b, x) => {}

@@ -81,11 +81,22 @@ fn type_of(rt: &ResourceType) -> Option<&'static str> {
     TABLE.kinds.get(&format!("{}/{}", rt.api_version(), rt.kind)).map(String::as_str)
 }
 
-/// Gives `obj` the shape its Go type gives it (see the module's doc). Custom resources and
-/// values that are not objects are left as they are.
+/// The Go type of every object's `metadata`.
+const OBJECT_META: &str = "apimachinery/pkg/apis/meta/v1.ObjectMeta";
+
+/// Gives `obj` the shape its Go type gives it (see the module's doc). A custom resource has
+/// only its metadata round-tripped through ObjectMeta (apiextensions-apiserver's
+/// `objectmeta.Coerce`); values that are not objects are left as they are.
 pub(crate) fn go_shape(rt: &ResourceType, obj: &mut Value) {
-    if let (Some(t), Value::Object(m)) = (type_of(rt), obj) {
-        shape_struct(m, t, 0);
+    let Value::Object(m) = obj else { return };
+    match type_of(rt) {
+        Some(t) => shape_struct(m, t, 0),
+        None if rt.custom => {
+            if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+                shape_struct(meta, OBJECT_META, 1);
+            }
+        }
+        None => {}
     }
 }
 

@@ -316,3 +316,75 @@ async fn a_create_that_names_a_resource_version_is_a_plain_500_except_as_a_dry_r
     zero["metadata"]["resourceVersion"] = json!("0");
     assert_eq!(post(&server, CMS, &zero).await.0, StatusCode::CREATED);
 }
+
+#[tokio::test]
+async fn resource_version_zero_is_none_an_unconditional_update_where_the_kind_allows_it() {
+    let server = ApiServer::default();
+    configmap(&server, "c").await;
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "resourceVersion": "0"}, "data": {"a": "put"}});
+    let (code, v) = raw(&server, Method::PUT, &format!("{CMS}/c"), JSON, body.to_string()).await;
+    assert_eq!(code, StatusCode::OK, "{v}");
+    let (code, v) = raw(
+        &server,
+        Method::PATCH,
+        &format!("{CMS}/c"),
+        MERGE,
+        r#"{"metadata":{"resourceVersion":"0"},"data":{"a":"m"}}"#.to_string(),
+    )
+    .await;
+    assert_eq!((code, v["data"]["a"].as_str()), (StatusCode::OK, Some("m")), "{v}");
+    // A Lease's strategy does not allow unconditional updates (AllowUnconditionalUpdate false).
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let (code, v) = post(
+        &server,
+        leases,
+        &json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}}),
+    )
+    .await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+    let (code, v) = raw(
+        &server,
+        Method::PATCH,
+        &format!("{leases}/l"),
+        MERGE,
+        r#"{"metadata":{"resourceVersion":"0"}}"#.to_string(),
+    )
+    .await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(causes(&v), [("metadata.resourceVersion".to_string(), "FieldValueInvalid".to_string())]);
+    assert_eq!(
+        v["message"],
+        r#"leases.coordination.k8s.io "l" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update"#
+    );
+}
+
+#[tokio::test]
+async fn an_apply_that_creates_must_name_the_object_and_no_uid_or_bad_resource_version() {
+    let server = ApiServer::default();
+    let apply = |name: &'static str, body: &'static str| {
+        let server = &server;
+        async move { raw(server, Method::PATCH, &format!("{CMS}/{name}?fieldManager=m"), APPLY, body.to_string()).await }
+    };
+    let (code, v) = apply("a", "apiVersion: v1\nkind: ConfigMap\nmetadata: null\n").await;
+    assert_eq!(code, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(v["message"], "the name of the object (a based on URL) was undeterminable: name must be provided");
+    let (code, v) = apply("b", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, resourceVersion: 'x y'}\n").await;
+    assert_eq!((code, reason(&v)), (StatusCode::INTERNAL_SERVER_ERROR, ""), "{v}");
+    assert_eq!(v["message"], r#"strconv.ParseUint: parsing "x y": invalid syntax"#);
+    let (code, v) = apply("c", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, uid: u-1}\n").await;
+    assert_eq!((code, reason(&v)), (StatusCode::CONFLICT, "Conflict"), "{v}");
+    assert_eq!(
+        v["message"],
+        r#"Operation cannot be fulfilled on configmaps "c": uid mismatch: the provided object specified uid u-1, and no existing object was found"#
+    );
+    assert_eq!(store_fingerprint(&server).await.1, store_fingerprint(&ApiServer::default()).await.1);
+}
+
+#[tokio::test]
+async fn a_negative_watch_timeout_ends_the_watch_at_once() {
+    let server = ApiServer::default();
+    let started = std::time::Instant::now();
+    let (code, _) = get(&server, &format!("{CMS}?watch=1&timeoutSeconds=-1")).await;
+    assert_eq!(code, StatusCode::OK);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+}

@@ -14,10 +14,9 @@ use crate::registry::decode::{check_apply_type_meta, check_patched, go_nulls_of,
 use crate::registry::store::{self, UpdateMode, Write, try_render, try_served_value};
 use crate::storage::Verb;
 use apimachinery::clock::format_time;
-use apimachinery::unstructured::set_nested_field;
 use axum::response::Response;
 use http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The most operations kube-apiserver applies from one JSON patch (`maxJSONPatchOperations`).
 const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
@@ -170,15 +169,38 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
             }
             None if mode == UpdateMode::Status => Err(ApiError::not_found(&rt.group, &rt.plural, name)),
             None => {
-                let mut obj = apply(rt, None, &applied, &req)?;
-                match obj["metadata"]["name"].as_str() {
-                    Some(n) if !n.is_empty() && n != name => {
+                let obj = apply(rt, None, &applied, &req)?;
+                // The patcher's checkName: the applied object must name itself, as the URL does.
+                match obj["metadata"]["name"].as_str().unwrap_or_default() {
+                    "" => {
+                        return Err(ApiError::bad_request(format!(
+                            "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+                        )));
+                    }
+                    n if n != name => {
                         return Err(ApiError::bad_request(format!(
                             "the name of the object ({n}) does not match the name on the URL ({name})"
                         )));
                     }
-                    _ => set_nested_field(&mut obj, &["metadata", "name"], json!(name)),
+                    _ => {}
                 };
+                // Creating through the update path (Store.Update with `creating`): the
+                // resourceVersion is parsed first, then a uid can match no existing object.
+                if let Some(rv) = obj["metadata"]["resourceVersion"].as_str().filter(|s| !s.is_empty())
+                    && let Err(e) = crate::storage::parse_rv_go(rv)
+                {
+                    return Err(ApiError::internal_plain(e));
+                }
+                if let Some(uid) = obj["metadata"]["uid"].as_str().filter(|s| !s.is_empty()) {
+                    return Err(ApiError::conflict_because(
+                        &rt.group,
+                        &rt.plural,
+                        name,
+                        format!(
+                            "uid mismatch: the provided object specified uid {uid}, and no existing object was found"
+                        ),
+                    ));
+                }
                 typed(&obj)?;
                 let prepared = store::prepare_create(rt, &target.namespace, obj, &w, &*st)?;
                 Ok((create_prepared(st, rt, &target.namespace, prepared, &w)?, true))

@@ -286,7 +286,11 @@ pub(super) fn handle(call: Call) -> ApiResult<Response> {
         None => None,
         Some(s) => Some(read_rv(s)?),
     };
-    let timeout = query.timeout_seconds.map(Duration::from_secs).unwrap_or(ctx.settings.default_watch_timeout);
+    // As the list handler reads TimeoutSeconds: 0 (or none) is the server's default.
+    let timeout = match query.timeout_seconds {
+        None | Some(0) => ctx.settings.default_watch_timeout,
+        Some(t) => Duration::from_secs(u64::try_from(t).unwrap_or(0)),
+    };
     let now = Instant::now();
     let changed = ctx.subscribe_writes(target.rt.storage_key());
     let mut w = Watcher {

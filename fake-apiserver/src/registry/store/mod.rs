@@ -558,6 +558,9 @@ pub(crate) fn update(
     if let Some(rv) = sent {
         crate::storage::parse_rv_go(rv).map_err(ApiError::internal_plain)?;
     }
+    // "0" is no resourceVersion: the generic store's update is unconditional when the kind allows
+    // it (Store.Update, `newResourceVersion == 0`).
+    let sent = sent.filter(|rv| parse_rv(rv) != Some(0));
     match sent {
         // Defect: any resourceVersion is accepted (last write wins).
         Some(rv)
@@ -567,9 +570,11 @@ pub(crate) fn update(
             return Err(ApiError::conflict(&rt.group, &rt.plural, name));
         }
         Some(_) => {}
-        None if rt.custom => {
+        None if !unconditional_update_allowed(rt) => {
             // The generic store builds this from the resource (`GroupKind{Group, Kind: resource}`)
-            // and prints the uint64 zero with `%#v`.
+            // and prints the uint64 zero with `%#v` (custom resources); kube-apiserver's own
+            // kinds answered with a plain 0.
+            let value = if rt.custom { "0x0" } else { "0" };
             return Err(ApiError::invalid(
                 &rt.group,
                 &rt.plural,
@@ -577,7 +582,7 @@ pub(crate) fn update(
                 vec![StatusCause::field(
                     "FieldValueInvalid",
                     "metadata.resourceVersion",
-                    "Invalid value: 0x0: must be specified for an update",
+                    format!("Invalid value: {value}: must be specified for an update"),
                 )],
             ));
         }
@@ -767,4 +772,36 @@ pub(super) fn has_finalizers(rt: &ResourceType, v: &Value) -> bool {
 
 fn grace_elapsed(v: &Value) -> bool {
     v["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0
+}
+
+/// Kinds whose strategy's `AllowUnconditionalUpdate` is false (an update must name the
+/// resourceVersion it read): custom resources (apiextensions-apiserver v0.37.2
+/// pkg/registry/customresource/strategy.go) and these of kube-apiserver v1.37.2
+/// (pkg/registry/<group>/<kind>/strategy.go), by group and resource.
+fn unconditional_update_allowed(rt: &ResourceType) -> bool {
+    const CONDITIONAL_ONLY: &[(&str, &str)] = &[
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+        ("internal.apiserver.k8s.io", "storageversions"),
+        ("certificates.k8s.io", "clustertrustbundles"),
+        ("certificates.k8s.io", "podcertificaterequests"),
+        ("coordination.k8s.io", "leases"),
+        ("coordination.k8s.io", "leasecandidates"),
+        ("node.k8s.io", "runtimeclasses"),
+        ("policy", "poddisruptionbudgets"),
+        ("resource.k8s.io", "resourcepoolstatusrequests"),
+        ("scheduling.k8s.io", "compositepodgroups"),
+        ("scheduling.k8s.io", "podgroups"),
+        ("scheduling.k8s.io", "workloads"),
+        ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "csistoragecapacities"),
+        ("storage.k8s.io", "volumeattachments"),
+        ("storagemigration.k8s.io", "storageversionmigrations"),
+    ];
+    !rt.custom && !CONDITIONAL_ONLY.iter().any(|(g, r)| *g == rt.group && *r == rt.plural)
 }
