@@ -123,3 +123,25 @@ mod tests {
         assert_eq!(json_quote("<&>\u{1}\u{2028}é\""), "\"\\u003c\\u0026\\u003e\\u0001\\u2028é\\\"\"");
     }
 }
+
+/// Go's `%v` of a float64 (`strconv.FormatFloat(f, 'g', -1, 64)`).
+pub fn go_float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".to_string();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.to_string();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    let e = format!("{f:e}");
+    let (mantissa, exp) = e.split_once('e').unwrap_or((e.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    // Shortest %g switches to an exponent below 1e-4 and from 1e6 on.
+    if (-4..6).contains(&exp) {
+        return format!("{f}");
+    }
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
+}

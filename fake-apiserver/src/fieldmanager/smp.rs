@@ -10,12 +10,15 @@ use serde_json::{Map, Value};
 
 use super::patch_meta::Shape;
 
-/// Why a strategic merge patch could not be applied (answered with 400 BadRequest).
+/// Why a strategic merge patch could not be applied. The patch handler's
+/// `interpretStrategicMergePatchError` (apiserver v0.37.2 endpoints/handlers/patch.go) makes the
+/// malformed directives 400s; the rest are plain errors, 500s without a reason.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SmpError {
-    /// `$patch` with a value other than `replace`, `delete` or `merge`.
-    #[error("Unknown patch type: {0}")]
-    UnknownPatchType(String),
+    /// `$patch` with a value other than `replace`, `delete` or `merge` (mergepatch
+    /// `ErrBadPatchType`), with the map it sits in.
+    #[error("unknown patch type: {kind} in map: {map}")]
+    UnknownPatchType { kind: String, map: String },
     /// A list item of a merge-by-key list without its merge key.
     #[error("map: {item} does not contain declared merge key: {key}")]
     MissingMergeKey { item: String, key: String },
@@ -68,7 +71,7 @@ fn merge_map(
             merge_map(orig, &rest, shape)?;
             return Ok(MapOutcome::Keep);
         }
-        Some(other) => return Err(SmpError::UnknownPatchType(plain(other))),
+        Some(other) => return Err(SmpError::UnknownPatchType { kind: go_value(other), map: go_map(patch) }),
     }
     let mut orders: Vec<(&str, &Vec<Value>)> = Vec::new();
     for (k, pv) in patch {
@@ -150,7 +153,7 @@ fn merge_list(orig: &mut Vec<Value>, patch: &[Value], shape: Shape<'_>) -> Resul
     };
     for x in patch {
         let Value::Object(pm) = x else {
-            return Err(SmpError::MissingMergeKey { item: plain(x), key: key.to_string() });
+            return Err(SmpError::MissingMergeKey { item: go_value(x), key: key.to_string() });
         };
         let Some(kv) = pm.get(key) else {
             return Err(SmpError::MissingMergeKey { item: go_map(pm), key: key.to_string() });
@@ -162,7 +165,9 @@ fn merge_list(orig: &mut Vec<Value>, patch: &[Value], shape: Shape<'_>) -> Resul
                 continue;
             }
             Some("merge") | None => {}
-            Some(other) => return Err(SmpError::UnknownPatchType(other.to_string())),
+            Some(other) => {
+                return Err(SmpError::UnknownPatchType { kind: other.to_string(), map: go_map(pm) });
+            }
         }
         match at {
             Some(i) => {
@@ -208,10 +213,26 @@ fn reorder(items: &mut [Value], order: &[Value], merge_key: Option<&str>) {
     }
 }
 
-fn plain(v: &Value) -> String {
+impl SmpError {
+    /// The answer the patch handler gives (see the type's doc).
+    pub(crate) fn into_api(self) -> crate::error::ApiError {
+        match self {
+            SmpError::BadDirective(_) => crate::error::ApiError::bad_request(self.to_string()),
+            other => crate::error::ApiError::internal_plain(other.to_string()),
+        }
+    }
+}
+
+/// A decoded JSON value as Go's `%v` prints an `interface{}` holding it: strings bare, numbers
+/// as float64 (`%g`, shortest), `<nil>`, `[a b]`, `map[k:v]`.
+fn go_value(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
-        other => other.to_string(),
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.as_f64().map(apimachinery::go::go_float).unwrap_or_else(|| n.to_string()),
+        Value::Array(items) => format!("[{}]", items.iter().map(go_value).collect::<Vec<_>>().join(" ")),
+        Value::Object(m) => go_map(m),
     }
 }
 
@@ -219,7 +240,7 @@ fn plain(v: &Value) -> String {
 fn go_map(m: &Map<String, Value>) -> String {
     let mut keys: Vec<&String> = m.keys().collect();
     keys.sort();
-    let parts: Vec<String> = keys.iter().map(|k| format!("{k}:{}", plain(&m[k.as_str()]))).collect();
+    let parts: Vec<String> = keys.iter().map(|k| format!("{k}:{}", go_value(&m[k.as_str()]))).collect();
     format!("map[{}]", parts.join(" "))
 }
 
@@ -278,7 +299,9 @@ mod tests {
     fn bad_directives_are_errors() {
         let shape = Shape::builtin_root("", "v1", "Pod");
         let e = apply(&json!({}), &json!({"$patch": "bogus"}), shape).unwrap_err();
-        assert_eq!(e.to_string(), "Unknown patch type: bogus");
+        assert_eq!(e.to_string(), "unknown patch type: bogus in map: map[$patch:bogus]");
+        let e = apply(&json!({}), &json!({"spec": {"$patch": "x", "n": [1, 1000000, 0.5]}}), shape).unwrap_err();
+        assert_eq!(e.to_string(), "unknown patch type: x in map: map[$patch:x n:[1 1e+06 0.5]]");
         let e = apply(&json!({}), &json!({"spec": {"containers": [{"image": "x"}]}}), shape).unwrap_err();
         assert_eq!(e.to_string(), "map: map[image:x] does not contain declared merge key: name");
     }

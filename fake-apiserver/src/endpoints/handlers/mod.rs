@@ -199,11 +199,12 @@ fn current(st: &State, target: &Target, name: &str) -> ApiResult<Arc<StoredObjec
         .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
 }
 
-/// A patch that leaves out `metadata.resourceVersion` is unconditional: it applies to the
-/// current version. One that names a different version fails the update with 409.
-fn keep_resource_version(patched: &mut Value, old: &StoredObject) {
+/// A patch applies to the version it read (the served object carries it); one that names a
+/// different version fails the update with 409. One that clears it is unconditional where the
+/// kind allows that, and otherwise fails as an update without a resourceVersion does (422).
+fn keep_resource_version(rt: &ResourceType, patched: &mut Value, old: &StoredObject) {
     let has = patched["metadata"]["resourceVersion"].as_str().is_some_and(|s| !s.is_empty());
-    if !has && patched["metadata"].is_object() {
+    if !has && patched["metadata"].is_object() && store::unconditional_update_allowed(rt) {
         patched["metadata"]["resourceVersion"] = json!(old.resource_version.to_string());
     }
 }

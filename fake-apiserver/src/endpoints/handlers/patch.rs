@@ -7,6 +7,7 @@ use super::{Call, create_prepared, current, keep_resource_version, update_mode};
 use crate::error::{ApiError, ApiResult, StatusCause};
 use crate::fieldmanager::UpdateOwnership;
 use crate::fieldmanager::apply::{ApplyRequest, apply};
+use crate::fieldmanager::field_validation::FieldValidation;
 use crate::fieldmanager::patch_meta::Shape;
 use crate::fieldmanager::smp;
 use crate::go_json_patch;
@@ -31,6 +32,19 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
         PatchKind::Json => Vec::new(),
         PatchKind::Apply => call.unknown_fields(&parse_object(&body, true)?)?,
         PatchKind::Merge | PatchKind::Strategic => match serde_json::from_slice::<Value>(&body) {
+            // Checking a merge patch's fields decodes it into a map first (jsonPatcher
+            // applyJSPatch, under Strict or Warn): anything but an object or null is a 400.
+            Ok(v)
+                if kind == PatchKind::Merge
+                    && !v.is_object()
+                    && !v.is_null()
+                    && call.field_validation()? != FieldValidation::Ignore =>
+            {
+                return Err(ApiError::bad_request(format!(
+                    "error decoding patch: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                    crate::registry::decode::go_json_type(&v)
+                )));
+            }
             Ok(v) => call.unknown_fields(&v)?,
             Err(_) => Vec::new(),
         },
@@ -52,7 +66,7 @@ pub(super) async fn object(mut call: Call) -> ApiResult<Response> {
         // The patched JSON is decoded as Go decodes it: nulls left by the patch are zero values.
         go_nulls_of(rt, &mut patched);
         check_patched(&patched, rt.api_version(), &rt.kind, rt.decode_check)?;
-        keep_resource_version(&mut patched, &old);
+        keep_resource_version(rt, &mut patched, &old);
         let w = Write { ctx: &ctx, now, dry_run, fields: Some(&UpdateOwnership) };
         store::update(st, rt, &call.target.namespace, call.name(), patched, mode, &w)
     })?;
@@ -163,7 +177,7 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
                 let served = try_served_value(rt, &old)?;
                 let mut merged = apply(rt, Some(&served), &applied, &req)?;
                 typed(&merged)?;
-                keep_resource_version(&mut merged, &old);
+                keep_resource_version(rt, &mut merged, &old);
                 let obj = store::update(st, rt, &target.namespace, name, merged, mode, &w)?;
                 Ok((obj, false))
             }
@@ -219,7 +233,7 @@ pub(super) fn apply_patch(kind: PatchKind, old: &Value, body: &[u8], shape: Shap
         PatchKind::Strategic => {
             let patch: Value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            doc = smp::apply(&doc, &patch, shape).map_err(|e| ApiError::bad_request(e.to_string()))?;
+            doc = smp::apply(&doc, &patch, shape).map_err(smp::SmpError::into_api)?;
         }
         PatchKind::Merge => {
             let patch: Value = serde_json::from_slice(body)

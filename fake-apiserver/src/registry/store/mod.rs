@@ -413,8 +413,14 @@ pub(crate) fn prepare_create(
     rt.strategy.prepare_for_create(rt, &mut obj, &w.time());
     super::go_types::go_shape(rt, &mut obj);
     let warnings = admission.mutate_create(rt, &mut obj, w)?;
-    causes.extend(rt.strategy.validate(rt, &obj));
-    let object = invalid_if_any(rt, &obj, &name, causes).and_then(|()| {
+    // The storage's BeginCreate comes before validation; its error replaces it (and, like
+    // validation's, comes after the namespace and name checks).
+    let begun = rt.strategy.begin_create(rt, &mut obj);
+    if begun.is_ok() {
+        super::go_types::go_shape(rt, &mut obj);
+        causes.extend(rt.strategy.validate(rt, &obj));
+    }
+    let object = begun.and_then(|()| invalid_if_any(rt, &obj, &name, causes)).and_then(|()| {
         let obj = to_storage(rt, obj)?;
         Ok(if w.dry_run {
             PreparedObject { preview_rv: value_rv(&obj), encoded: Encoded::exact(rt, &obj) }
@@ -707,6 +713,9 @@ pub(crate) fn update(
     };
     let mutated = admission::mutate_write(st, &req, &mut merged)?;
     st.warnings.extend(mutated);
+    if mode == UpdateMode::Main {
+        rt.strategy.begin_update(rt, &mut merged, &old_value)?;
+    }
     rt.strategy.prepare_for_update(rt, &mut merged, &old_value, mode);
     super::go_types::go_shape(rt, &mut merged);
     let mut causes = meta_update_causes;
@@ -778,7 +787,7 @@ fn grace_elapsed(v: &Value) -> bool {
 /// resourceVersion it read): custom resources (apiextensions-apiserver v0.37.2
 /// pkg/registry/customresource/strategy.go) and these of kube-apiserver v1.37.2
 /// (pkg/registry/<group>/<kind>/strategy.go), by group and resource.
-fn unconditional_update_allowed(rt: &ResourceType) -> bool {
+pub(crate) fn unconditional_update_allowed(rt: &ResourceType) -> bool {
     const CONDITIONAL_ONLY: &[(&str, &str)] = &[
         ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
         ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
