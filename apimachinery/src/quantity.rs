@@ -191,6 +191,36 @@ pub fn parse_milli(text: &str) -> Result<i128, InvalidQuantity> {
     Quantity::parse(text).map(|q| q.milli_value()).ok_or_else(|| InvalidQuantity { text: text.to_string() })
 }
 
+/// What Go writes back for a quantity it read (`ParseQuantity`, then `String`): the canonical
+/// form, a magnitude above 2^63 - 1 capped there (`maxAllowed`), and, for the values of a v1
+/// `ResourceList`, rounded up to milli-units first (`SetDefaults_ResourceList`). `None` when Go
+/// does not read `text` as a quantity, and for the exponent form (`1e3`), which Go keeps and
+/// this type does not model.
+pub fn go_round_trip(text: &str, round_up_milli: bool) -> Option<String> {
+    let t = text.trim();
+    let suffix = &t[t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-')).unwrap_or(t.len())..];
+    let exponent = suffix.len() > 1 && suffix.starts_with(['e', 'E']) && suffix != "Ei";
+    if go_parse_error(text).is_some() || exponent {
+        return None;
+    }
+    const MAX_NANOS: i128 = i64::MAX as i128 * NANO;
+    let mut q = match Quantity::parse(text) {
+        Some(q) if q.nanos <= MAX_NANOS => q,
+        // Too large for the nano-units here, or above the cap: Go caps positive amounts.
+        Some(q) if q.nanos > 0 => return Some(i64::MAX.to_string()),
+        None if !text.trim_start().starts_with('-') => return Some(i64::MAX.to_string()),
+        _ => return None,
+    };
+    if round_up_milli {
+        // inf.RoundUp rounds away from zero.
+        let r = q.nanos % 1_000_000;
+        if r != 0 {
+            q.nanos += if q.nanos > 0 { 1_000_000 - r } else { -1_000_000 - r };
+        }
+    }
+    Some(q.to_string())
+}
+
 impl fmt::Display for Quantity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = self.nanos;
@@ -291,6 +321,16 @@ mod tests {
     #[case("0", "0")]
     fn canonical_forms_match_go(#[case] input: &str, #[case] printed: &str) {
         assert_eq!(q(input).to_string(), printed);
+    }
+
+    #[test]
+    fn go_writes_back_canonical_capped_and_milli_rounded_quantities() {
+        assert_eq!(go_round_trip("1000m", false).as_deref(), Some("1"));
+        assert_eq!(go_round_trip("0.0001", false).as_deref(), Some("100u"));
+        assert_eq!(go_round_trip("0.0001", true).as_deref(), Some("1m"));
+        assert_eq!(go_round_trip("9999999999999999999999Ei", true).as_deref(), Some("9223372036854775807"));
+        assert_eq!(go_round_trip("1e3", false), None);
+        assert_eq!(go_round_trip("1..2", false), None);
     }
 
     #[test]

@@ -18,19 +18,11 @@ pub(crate) use crate::registry::smd::{item_key, shape_of};
 
 /// Top-level fields no manager owns.
 const IGNORED_TOP: &[&str] = &["apiVersion", "kind"];
-/// Metadata the server sets; no manager owns it.
-const IGNORED_META: &[&str] = &[
-    "name",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "creationTimestamp",
-    "generation",
-    "managedFields",
-    "selfLink",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-];
+/// Metadata no manager owns: the field manager's stripMetaManager (apimachinery v0.37.2
+/// pkg/util/managedfields/internal/stripmeta.go). A deletionTimestamp or grace period a client
+/// sends is owned, though the server clears it.
+const IGNORED_META: &[&str] =
+    &["name", "namespace", "uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink"];
 
 /// A set of field paths, as a tree keyed by encoded path elements (`f:spec`, `k:{"name":"a"}`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

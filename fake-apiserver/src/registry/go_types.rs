@@ -40,6 +40,10 @@ struct Field {
     /// What an `opaque` type writes for its zero value.
     #[serde(rename = "z", default)]
     zero: Value,
+    /// `q`: it holds resource.Quantity values; `rl`: a core/v1 ResourceList (rounded up to
+    /// milli-units by the v1 defaulting).
+    #[serde(rename = "q", default)]
+    quantity: String,
 }
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq)]
@@ -136,11 +140,33 @@ fn shape_struct(m: &mut Map<String, Value>, type_id: &str, depth: usize) {
                 if let Some(elem) = &f.elem {
                     shape_below(v, f.kind, elem, depth + 1);
                 }
+                if !f.quantity.is_empty() {
+                    canonical_quantities(v, f.quantity == "rl");
+                }
                 if omitted(f, v, depth) {
                     m.remove(&f.name);
                 }
             }
         }
+    }
+}
+
+/// The quantities a field holds (itself, its elements or values) written as Go writes them
+/// back; what Go would not read as a quantity is left to the decoder's errors.
+fn canonical_quantities(v: &mut Value, round_up_milli: bool) {
+    match v {
+        Value::Array(items) => items.iter_mut().for_each(|x| canonical_quantities(x, round_up_milli)),
+        Value::Object(m) => m.values_mut().for_each(|x| canonical_quantities(x, round_up_milli)),
+        Value::String(_) | Value::Number(_) => {
+            let text = match &*v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            if let Some(canonical) = apimachinery::quantity::go_round_trip(&text, round_up_milli) {
+                *v = Value::String(canonical);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -271,6 +297,17 @@ mod tests {
         // creationTimestamp is omitzero: a null (the zero Time) goes.
         let cm = shaped("v1/ConfigMap", json!({"metadata": {"creationTimestamp": null}}));
         assert_eq!(cm["metadata"], json!({}));
+    }
+
+    #[test]
+    fn quantities_are_written_canonical_and_resource_lists_rounded_up_to_milli() {
+        let pod = shaped(
+            "v1/Pod",
+            json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "0.0001", "memory": "1024Mi"}, "limits": {"cpu": 2}}}]}}),
+        );
+        let r = &pod["spec"]["containers"][0]["resources"];
+        assert_eq!(r["requests"], json!({"cpu": "1m", "memory": "1Gi"}));
+        assert_eq!(r["limits"], json!({"cpu": "2"}));
     }
 
     #[test]

@@ -126,3 +126,54 @@ async fn endpoint_slices_and_priority_classes_keep_a_generation_claims_and_pod_g
     assert_eq!(code, StatusCode::OK);
     assert!(claim["metadata"].get("generation").is_none(), "{claim}");
 }
+
+#[tokio::test]
+async fn a_kind_without_a_generation_of_its_own_keeps_the_one_sent() {
+    let server = ApiServer::default();
+    let lease = created(
+        &server,
+        "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l", "generation": 7}}),
+    )
+    .await;
+    assert_eq!(lease["metadata"]["generation"], 7, "{lease}");
+}
+
+#[tokio::test]
+async fn a_deletion_grace_period_a_client_sends_is_owned_though_cleared() {
+    let server = ApiServer::default();
+    let cm = created(
+        &server,
+        "/api/v1/namespaces/default/configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "deletionGracePeriodSeconds": 5}}),
+    )
+    .await;
+    assert!(cm["metadata"].get("deletionGracePeriodSeconds").is_none(), "{cm}");
+    assert_eq!(fields(&cm)["f:metadata"], json!({"f:deletionGracePeriodSeconds": {}}));
+}
+
+#[tokio::test]
+async fn a_pod_group_gets_its_disruption_mode_default_and_its_priority_from_admission() {
+    let server = ApiServer::default();
+    let pg = created(
+        &server,
+        "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups",
+        json!({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
+            "spec": {"schedulingPolicy": {"basic": {}}}}),
+    )
+    .await;
+    assert_eq!(pg["spec"]["disruptionMode"], json!({"single": {}}), "{pg}");
+    assert_eq!(pg["spec"]["priority"], 0, "{pg}");
+    // The default is the creator's (decoding), the priority admission's is nobody's.
+    let f = fields(&pg);
+    assert_eq!(f["f:spec"]["f:disruptionMode"], json!({".": {}, "f:single": {}}), "{f}");
+    assert!(f["f:spec"].get("f:priority").is_none(), "{f}");
+    let (code, v) = post(
+        &server,
+        "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups",
+        &json!({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "h"},
+            "spec": {"schedulingPolicy": {"basic": {}}, "priority": 5}}),
+    )
+    .await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "{v}");
+}

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 )
@@ -29,12 +30,33 @@ import (
 //	"opaque" (a struct with a marshaler of its own, such as metav1.Time or
 //	resource.Quantity: zero is what it writes for the zero value), "any".
 //	omit: "" (always written), "empty" (omitempty), "zero" (omitzero).
+//
+//	quantity: "q" when the value, or what a pointer, slice or map holds, is a
+//	resource.Quantity (written in its canonical form); "rl" for a core/v1 ResourceList, whose
+//	values the v1 defaulting also rounds up to milli-units (SetDefaults_ResourceList).
 type field struct {
-	Name string      `json:"n"`
-	Kind string      `json:"k"`
-	Elem string      `json:"e,omitempty"`
-	Omit string      `json:"o,omitempty"`
-	Zero interface{} `json:"z,omitempty"`
+	Name     string      `json:"n"`
+	Kind     string      `json:"k"`
+	Elem     string      `json:"e,omitempty"`
+	Omit     string      `json:"o,omitempty"`
+	Zero     interface{} `json:"z,omitempty"`
+	Quantity string      `json:"q,omitempty"`
+}
+
+var quantityType = reflect.TypeOf(resource.Quantity{})
+
+// quantityOf says whether t holds quantities (see field.Quantity).
+func quantityOf(t reflect.Type) string {
+	if t.Name() == "ResourceList" && t.PkgPath() == "k8s.io/api/core/v1" {
+		return "rl"
+	}
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t == quantityType {
+		return "q"
+	}
+	return ""
 }
 
 var (
@@ -109,6 +131,7 @@ func collect(t reflect.Type, out *[]field) {
 			}
 		}
 		ft := f.Type
+		fl.Quantity = quantityOf(ft)
 		switch {
 		case ft.Kind() == reflect.Pointer:
 			fl.Kind, fl.Elem = "ptr", elemOf(ft.Elem())

@@ -25,11 +25,66 @@ pub(crate) fn admit(
     obj: &mut Value,
     old: Option<&Value>,
 ) -> ApiResult<()> {
+    if rt.group == "scheduling.k8s.io" && rt.plural == "podgroups" && operation == Operation::Create {
+        return pod_group_priority(st, obj);
+    }
     if !(rt.group.is_empty() && rt.plural == "pods") || operation == Operation::Delete {
         return Ok(());
     }
     priority(st, operation, obj, old)?;
     default_toleration_seconds(obj);
+    Ok(())
+}
+
+/// The class a create names (or the global default one) as (name, value, preemption policy);
+/// none named and no default: 0 and `PreemptLowerPriority` (`establishPriority`). A name no
+/// class has is Forbidden on `resource`.
+fn established_priority(st: &State, resource: &str, name: &str, class_name: &str) -> ApiResult<(String, i64, Value)> {
+    let classes: Vec<std::sync::Arc<Value>> =
+        st.store.collection(&PRIORITY_CLASSES).into_iter().flat_map(|c| c.values()).map(|o| o.shared_value()).collect();
+    if class_name.is_empty() {
+        // The global default with the lowest value, if several.
+        return Ok(
+            match classes.iter().filter(|c| c["globalDefault"] == json!(true)).min_by_key(|c| c["value"].as_i64()) {
+                Some(c) => (
+                    c["metadata"]["name"].as_str().unwrap_or("").to_string(),
+                    c["value"].as_i64().unwrap_or(0),
+                    c["preemptionPolicy"].clone(),
+                ),
+                None => (String::new(), 0, json!("PreemptLowerPriority")),
+            },
+        );
+    }
+    let c = classes.iter().find(|c| c["metadata"]["name"].as_str() == Some(class_name)).ok_or_else(|| {
+        ApiError::forbidden("", resource, name, format!("no PriorityClass with name {class_name} was found"))
+    })?;
+    Ok((class_name.to_string(), c["value"].as_i64().unwrap_or(0), c["preemptionPolicy"].clone()))
+}
+
+/// `Priority`'s `admitPodGroup` (a create only): the pod group's priority is its class's, and
+/// one it sets itself must be that. PodGroupPreemptionPolicy is off in v1.37, so the preemption
+/// policy is left as it is.
+fn pod_group_priority(st: &State, obj: &mut Value) -> ApiResult<()> {
+    let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else { return Ok(()) };
+    let class_name = spec.get("priorityClassName").and_then(Value::as_str).unwrap_or("").to_string();
+    let (class_name, value, _) = established_priority(st, "podgroups.scheduling.k8s.io", &name, &class_name)?;
+    if let Some(given) = spec.get("priority").and_then(Value::as_i64)
+        && given != value
+    {
+        return Err(ApiError::forbidden(
+            "scheduling.k8s.io",
+            "podgroups",
+            &name,
+            format!(
+                "priority set in the pod group ({given}) must match the priority computed ({value}) based on the priority class set in the spec"
+            ),
+        ));
+    }
+    spec.insert("priority".into(), json!(value));
+    if !class_name.is_empty() {
+        spec.insert("priorityClassName".into(), json!(class_name));
+    }
     Ok(())
 }
 
@@ -50,26 +105,8 @@ fn priority(st: &State, operation: Operation, obj: &mut Value, old: Option<&Valu
         return Ok(());
     }
     let forbidden = |why: String| ApiError::forbidden("", "pods", &name, why);
-    let classes: Vec<std::sync::Arc<Value>> =
-        st.store.collection(&PRIORITY_CLASSES).into_iter().flat_map(|c| c.values()).map(|o| o.shared_value()).collect();
     let class_name = spec.get("priorityClassName").and_then(Value::as_str).unwrap_or("").to_string();
-    let (class_name, value, policy) = if class_name.is_empty() {
-        // The global default with the lowest value, if several.
-        match classes.iter().filter(|c| c["globalDefault"] == json!(true)).min_by_key(|c| c["value"].as_i64()) {
-            Some(c) => (
-                c["metadata"]["name"].as_str().unwrap_or("").to_string(),
-                c["value"].as_i64().unwrap_or(0),
-                c["preemptionPolicy"].clone(),
-            ),
-            None => (String::new(), 0, json!("PreemptLowerPriority")),
-        }
-    } else {
-        let c = classes
-            .iter()
-            .find(|c| c["metadata"]["name"].as_str() == Some(class_name.as_str()))
-            .ok_or_else(|| forbidden(format!("no PriorityClass with name {class_name} was found")))?;
-        (class_name, c["value"].as_i64().unwrap_or(0), c["preemptionPolicy"].clone())
-    };
+    let (class_name, value, policy) = established_priority(st, "pods", &name, &class_name)?;
     if !class_name.is_empty() {
         spec.insert("priorityClassName".into(), json!(class_name));
     }

@@ -380,6 +380,14 @@ pub(crate) fn prepare_create(
     }
     causes.extend(object_meta_causes(meta, rt.namespaced));
     let mut causes = custom_meta_causes(rt, causes, false);
+    // The field manager sees the object as decoded and defaulted, before rest.BeforeCreate
+    // clears what a client may not set and the strategy fills in what the server generates (a
+    // Job's selector, a Service's cluster IPs): nobody owns those (create.go runs
+    // FieldManager.UpdateNoErrors first).
+    if let Some(fields) = w.fields {
+        fields.record_create(rt, &mut obj, w);
+    }
+    let meta = meta_mut(&mut obj)?;
     let sent_resource_version = meta
         .get("resourceVersion")
         .and_then(Value::as_str)
@@ -393,9 +401,9 @@ pub(crate) fn prepare_create(
     if rt.tracks_generation {
         meta.insert("generation".into(), json!(1));
     } else {
-        // What the client sent is validated (ValidateObjectMeta) though not kept here.
+        // A kind whose strategy sets no generation keeps what the client sent (rest.BeforeCreate
+        // leaves it), once ValidateObjectMeta has checked it.
         causes.extend(super::meta::generation_causes(meta));
-        meta.remove("generation");
     }
     // Nodes keep the status the kubelet registers them with; other kinds start with none.
     if rt.status
@@ -403,12 +411,6 @@ pub(crate) fn prepare_create(
         && let Some(o) = obj.as_object_mut()
     {
         o.remove("status");
-    }
-    // The field manager sees the object as decoded and defaulted, before the strategy fills in
-    // what the server generates (a Job's selector, a Service's cluster IPs): nobody owns those
-    // (create.go runs FieldManager.UpdateNoErrors before rest.BeforeCreate).
-    if let Some(fields) = w.fields {
-        fields.record_create(rt, &mut obj, w);
     }
     rt.strategy.prepare_for_create(rt, &mut obj, &w.time());
     super::go_types::go_shape(rt, &mut obj);
@@ -421,6 +423,13 @@ pub(crate) fn prepare_create(
         causes.extend(rt.strategy.validate(rt, &obj));
     }
     let object = begun.and_then(|()| invalid_if_any(rt, &obj, &name, causes)).and_then(|()| {
+        // A custom resource comes back from storage through its schema's defaulting, which
+        // gives the status the strategy cleared its defaults (a Gateway's "Waiting for
+        // controller" conditions) in the create's answer and every read.
+        let mut obj = obj;
+        if let Some(schema) = rt.schema.as_ref().filter(|_| rt.custom) {
+            schema.apply_defaults(&mut obj);
+        }
         let obj = to_storage(rt, obj)?;
         Ok(if w.dry_run {
             PreparedObject { preview_rv: value_rv(&obj), encoded: Encoded::exact(rt, &obj) }
