@@ -329,7 +329,10 @@ pub(crate) fn check_patched(
     check: Option<DecodeCheck>,
 ) -> ApiResult<()> {
     let result = check_type_meta_types(patched).and_then(|()| {
-        let Some(check) = check else { return Ok(()) };
+        // A custom resource's metadata is still read into ObjectMeta.
+        let Some(check) = check else {
+            return super::object_meta_decode::object_meta_error(&patched["metadata"]).map_or(Ok(()), Err);
+        };
         // Absent type meta decodes fine; null or empty is the target type's.
         let unset = |field: &str| patched.get(field).is_some_and(|v| v.is_null() || v == "");
         if !unset("apiVersion") && !unset("kind") {
@@ -362,6 +365,14 @@ pub(crate) fn decode_scale(v: &Value) -> Result<(), String> {
 /// Checks the shapes of ObjectMeta fields the store relies on (a decode error in the apiserver).
 fn check_meta_shape(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
     let meta = &obj["metadata"];
+    if rt.custom
+        && let Some(e) = super::object_meta_decode::object_meta_error(meta)
+    {
+        return Err(ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {e}",
+            rt.kind, rt.version, rt.kind
+        )));
+    }
     let bad = |field: &str, want: &str| {
         Err(ApiError::bad_request(format!(
             "{} in version \"{}\" cannot be handled as a {}: metadata.{field} must be {want}",

@@ -125,6 +125,11 @@ pub(crate) fn invalid(path: &Path, value: impl Into<Bad>, detail: &str) -> Statu
     StatusCause::field("FieldValueInvalid", path.as_str(), with_detail(head, detail))
 }
 
+/// `field.Invalid` with `field.OmitValueType{}`: `Invalid value: detail`, no value printed.
+pub(crate) fn invalid_omit_value(path: &Path, detail: &str) -> StatusCause {
+    StatusCause::field("FieldValueInvalid", path.as_str(), with_detail("Invalid value".into(), detail))
+}
+
 /// `field.Forbidden`: `Forbidden: detail`.
 pub(crate) fn forbidden(path: &Path, detail: &str) -> StatusCause {
     StatusCause::field("FieldValueForbidden", path.as_str(), with_detail("Forbidden".into(), detail))
@@ -153,6 +158,13 @@ pub(crate) fn not_supported(path: &Path, value: impl Into<Bad>, valid: &[&str]) 
 /// `field.TooLong`: `Too long: may not be more than N bytes` (the value is never printed).
 pub(crate) fn too_long(path: &Path, max: usize) -> StatusCause {
     StatusCause::field("FieldValueTooLong", path.as_str(), format!("Too long: may not be more than {max} bytes"))
+}
+
+/// `field.TooLongCharacters` (declarative `maxLength`): `Too long: may not be more than N
+/// characters`.
+pub(crate) fn too_long_characters(path: &Path, max: usize) -> StatusCause {
+    let unit = if max == 1 { "character" } else { "characters" };
+    StatusCause::field("FieldValueTooLong", path.as_str(), format!("Too long: may not be more than {max} {unit}"))
 }
 
 /// `field.TooMany`: `Too many: N: must have at most M items`.

@@ -81,6 +81,7 @@ pub(crate) fn object_meta_causes(meta: &Map<String, Value>, _namespaced: bool) -
                     causes.push(field::required(&at.index(i).child(k), "must not be empty"));
                 }
             }
+            causes.extend(second_controller(refs, i, &at));
         }
     }
     if let Some(Value::Array(finalizers)) = meta.get("finalizers") {
@@ -103,6 +104,42 @@ pub(crate) fn object_meta_causes(meta: &Map<String, Value>, _namespaced: bool) -
     causes
 }
 
+/// `ValidateOwnerReferences`' rule that at most one owner is the controller: the reference at
+/// `i`, when it is a controller after the first, is reported with the whole list (printed as
+/// Go encodes `[]metav1.OwnerReference`).
+fn second_controller(refs: &[Value], i: usize, at: &Path) -> Option<StatusCause> {
+    let is_controller = |r: &Value| r.get("controller") == Some(&Value::Bool(true));
+    let name = |r: &Value| {
+        let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
+        format!("{}/{}", text("kind"), text("name"))
+    };
+    let first = refs[..i].iter().find(|r| is_controller(r))?;
+    if !is_controller(&refs[i]) {
+        return None;
+    }
+    let go_order = refs.iter().map(|r| {
+        let mut m = Map::new();
+        for k in ["apiVersion", "kind", "name", "uid"] {
+            m.insert(k.into(), r.get(k).cloned().unwrap_or_else(|| json!("")));
+        }
+        for k in ["controller", "blockOwnerDeletion"] {
+            if let Some(v) = r.get(k).filter(|v| !v.is_null()) {
+                m.insert(k.into(), v.clone());
+            }
+        }
+        Value::Object(m)
+    });
+    Some(field::invalid(
+        at,
+        field::Bad::Raw(Value::Array(go_order.collect()).to_string()),
+        &format!(
+            "Only one reference can have Controller set to true. Found \"true\" in references for {} and {}",
+            name(first),
+            name(&refs[i])
+        ),
+    ))
+}
+
 /// `ValidateNonnegativeField` of `metadata.generation`, on create and on update.
 pub(crate) fn generation_causes(meta: &Map<String, Value>) -> Vec<StatusCause> {
     match meta.get("generation").and_then(Value::as_i64) {
@@ -116,6 +153,17 @@ pub(crate) fn generation_causes(meta: &Map<String, Value>) -> Vec<StatusCause> {
 /// `metav1validation.ValidateLabelSelector`: labels of `matchLabels`, each requirement of
 /// `matchExpressions` (operator, values for it, key, values as label values).
 pub(crate) fn label_selector_causes(sel: &Value, path: &Path) -> Vec<StatusCause> {
+    let mut out = validate_label_selector(sel, path);
+    // `LabelSelectorAsSelector` fails on the same input: the caller reports that as well.
+    if !out.is_empty() {
+        out.push(field::invalid(path, field::Bad::Raw(sel.to_string()), "invalid label selector"));
+    }
+    out
+}
+
+/// `metav1validation.ValidateLabelSelector` alone (no conversion afterwards): what pod affinity
+/// terms and topology spread constraints report of their selectors.
+pub(crate) fn validate_label_selector(sel: &Value, path: &Path) -> Vec<StatusCause> {
     let mut out = Vec::new();
     if let Some(Value::Object(m)) = sel.get("matchLabels") {
         let at = path.child("matchLabels");
@@ -162,10 +210,6 @@ pub(crate) fn label_selector_causes(sel: &Value, path: &Path) -> Vec<StatusCause
                 out.push(field::invalid(&at.child("values").index(j), *v, &msg));
             }
         }
-    }
-    // `LabelSelectorAsSelector` fails on the same input: the caller reports that as well.
-    if !out.is_empty() {
-        out.push(field::invalid(path, field::Bad::Raw(sel.to_string()), "invalid label selector"));
     }
     out
 }
@@ -271,4 +315,58 @@ pub(crate) fn deletion_finalizers(
     }
     let same = out.len() == finalizers.len() && out.iter().all(|f| finalizers.contains(f));
     (!same).then_some(out)
+}
+
+/// `metav1validation.ValidateConditions` (k8s.io/apimachinery v0.37.2
+/// pkg/apis/meta/v1/validation/validation.go): unique types, and each condition's type (a
+/// qualified name), status, observed generation, transition time, reason and message.
+pub(crate) fn condition_causes(conditions: &[Value], path: &Path) -> Vec<StatusCause> {
+    const STATUSES: [&str; 3] = ["False", "True", "Unknown"];
+    const REASON_MAX: usize = 1024;
+    const MESSAGE_MAX: usize = 32 * 1024;
+    let mut out = Vec::new();
+    let mut types = std::collections::BTreeSet::new();
+    for (i, c) in conditions.iter().enumerate() {
+        let at = path.index(i);
+        let text = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default();
+        let type_ = text("type");
+        if !types.insert(type_) {
+            out.push(field::duplicate(&at, type_));
+        }
+        if type_.is_empty() {
+            out.push(field::required(&at.child("type"), "is required"));
+        } else {
+            out.extend(label_key_errors(type_).iter().map(|m| field::invalid(&at.child("type"), type_, m)));
+        }
+        let status = text("status");
+        if status.is_empty() {
+            out.push(field::required(&at.child("status"), ""));
+        } else if !STATUSES.contains(&status) {
+            out.push(field::not_supported(&at.child("status"), status, &STATUSES));
+        }
+        if let Some(g) = c.get("observedGeneration").and_then(Value::as_i64).filter(|g| *g < 0) {
+            out.push(field::invalid(&at.child("observedGeneration"), g, "must be greater than or equal to zero"));
+        }
+        // Go's zero time: absent, null or the zero instant.
+        if matches!(text("lastTransitionTime"), "" | "0001-01-01T00:00:00Z") {
+            out.push(field::required(&at.child("lastTransitionTime"), ""));
+        }
+        let reason = text("reason");
+        if reason.is_empty() {
+            out.push(field::required(&at.child("reason"), ""));
+        } else {
+            out.extend(
+                apimachinery::validation::condition_reason_errors(reason)
+                    .iter()
+                    .map(|m| field::invalid(&at.child("reason"), reason, m)),
+            );
+            if reason.len() > REASON_MAX {
+                out.push(field::too_long(&at.child("reason"), REASON_MAX));
+            }
+        }
+        if text("message").len() > MESSAGE_MAX {
+            out.push(field::too_long(&at.child("message"), MESSAGE_MAX));
+        }
+    }
+    out
 }

@@ -20,6 +20,7 @@ pub(crate) mod features;
 pub(crate) mod field;
 pub(crate) mod go_types;
 pub(crate) mod meta;
+pub(crate) mod object_meta_decode;
 pub(crate) mod patch_meta;
 pub(crate) mod printers;
 pub(crate) mod rbac;
@@ -95,10 +96,8 @@ pub(crate) fn crds_key() -> &'static StorageKey {
 pub(crate) enum NameRule {
     /// RFC 1123 subdomain: most kinds.
     Subdomain,
-    /// RFC 1123 label: namespaces.
+    /// RFC 1123 label: namespaces, services.
     Label,
-    /// RFC 1035 label (starts with a letter): services.
-    Rfc1035Label,
     /// Only a valid path segment (`path.ValidatePathSegmentName`: not `.` or `..`, no `/` or
     /// `%`): RBAC objects and core/v1 events, whose strategies check nothing more.
     PathSegment,
@@ -132,7 +131,6 @@ impl NameRule {
         match self {
             NameRule::Subdomain => validation::dns1123_subdomain_errors(name),
             NameRule::Label => validation::dns1123_label_errors(name),
-            NameRule::Rfc1035Label => validation::dns1035_label_errors(name),
             NameRule::PathSegment => {
                 let mut errs = Vec::new();
                 if name == "." || name == ".." {

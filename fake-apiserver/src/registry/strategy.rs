@@ -42,6 +42,19 @@ pub(crate) trait Strategy: Sync + std::fmt::Debug {
     /// a `metav1.Time` string.
     fn prepare_for_create(&self, _rt: &ResourceType, _obj: &mut Value, _now: &str) {}
 
+    /// `BeginCreate` of the kind's REST storage (Services allocate cluster IPs and node ports
+    /// there): after mutating admission, before `PrepareForCreate` and validation; an error
+    /// ends the create in their place.
+    fn begin_create(&self, _rt: &ResourceType, _obj: &mut Value) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// `BeginUpdate` of the kind's REST storage, on a write to the main resource: as
+    /// [`Strategy::begin_create`], with the stored object.
+    fn begin_update(&self, _rt: &ResourceType, _new: &mut Value, _old: &Value) -> ApiResult<()> {
+        Ok(())
+    }
+
     /// `PrepareForUpdate`: what an update through `mode` may not change, undone on `new`.
     fn prepare_for_update(&self, _rt: &ResourceType, _new: &mut Value, _old: &Value, _mode: UpdateMode) {}
 

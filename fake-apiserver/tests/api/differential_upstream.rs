@@ -398,3 +398,21 @@ async fn a_negative_watch_timeout_ends_the_watch_at_once() {
     assert_eq!(code, StatusCode::OK);
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
 }
+
+#[tokio::test]
+async fn a_list_may_not_ask_for_initial_events_and_a_pointer_needs_its_slash() {
+    let server = ApiServer::default();
+    let (code, v) = get(&server, &format!("{CMS}?sendInitialEvents=true")).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(causes(&v), [("sendInitialEvents".to_string(), "FieldValueForbidden".to_string())]);
+    configmap(&server, "c").await;
+    let (code, v) = raw(
+        &server,
+        Method::PATCH,
+        &format!("{CMS}/c"),
+        JSON_PATCH,
+        r#"[{"op":"add","path":"metadata/labels/x","value":"y"}]"#.to_string(),
+    )
+    .await;
+    assert_eq!((code, reason(&v)), (StatusCode::UNPROCESSABLE_ENTITY, "Invalid"), "{v}");
+}

@@ -136,6 +136,18 @@ pub(super) fn handle(call: Call) -> ApiResult<Response> {
     let (target, query) = (&call.target, &call.query);
     let rt = &target.rt;
     let (labels, fields) = query.selectors(rt)?;
+    // ValidateListOptions (apimachinery v0.37.2 pkg/apis/meta/internalversion/validation): a
+    // list (not a watch) may not ask for initial events, whatever the value.
+    if query.send_initial_events.is_some() {
+        return Err(invalid_options(
+            "ListOptions",
+            vec![StatusCause::field(
+                "FieldValueForbidden",
+                "sendInitialEvents",
+                "Forbidden: sendInitialEvents is forbidden for list",
+            )],
+        ));
+    }
     let st = call.ctx.state.read();
     let token = query.continue_token.as_deref().map(decode_continue).transpose()?;
     if token.is_some() && query.resource_version.as_deref().is_some_and(|r| r != "0") {

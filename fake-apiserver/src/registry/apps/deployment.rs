@@ -1,7 +1,11 @@
 //! Deployments: defaults (`SetDefaults_Deployment`), validation (`ValidateDeployment`,
 //! its update and status rules) and kubectl's columns.
 
-use super::workload::{nonnegative, selector_and_template, selector_immutable, status_counters};
+use super::int_or_percent::{int_or_percent_value, not_more_than_100_percent, validate_positive_int_or_percent};
+use super::workload::{
+    REPLICA_SET_RULES, materialize_spec_and_template, nonnegative, selector_and_template, selector_immutable,
+};
+use super::workload_status::deployment_status_update;
 use crate::error::StatusCause;
 use crate::registry::core::pod_spec::default_template;
 use crate::registry::field::{self, Bad, Path};
@@ -16,6 +20,7 @@ pub(crate) struct DeploymentStrategy;
 
 impl Strategy for DeploymentStrategy {
     fn default(&self, _rt: &ResourceType, obj: &mut Value) {
+        materialize_spec_and_template(obj);
         let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else { return };
         spec.entry("replicas").or_insert(json!(1));
         spec.entry("revisionHistoryLimit").or_insert(json!(10));
@@ -46,23 +51,9 @@ impl Strategy for DeploymentStrategy {
         out
     }
 
-    fn validate_status_update(&self, _rt: &ResourceType, obj: &Value, _old: &Value) -> Vec<StatusCause> {
-        let mut out = Vec::new();
-        status_counters(
-            &mut out,
-            obj,
-            &[
-                "replicas",
-                "updatedReplicas",
-                "readyReplicas",
-                "availableReplicas",
-                "unavailableReplicas",
-                "observedGeneration",
-                "collisionCount",
-                "terminatingReplicas",
-            ],
-        );
-        out
+    /// `ValidateDeploymentStatusUpdate`.
+    fn validate_status_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
+        deployment_status_update(obj, old)
     }
 
     fn table_columns(&self, _rt: &ResourceType) -> Vec<Value> {
@@ -92,57 +83,67 @@ impl Strategy for DeploymentStrategy {
     }
 }
 
-/// An `intstr` as an absolute number against 100 (percent) or itself, for the zero checks.
-fn int_or_percent(v: Option<&Value>) -> Option<i64> {
-    match v? {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.strip_suffix('%').and_then(|p| p.parse().ok()).or_else(|| s.parse().ok()),
-        _ => None,
+/// The internal `RollingUpdateDeployment` as `json.Marshal` prints it (absent values are
+/// the integer 0 of a zero `IntOrString`).
+fn go_rolling_update(ru: &Value) -> Value {
+    if ru.is_null() {
+        return Value::Null;
     }
+    json!({"MaxUnavailable": ru.get("maxUnavailable").cloned().unwrap_or(json!(0)),
+           "MaxSurge": ru.get("maxSurge").cloned().unwrap_or(json!(0))})
 }
 
-/// `ValidateDeploymentSpec` and `ValidateDeploymentStrategy`.
-fn validate_spec(obj: &Value) -> Vec<StatusCause> {
-    let mut out = Vec::new();
-    let spec = obj.get("spec").unwrap_or(&Value::Null);
-    let path = Path::root("spec");
-    nonnegative(&mut out, spec, "replicas", &path);
-    selector_and_template(&mut out, spec, "deployment", true);
-    let strategy = spec.get("strategy").unwrap_or(&Value::Null);
-    let spath = path.child("strategy");
+/// `ValidateRollingUpdateDeployment`.
+fn validate_rolling_update(out: &mut Vec<StatusCause>, ru: &Value, path: &Path) {
+    let zero = json!(0);
+    let max_unavailable = ru.get("maxUnavailable").filter(|v| !v.is_null()).unwrap_or(&zero);
+    let max_surge = ru.get("maxSurge").filter(|v| !v.is_null()).unwrap_or(&zero);
+    validate_positive_int_or_percent(out, max_unavailable, &path.child("maxUnavailable"));
+    validate_positive_int_or_percent(out, max_surge, &path.child("maxSurge"));
+    if int_or_percent_value(max_unavailable) == 0 && int_or_percent_value(max_surge) == 0 {
+        out.push(field::invalid(
+            &path.child("maxUnavailable"),
+            Bad::of(max_unavailable),
+            "may not be 0 when `maxSurge` is 0",
+        ));
+    }
+    not_more_than_100_percent(out, max_unavailable, &path.child("maxUnavailable"));
+}
+
+/// `ValidateDeploymentStrategy`.
+fn validate_strategy(out: &mut Vec<StatusCause>, strategy: &Value, path: &Path) {
+    let ru = strategy.get("rollingUpdate").unwrap_or(&Value::Null);
     match strategy.get("type").and_then(Value::as_str).unwrap_or_default() {
         "Recreate" => {
-            if strategy.get("rollingUpdate").is_some_and(|v| !v.is_null()) {
+            if !ru.is_null() {
                 out.push(field::forbidden(
-                    &spath.child("rollingUpdate"),
+                    &path.child("rollingUpdate"),
                     "may not be specified when strategy `type` is 'Recreate'",
                 ));
             }
         }
         "RollingUpdate" => {
-            let ru = strategy.get("rollingUpdate").unwrap_or(&Value::Null);
-            let rpath = spath.child("rollingUpdate");
-            for k in ["maxUnavailable", "maxSurge"] {
-                if let Some(n) = int_or_percent(ru.get(k)).filter(|n| *n < 0) {
-                    out.push(field::invalid(&rpath.child(k), Bad::of(&ru[k]), "must be greater than or equal to 0"));
-                    let _ = n;
-                }
-            }
-            if int_or_percent(ru.get("maxUnavailable")) == Some(0) && int_or_percent(ru.get("maxSurge")) == Some(0) {
-                out.push(field::invalid(
-                    &rpath.child("maxUnavailable"),
-                    Bad::of(&ru["maxUnavailable"]),
-                    "may not be 0 when `maxSurge` is 0",
-                ));
-            }
-            if let Some(Value::String(s)) = ru.get("maxUnavailable")
-                && s.strip_suffix('%').and_then(|p| p.parse::<i64>().ok()).is_some_and(|p| p > 100)
-            {
-                out.push(field::invalid(&rpath.child("maxUnavailable"), s.as_str(), "must not be greater than 100%"));
+            if ru.is_null() {
+                out.push(field::required(&path.child("rollingUpdate"), "this should be defaulted and never be nil"));
+            } else {
+                validate_rolling_update(out, ru, &path.child("rollingUpdate"));
             }
         }
-        _ => out.push(field::not_supported(&spath, Bad::Raw(strategy.to_string()), &["Recreate", "RollingUpdate"])),
+        other => {
+            let go = json!({"Type": other, "RollingUpdate": go_rolling_update(ru)});
+            out.push(field::not_supported(path, Bad::Raw(go.to_string()), &["Recreate", "RollingUpdate"]))
+        }
     }
+}
+
+/// `ValidateDeploymentSpec` (pkg/apis/apps/validation/validation.go at v1.37.2).
+fn validate_spec(obj: &Value) -> Vec<StatusCause> {
+    let mut out = Vec::new();
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let path = Path::root("spec");
+    nonnegative(&mut out, spec, "replicas", &path);
+    selector_and_template(&mut out, spec, REPLICA_SET_RULES);
+    validate_strategy(&mut out, spec.get("strategy").unwrap_or(&Value::Null), &path.child("strategy"));
     nonnegative(&mut out, spec, "minReadySeconds", &path);
     nonnegative(&mut out, spec, "revisionHistoryLimit", &path);
     if let Some(p) = spec.get("progressDeadlineSeconds").and_then(Value::as_i64) {

@@ -1,7 +1,10 @@
 //! ReplicaSets: defaults, validation (`ValidateReplicaSet`, update and status) and kubectl's
 //! columns.
 
-use super::workload::{nonnegative, selector_and_template, selector_immutable, status_counters};
+use super::workload::{
+    REPLICA_SET_RULES, materialize_spec_and_template, nonnegative, selector_and_template, selector_immutable,
+    status_counters,
+};
 use crate::error::StatusCause;
 use crate::registry::core::pod_spec::default_template;
 use crate::registry::field::Path;
@@ -20,12 +23,13 @@ fn validate_spec(obj: &Value) -> Vec<StatusCause> {
     let path = Path::root("spec");
     nonnegative(&mut out, spec, "replicas", &path);
     nonnegative(&mut out, spec, "minReadySeconds", &path);
-    selector_and_template(&mut out, spec, "deployment", true);
+    selector_and_template(&mut out, spec, REPLICA_SET_RULES);
     out
 }
 
 impl Strategy for ReplicaSetStrategy {
     fn default(&self, _rt: &ResourceType, obj: &mut Value) {
+        materialize_spec_and_template(obj);
         if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
             spec.entry("replicas").or_insert(json!(1));
         }

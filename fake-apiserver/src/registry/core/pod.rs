@@ -2,10 +2,15 @@
 //! may change, status rules, status on create (phase, QoS class, the scheduling-gate
 //! condition), graceful deletion, the `binding` subresource and kubectl's columns.
 
-use super::pod_spec::{SpecOf, default_pod_spec, validate_pod_spec};
+use super::pod_annotations::pod_annotation_updates;
+use super::pod_label_keys::merge_label_keys;
+use super::pod_security::{SysctlOptions, has_host_sysctl_violation};
+use super::pod_spec::{SpecOf, SpecOptions, default_pod_spec, tolerations, validate_pod};
+use super::pod_status::{carry_over_status, validate_status_update};
 use crate::error::StatusCause;
 use crate::registry::field::{self, Path};
 use crate::registry::printers::{age_col, col, human_duration, int, name_col, or_none, since};
+use crate::registry::store::UpdateMode;
 use crate::registry::{ResourceType, Strategy};
 use crate::storage::Subresource;
 use apimachinery::unstructured::{nested_field_at, set_nested_field};
@@ -39,6 +44,26 @@ fn munged_spec(pod: &Value) -> Value {
     spec
 }
 
+/// `validateOnlyAddedTolerations`: every old toleration is still there (its
+/// `tolerationSeconds` may change); then the new tolerations are validated again, as upstream
+/// does.
+fn only_added_tolerations(out: &mut Vec<StatusCause>, new: &Value, old: &Value) {
+    let list = |p: &Value| p.pointer("/spec/tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+    let same = |a: &Value, b: &Value| {
+        ["key", "operator", "value", "effect"].iter().all(|k| {
+            a.get(*k).and_then(Value::as_str).unwrap_or_default()
+                == b.get(*k).and_then(Value::as_str).unwrap_or_default()
+        })
+    };
+    let path = Path::root("spec").child("tolerations");
+    let new_list = list(new);
+    if !list(old).iter().all(|o| new_list.iter().any(|n| same(o, n))) {
+        out.push(field::forbidden(&path, "existing toleration can not be modified except its tolerationSeconds"));
+        return;
+    }
+    tolerations(out, new.get("spec").unwrap_or(&Value::Null), &path);
+}
+
 /// The new spec munged as `ValidatePodUpdate` munges it: what may change taken out, and
 /// `terminationGracePeriodSeconds` set to the old value when it went from negative to 1 (the
 /// one change of it allowed; any other is forbidden, e.g. a JSON patch making it negative,
@@ -55,10 +80,6 @@ fn munged_update(pod: &Value, old: &Value) -> Value {
     spec
 }
 
-fn is_ip(s: &str) -> bool {
-    s.parse::<std::net::IpAddr>().is_ok()
-}
-
 impl Strategy for PodStrategy {
     fn default(&self, _rt: &ResourceType, obj: &mut Value) {
         if let Some(spec) = obj.get_mut("spec") {
@@ -66,14 +87,19 @@ impl Strategy for PodStrategy {
         }
     }
 
+    /// `ValidatePodCreate`.
     fn validate(&self, _rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
-        validate_pod_spec(obj.get("spec").unwrap_or(&Value::Null), &Path::root("spec"), SpecOf::Pod)
+        validate_pod(obj, SpecOptions::new(SpecOf::Pod), true)
     }
 
-    /// `ValidatePodUpdate`: the whole new spec (validatePodMetadataAndSpec), then what may
+    /// `ValidatePodUpdate`: the whole new pod (validatePodMetadataAndSpec), then what may
     /// change.
-    fn validate_update(&self, rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
-        let mut out = self.validate(rt, obj);
+    fn validate_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
+        // An old pod that already broke the host sysctl rule may keep doing so.
+        let old_spec = old.get("spec").unwrap_or(&Value::Null);
+        let sysctls = SysctlOptions { allow_namespaced_with_host: has_host_sysctl_violation(old_spec) };
+        let mut out = validate_pod(obj, SpecOptions { of: SpecOf::Pod, sysctls }, false);
+        pod_annotation_updates(&mut out, obj, old, &Path::root("metadata").child("annotations"));
         // `ValidateContainerUpdates`: a changed number of containers, then of init containers,
         // is the one error about what changed.
         for list in ["containers", "initContainers"] {
@@ -86,6 +112,28 @@ impl Strategy for PodStrategy {
                 return out;
             }
         }
+        // The active deadline may be set, or lowered, but not raised nor removed; a bad one ends
+        // the validation.
+        let deadline = |p: &Value| p.pointer("/spec/activeDeadlineSeconds").filter(|v| !v.is_null()).cloned();
+        let at = Path::root("spec").child("activeDeadlineSeconds");
+        match (deadline(obj), deadline(old)) {
+            (Some(new), old_deadline) => {
+                let n = new.as_i64().unwrap_or(0);
+                if !(0..=i64::from(i32::MAX)).contains(&n) {
+                    out.push(field::invalid(&at, n, "must be between 0 and 2147483647, inclusive"));
+                    return out;
+                }
+                if old_deadline.and_then(|o| o.as_i64()).is_some_and(|o| o < n) {
+                    out.push(field::invalid(&at, n, "must be less than or equal to previous value"));
+                    return out;
+                }
+            }
+            (None, Some(_)) => {
+                out.push(field::invalid(&at, field::Bad::Null, "must not update from a positive integer to nil value"));
+            }
+            (None, None) => {}
+        }
+        only_added_tolerations(&mut out, obj, old);
         // `validateOnlyDeletedSchedulingGates`: an update may only remove gates.
         let names = |v: &Value| -> Vec<String> {
             v["spec"]["schedulingGates"]
@@ -113,20 +161,21 @@ impl Strategy for PodStrategy {
         out
     }
 
-    fn validate_status_update(&self, _rt: &ResourceType, obj: &Value, _old: &Value) -> Vec<StatusCause> {
-        let mut out = Vec::new();
-        let status = obj.get("status").unwrap_or(&Value::Null);
-        let ip = status.get("podIP").and_then(Value::as_str).unwrap_or_default();
-        if !ip.is_empty() && !is_ip(ip) {
-            out.push(field::invalid(&Path::root("status").child("podIPs").index(0), ip, "must be a valid IP address"));
+    fn prepare_for_update(&self, _rt: &ResourceType, new: &mut Value, old: &Value, mode: UpdateMode) {
+        if matches!(mode, UpdateMode::Status) {
+            carry_over_status(new, old);
         }
-        out
+    }
+
+    fn validate_status_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
+        validate_status_update(obj, old)
     }
 
     fn prepare_for_create(&self, _rt: &ResourceType, obj: &mut Value, now: &str) {
         let qos = pod_qos(obj);
         set_nested_field(obj, &["status"], json!({"phase": "Pending", "qosClass": qos}));
         add_scheduling_gated_condition(obj, now);
+        merge_label_keys(obj);
     }
 
     /// Pods bound to a node and not finished get a grace period for the kubelet (the

@@ -1,10 +1,24 @@
 //! PodSpec and PodTemplateSpec: their defaults (`pkg/apis/core/v1/defaults.go`) and their
-//! validation (`ValidatePodSpec`, `ValidatePodTemplateSpec` of `pkg/apis/core/validation`),
-//! shared by pods and every workload that carries a pod template.
+//! validation (`ValidatePodSpec`, `ValidatePodTemplateSpec`, `validatePodMetadataAndSpec`,
+//! `ValidatePodCreate` of `pkg/apis/core/validation/validation.go` at v1.37.2), shared by pods
+//! and every workload that carries a pod template. Each family of rules lives in a file of its
+//! own beside this one (`pod_containers`, `pod_probes`, `pod_resources`, `pod_volumes`,
+//! `pod_dns`, `pod_affinity`, `pod_topology`, `pod_security`, `pod_os`, `pod_annotations`);
+//! this file calls them in upstream's order.
 
+use super::pod_affinity::{affinity, label_name};
+use super::pod_annotations::{apparmor_annotations_match, pod_specific_annotations, seccomp_annotations_match};
+use super::pod_containers::{
+    ContainerContext, containers, containers_only_for_pod, ephemeral_containers, init_containers,
+};
+use super::pod_dns::{dns_config, dns_policy, host_aliases, hostname_override};
+use super::pod_os::pod_os;
+use super::pod_resources::pod_resources;
+use super::pod_security::{SysctlOptions, host_users, pod_security_context, share_process_namespace};
+use super::pod_topology::topology_spread;
+use super::pod_volumes::volumes;
 use crate::error::StatusCause;
 use crate::registry::field::{self, Bad, Path};
-use apimachinery::quantity::Quantity;
 use apimachinery::validation::{dns1123_label_errors, dns1123_subdomain_errors, label_key_errors, label_value_errors};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -36,11 +50,19 @@ fn items_mut<'a>(m: &'a mut Map<String, Value>, key: &str) -> impl Iterator<Item
 
 /// `SetDefaults_Probe` and its handler's defaults.
 fn default_probe(p: &mut Map<String, Value>) {
-    set_default(p, "timeoutSeconds", json!(1));
-    set_default(p, "periodSeconds", json!(10));
-    set_default(p, "successThreshold", json!(1));
-    set_default(p, "failureThreshold", json!(3));
-    if let Some(h) = p.get_mut("httpGet").and_then(Value::as_object_mut) {
+    // Upstream treats 0 as unset here.
+    for (key, value) in [("timeoutSeconds", 1), ("periodSeconds", 10), ("successThreshold", 1), ("failureThreshold", 3)]
+    {
+        if p.get(key).and_then(Value::as_i64).unwrap_or(0) == 0 {
+            p.insert(key.into(), json!(value));
+        }
+    }
+    default_http_get(p);
+}
+
+/// `SetDefaults_HTTPGetAction` of a probe's or hook's `httpGet`.
+fn default_http_get(handler: &mut Map<String, Value>) {
+    if let Some(h) = handler.get_mut("httpGet").and_then(Value::as_object_mut) {
         set_default(h, "path", json!("/"));
         set_default(h, "scheme", json!("HTTP"));
     }
@@ -70,6 +92,15 @@ fn default_container(c: &mut Map<String, Value>, of: SpecOf) {
             default_probe(p);
         }
     }
+    if let Some(lc) = c.get_mut("lifecycle").and_then(Value::as_object_mut) {
+        // dropContainerStopSignals: ContainerStopSignals is alpha (off) in 1.37.
+        lc.remove("stopSignal");
+        for hook in ["postStart", "preStop"] {
+            if let Some(h) = lc.get_mut(hook).and_then(Value::as_object_mut) {
+                default_http_get(h);
+            }
+        }
+    }
     for e in items_mut(c, "env") {
         if let Some(fr) = e.get_mut("valueFrom").and_then(|v| v.get_mut("fieldRef")).and_then(Value::as_object_mut) {
             set_default(fr, "apiVersion", json!("v1"));
@@ -94,6 +125,14 @@ fn default_container(c: &mut Map<String, Value>, of: SpecOf) {
 /// `SetDefaults_PodSpec` (and its containers and volumes).
 pub(crate) fn default_pod_spec(spec: &mut Value, of: SpecOf) {
     let Some(s) = spec.as_object_mut() else { return };
+    // `serviceAccount` is the deprecated alias of `serviceAccountName`, kept in sync (the
+    // latter wins).
+    let name = s.get("serviceAccountName").and_then(Value::as_str).filter(|n| !n.is_empty());
+    let alias = s.get("serviceAccount").and_then(Value::as_str).filter(|n| !n.is_empty());
+    if let Some(account) = name.or(alias).map(str::to_string) {
+        s.insert("serviceAccountName".into(), json!(account));
+        s.insert("serviceAccount".into(), json!(account));
+    }
     set_default(s, "dnsPolicy", json!("ClusterFirst"));
     set_default(s, "restartPolicy", json!("Always"));
     set_default(s, "terminationGracePeriodSeconds", json!(30));
@@ -103,12 +142,16 @@ pub(crate) fn default_pod_spec(spec: &mut Value, of: SpecOf) {
     }
     if of == SpecOf::Pod {
         set_default(s, "enableServiceLinks", json!(true));
+        // SetDefaults_Pod: a negative grace period means "at once", which is 1 second.
+        if s.get("terminationGracePeriodSeconds").and_then(Value::as_i64).is_some_and(|g| g < 0) {
+            s.insert("terminationGracePeriodSeconds".into(), json!(1));
+        }
     }
-    let host_network = s.get("hostNetwork").and_then(Value::as_bool) == Some(true);
+    // SetDefaults_Pod (not the template's): on the host network hostPort defaults to containerPort.
+    let host_network = of == SpecOf::Pod && s.get("hostNetwork").and_then(Value::as_bool) == Some(true);
     for key in ["containers", "initContainers"] {
         for c in items_mut(s, key) {
             default_container(c, of);
-            // defaultHostNetworkPorts: on the host network, hostPort defaults to containerPort.
             if host_network {
                 for p in items_mut(c, "ports") {
                     if p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0
@@ -135,6 +178,28 @@ pub(crate) fn default_pod_spec(spec: &mut Value, of: SpecOf) {
         if let Some(hp) = v.get_mut("hostPath").and_then(Value::as_object_mut) {
             set_default(hp, "type", json!(""));
         }
+        if let Some(image) = v.get_mut("image").and_then(Value::as_object_mut) {
+            let reference = image.get("reference").and_then(Value::as_str).unwrap_or_default().to_string();
+            set_default(image, "pullPolicy", json!(pull_policy(&reference)));
+        }
+        // SetDefaults_ObjectFieldSelector: the downward API's field references default to v1.
+        let default_files = |d: &mut Map<String, Value>| {
+            for file in items_mut(d, "items") {
+                if let Some(fr) = file.get_mut("fieldRef").and_then(Value::as_object_mut) {
+                    set_default(fr, "apiVersion", json!("v1"));
+                }
+            }
+        };
+        if let Some(d) = v.get_mut("downwardAPI").and_then(Value::as_object_mut) {
+            default_files(d);
+        }
+        if let Some(p) = v.get_mut("projected").and_then(Value::as_object_mut) {
+            for source in items_mut(p, "sources") {
+                if let Some(d) = source.get_mut("downwardAPI").and_then(Value::as_object_mut) {
+                    default_files(d);
+                }
+            }
+        }
     }
 }
 
@@ -146,10 +211,6 @@ pub(crate) fn default_template(workload: &mut Value) {
 }
 
 const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
-const DNS_POLICIES: &[&str] = &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];
-const PULL_POLICIES: &[&str] = &["Always", "IfNotPresent", "Never"];
-const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
-const MESSAGE_POLICIES: &[&str] = &["File", "FallbackToLogsOnError"];
 const VOLUME_SOURCES: &[&str] = &[
     "hostPath",
     "emptyDir",
@@ -183,19 +244,14 @@ const VOLUME_SOURCES: &[&str] = &[
     "image",
 ];
 
-fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+/// The string at `key` ("" when absent or not a string).
+pub(super) fn s<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
+/// The array at `key` (empty when absent).
+pub(super) fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
     v.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
-}
-
-/// `IsValidPortNum` of a port number.
-fn port_num(out: &mut Vec<StatusCause>, path: &Path, n: i64) {
-    if !(1..=65535).contains(&n) {
-        out.push(field::invalid(path, n, "must be between 1 and 65535, inclusive"));
-    }
 }
 
 /// `IsValidPortName`: the messages of a port name (IANA_SVC_NAME).
@@ -233,284 +289,24 @@ pub(crate) fn labels_at(out: &mut Vec<StatusCause>, map: Option<&Value>, path: &
     }
 }
 
-fn dns_label(out: &mut Vec<StatusCause>, path: &Path, value: &str) {
+/// `ValidateDNS1123Label` at `path`.
+pub(super) fn dns_label(out: &mut Vec<StatusCause>, path: &Path, value: &str) {
     for msg in dns1123_label_errors(value) {
         out.push(field::invalid(path, value, &msg));
     }
 }
 
-fn dns_subdomain(out: &mut Vec<StatusCause>, path: &Path, value: &str) {
+/// `ValidateDNS1123Subdomain` (and the `NameIsDNSSubdomain` name checks) at `path`.
+pub(super) fn dns_subdomain(out: &mut Vec<StatusCause>, path: &Path, value: &str) {
     for msg in dns1123_subdomain_errors(value) {
         out.push(field::invalid(path, value, &msg));
-    }
-}
-
-fn enum_required(out: &mut Vec<StatusCause>, path: &Path, value: Option<&Value>, valid: &[&str]) {
-    match value.and_then(Value::as_str) {
-        None | Some("") => out.push(field::required(path, "")),
-        Some(v) if !valid.contains(&v) => out.push(field::not_supported(path, v, valid)),
-        Some(_) => {}
-    }
-}
-
-/// `ValidateVolumes`: exactly one source each, names unique DNS labels. Returns the names of
-/// the volumes without errors (mounts of the others are then not found, as upstream).
-fn volumes(out: &mut Vec<StatusCause>, spec: &Value, path: &Path) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    for (i, v) in list(spec, "volumes").iter().enumerate() {
-        let at = path.index(i);
-        let mut el = Vec::new();
-        let sources: Vec<&str> =
-            VOLUME_SOURCES.iter().copied().filter(|k| v.get(*k).is_some_and(|x| !x.is_null())).collect();
-        match sources.as_slice() {
-            [] => el.push(field::required(&at, "must specify a volume type")),
-            [_] => {}
-            [_, rest @ ..] => {
-                for extra in rest {
-                    el.push(field::forbidden(&at.child(extra), "may not specify more than 1 volume type"));
-                }
-            }
-        }
-        let name = s(v, "name");
-        if name.is_empty() {
-            el.push(field::required(&at.child("name"), ""));
-        } else {
-            dns_label(&mut el, &at.child("name"), name);
-        }
-        if names.contains(name) {
-            el.push(field::duplicate(&at.child("name"), name));
-        }
-        if el.is_empty() {
-            names.insert(name.to_string());
-        }
-        out.extend(el);
-    }
-    names
-}
-
-fn resources(out: &mut Vec<StatusCause>, c: &Value, path: &Path) {
-    let res = c.get("resources").unwrap_or(&Value::Null);
-    let limits = res.get("limits").and_then(Value::as_object);
-    let requests = res.get("requests").and_then(Value::as_object);
-    for (which, map) in [("limits", limits), ("requests", requests)] {
-        let Some(map) = map else { continue };
-        for (name, q) in map {
-            let at = path.child(which).key(name);
-            let standard = !name.contains('/');
-            if name.contains('/') || label_key_errors(name).is_empty() {
-                // Qualified names are fine; a bare name must be a standard resource.
-            }
-            if !label_key_errors(name).is_empty() {
-                for msg in label_key_errors(name) {
-                    out.push(field::invalid(&at, name.as_str(), &msg));
-                }
-                out.push(field::invalid(&at, name.as_str(), "must be a standard resource type or fully qualified"));
-                continue;
-            }
-            let _ = standard;
-            let text = q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string());
-            match Quantity::parse(&text) {
-                Some(qty) if qty.as_nanos() < 0 => {
-                    out.push(field::invalid(&at, text.as_str(), "must be greater than or equal to 0"));
-                }
-                _ => {}
-            }
-        }
-    }
-    if let (Some(limits), Some(requests)) = (limits, requests) {
-        for (name, req) in requests {
-            let Some(lim) = limits.get(name) else { continue };
-            let (Some(r), Some(l)) = (req.as_str().and_then(Quantity::parse), lim.as_str().and_then(Quantity::parse))
-            else {
-                continue;
-            };
-            if r > l {
-                out.push(field::invalid(
-                    &path.child("requests"),
-                    req.as_str().unwrap_or_default(),
-                    &format!("must be less than or equal to {name} limit of {}", lim.as_str().unwrap_or_default()),
-                ));
-            }
-        }
-    }
-}
-
-fn probe(out: &mut Vec<StatusCause>, p: Option<&Value>, path: &Path, liveness_like: bool) {
-    let Some(p) = p.filter(|p| p.is_object()) else { return };
-    let handlers =
-        ["exec", "httpGet", "tcpSocket", "grpc"].iter().filter(|h| p.get(**h).is_some_and(|v| !v.is_null())).count();
-    if handlers == 0 {
-        out.push(field::required(path, "must specify a handler type"));
-    } else if handlers > 1 {
-        out.push(field::forbidden(path, "may not specify more than 1 handler type"));
-    }
-    if liveness_like && p.get("successThreshold").and_then(Value::as_i64).is_some_and(|n| n != 1) {
-        let n = p["successThreshold"].as_i64().unwrap_or(0);
-        out.push(field::invalid(&path.child("successThreshold"), n, "must be 1"));
-    }
-}
-
-const ENV_FIELD_PATHS: &[&str] = &[
-    "metadata.annotations",
-    "metadata.labels",
-    "metadata.name",
-    "metadata.namespace",
-    "metadata.uid",
-    "spec.nodeName",
-    "spec.serviceAccountName",
-    "status.hostIP",
-    "status.hostIPs",
-    "status.podIP",
-    "status.podIPs",
-];
-
-fn env(out: &mut Vec<StatusCause>, c: &Value, path: &Path) {
-    for (i, e) in list(c, "env").iter().enumerate() {
-        let at = path.index(i);
-        let name = s(e, "name");
-        if name.is_empty() {
-            out.push(field::required(&at.child("name"), ""));
-        } else if name.contains('=') || !name.bytes().all(|b| (32..=126).contains(&b)) {
-            out.push(field::invalid(
-                &at.child("name"),
-                name,
-                "a valid environment variable name must consist only of printable ASCII characters other than '='",
-            ));
-        }
-        if let Some(vf) = e.get("valueFrom").filter(|v| v.is_object()) {
-            let vf_path = at.child("valueFrom");
-            if !s(e, "value").is_empty() {
-                out.push(field::invalid(&vf_path, "", "may not be specified when `value` is not empty"));
-            }
-            if let Some(fr) = vf.get("fieldRef").filter(|v| v.is_object()) {
-                let fp = s(fr, "fieldPath");
-                let fp_path = vf_path.child("fieldRef").child("fieldPath");
-                let ok = ENV_FIELD_PATHS.contains(&fp)
-                    || fp.starts_with("metadata.annotations[")
-                    || fp.starts_with("metadata.labels[");
-                // ConvertDownwardAPIFieldLabel knows a few more labels than env may use.
-                let convertible = ok || ["spec.restartPolicy", "spec.schedulerName", "status.phase"].contains(&fp);
-                if fp.is_empty() {
-                    out.push(field::required(&fp_path, ""));
-                } else if !convertible {
-                    out.push(field::invalid(
-                        &fp_path,
-                        fp,
-                        &format!("error converting fieldPath: field label not supported: {fp}"),
-                    ));
-                } else if !ok {
-                    out.push(field::not_supported(&fp_path, fp, ENV_FIELD_PATHS));
-                }
-            }
-        }
-    }
-}
-
-fn ports(out: &mut Vec<StatusCause>, c: &Value, path: &Path, names: &mut BTreeSet<String>) {
-    for (i, p) in list(c, "ports").iter().enumerate() {
-        let at = path.index(i);
-        let name = s(p, "name");
-        if !name.is_empty() {
-            let errs = port_name_errors(name);
-            for msg in &errs {
-                out.push(field::invalid(&at.child("name"), name, msg));
-            }
-            if errs.is_empty() && !names.insert(name.to_string()) {
-                out.push(field::duplicate(&at.child("name"), name));
-            }
-        }
-        match p.get("containerPort").and_then(Value::as_i64) {
-            None | Some(0) => out.push(field::required(&at.child("containerPort"), "")),
-            Some(n) => port_num(out, &at.child("containerPort"), n),
-        }
-        if let Some(n) = p.get("hostPort").and_then(Value::as_i64).filter(|n| *n != 0) {
-            port_num(out, &at.child("hostPort"), n);
-        }
-        enum_required(out, &at.child("protocol"), p.get("protocol"), PROTOCOLS);
-    }
-}
-
-fn container(
-    out: &mut Vec<StatusCause>,
-    c: &Value,
-    path: &Path,
-    volume_names: &BTreeSet<String>,
-    of: SpecOf,
-    port_names: &mut BTreeSet<String>,
-    init: bool,
-) {
-    let _ = of;
-    if s(c, "image").is_empty() {
-        out.push(field::required(&path.child("image"), ""));
-    }
-    enum_required(out, &path.child("terminationMessagePolicy"), c.get("terminationMessagePolicy"), MESSAGE_POLICIES);
-    enum_required(out, &path.child("imagePullPolicy"), c.get("imagePullPolicy"), PULL_POLICIES);
-    if !init {
-        probe(out, c.get("livenessProbe"), &path.child("livenessProbe"), true);
-        probe(out, c.get("readinessProbe"), &path.child("readinessProbe"), false);
-        probe(out, c.get("startupProbe"), &path.child("startupProbe"), true);
-    }
-    ports(out, c, &path.child("ports"), port_names);
-    env(out, c, &path.child("env"));
-    for (i, m) in list(c, "volumeMounts").iter().enumerate() {
-        let at = path.child("volumeMounts").index(i);
-        let name = s(m, "name");
-        if name.is_empty() {
-            out.push(field::required(&at.child("name"), ""));
-        } else if !volume_names.contains(name) {
-            out.push(field::not_found(&at.child("name"), name));
-        }
-        if s(m, "mountPath").is_empty() {
-            out.push(field::required(&at.child("mountPath"), ""));
-        }
-    }
-    resources(out, c, &path.child("resources"));
-}
-
-/// `validateContainers` and `validateInitContainers`: names, duplicates, each container.
-fn containers(out: &mut Vec<StatusCause>, spec: &Value, path: &Path, volume_names: &BTreeSet<String>, of: SpecOf) {
-    let mut names = BTreeSet::new();
-    let init = list(spec, "initContainers");
-    let regular = list(spec, "containers");
-    let cpath = path.child("containers");
-    if regular.is_empty() {
-        out.push(field::required(&cpath, ""));
-    }
-    let mut port_names = BTreeSet::new();
-    for (i, c) in regular.iter().enumerate() {
-        let at = cpath.index(i);
-        let name = s(c, "name");
-        if name.is_empty() {
-            out.push(field::required(&at.child("name"), ""));
-        } else {
-            dns_label(out, &at.child("name"), name);
-            if !names.insert(name.to_string()) {
-                out.push(field::duplicate(&at.child("name"), name));
-            }
-        }
-        container(out, c, &at, volume_names, of, &mut port_names, false);
-    }
-    let init_path = path.child("initContainers");
-    for (i, c) in init.iter().enumerate() {
-        let at = init_path.index(i);
-        let name = s(c, "name");
-        if name.is_empty() {
-            out.push(field::required(&at.child("name"), ""));
-        } else {
-            dns_label(out, &at.child("name"), name);
-            if !names.insert(name.to_string()) {
-                out.push(field::duplicate(&at.child("name"), name));
-            }
-        }
-        let mut port_names = BTreeSet::new();
-        container(out, c, &at, volume_names, of, &mut port_names, true);
     }
 }
 
 /// `validateTolerations` (v1.37.2): the key, an empty key only with `Exists`, `tolerationSeconds`
 /// only with `NoExecute`, then the operator and value (both reported at `operator`, as upstream
 /// does; `Lt`/`Gt` need the alpha TaintTolerationComparisonOperators gate), then the effect.
-fn tolerations(out: &mut Vec<StatusCause>, spec: &Value, path: &Path) {
+pub(super) fn tolerations(out: &mut Vec<StatusCause>, spec: &Value, path: &Path) {
     for (i, t) in list(spec, "tolerations").iter().enumerate() {
         let at = path.index(i);
         let key = s(t, "key");
@@ -565,35 +361,145 @@ fn tolerations(out: &mut Vec<StatusCause>, spec: &Value, path: &Path) {
     }
 }
 
-/// `ValidatePodSpec` at `path` (`spec` or `spec.template.spec`).
-pub(crate) fn validate_pod_spec(spec: &Value, path: &Path, of: SpecOf) -> Vec<StatusCause> {
-    let mut out = Vec::new();
-    let volume_names = volumes(&mut out, spec, &path.child("volumes"));
-    containers(&mut out, spec, path, &volume_names, of);
-    // validateHostNetwork: on the host network, each container port's hostPort is its
-    // containerPort.
-    if spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
-        for (i, c) in list(spec, "containers").iter().enumerate() {
-            for (j, p) in list(c, "ports").iter().enumerate() {
-                let host = p.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
-                if host != p.get("containerPort").and_then(Value::as_i64).unwrap_or(0) {
-                    let at = path.child("containers").index(i).child("ports").index(j).child("hostPort");
-                    out.push(field::invalid(&at, host, "must match `containerPort` when `hostNetwork` is true"));
-                }
+/// What the validation of one spec depends on besides the spec (`PodValidationOptions`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SpecOptions {
+    /// A Pod rather than a template (`ResourceIsPod`).
+    pub of: SpecOf,
+    /// The sysctl rules an update of an existing pod is held to.
+    pub sysctls: SysctlOptions,
+}
+
+impl SpecOptions {
+    /// The options of a new object.
+    pub(crate) fn new(of: SpecOf) -> Self {
+        SpecOptions { of, sysctls: SysctlOptions::default() }
+    }
+}
+
+/// `validatePodResourceClaims`: names set, unique, DNS labels; exactly one source, each a
+/// valid name.
+fn resource_claims(out: &mut Vec<StatusCause>, spec: &Value, path: &Path) {
+    let mut names = BTreeSet::new();
+    for (i, c) in list(spec, "resourceClaims").iter().enumerate() {
+        let at = path.index(i);
+        let name = s(c, "name");
+        if name.is_empty() {
+            out.push(field::required(&at.child("name"), ""));
+        } else if names.contains(name) {
+            out.push(field::duplicate(&at.child("name"), name));
+        } else {
+            dns_label(out, &at.child("name"), name);
+            names.insert(name);
+        }
+        let by_name = c.get("resourceClaimName").filter(|v| !v.is_null());
+        let by_template = c.get("resourceClaimTemplateName").filter(|v| !v.is_null());
+        match (by_name, by_template) {
+            (Some(_), Some(_)) => out.push(field::invalid(
+                &at,
+                Bad::Raw(c.to_string()),
+                "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified",
+            )),
+            (None, None) => out.push(field::invalid(
+                &at,
+                Bad::Raw(c.to_string()),
+                "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`",
+            )),
+            _ => {}
+        }
+        for key in ["resourceClaimName", "resourceClaimTemplateName"] {
+            if let Some(v) = c.get(key).filter(|v| !v.is_null()) {
+                dns_subdomain(out, &at.child(key), v.as_str().unwrap_or_default());
             }
         }
     }
-    let restart = spec.get("restartPolicy");
-    enum_required(&mut out, &path.child("restartPolicy"), restart, RESTART_POLICIES);
-    enum_required(&mut out, &path.child("dnsPolicy"), spec.get("dnsPolicy"), DNS_POLICIES);
-    labels_at(&mut out, spec.get("nodeSelector"), &path.child("nodeSelector"));
-    let sa = s(spec, "serviceAccountName");
-    if !sa.is_empty() {
-        dns_subdomain(&mut out, &path.child("serviceAccountName"), sa);
+}
+
+/// `validatePodHostNetworkDeps`: on the host network a port's hostPort is its containerPort (a
+/// template may leave it 0: the pod's defaulting fills it in).
+fn host_network_deps(out: &mut Vec<StatusCause>, spec: &Value, of: SpecOf, path: &Path) {
+    if spec.get("hostNetwork").and_then(Value::as_bool) != Some(true) {
+        return;
     }
-    let node = s(spec, "nodeName");
-    if !node.is_empty() {
-        dns_subdomain(&mut out, &path.child("nodeName"), node);
+    for (i, c) in list(spec, "containers").iter().enumerate() {
+        for (j, p) in list(c, "ports").iter().enumerate() {
+            let host = p.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
+            let container = p.get("containerPort").and_then(Value::as_i64).unwrap_or(0);
+            if (of == SpecOf::Pod || host != 0) && host != container {
+                let at = path.child("containers").index(i).child("ports").index(j).child("hostPort");
+                out.push(field::invalid(&at, host, "must match `containerPort` when `hostNetwork` is true"));
+            }
+        }
+    }
+}
+
+/// `validateRestartPolicy`.
+fn restart_policy(out: &mut Vec<StatusCause>, spec: &Value, path: &Path) {
+    match s(spec, "restartPolicy") {
+        "" => out.push(field::required(path, "")),
+        p if !RESTART_POLICIES.contains(&p) => out.push(field::not_supported(path, p, RESTART_POLICIES)),
+        _ => {}
+    }
+}
+
+/// `ValidatePodSpec` at `path` (`spec` or `spec.template.spec`).
+pub(crate) fn validate_pod_spec(spec: &Value, path: &Path, of: SpecOf) -> Vec<StatusCause> {
+    validate_pod_spec_with(spec, path, SpecOptions::new(of))
+}
+
+/// `ValidatePodSpec` with the options of the request.
+pub(crate) fn validate_pod_spec_with(spec: &Value, path: &Path, opts: SpecOptions) -> Vec<StatusCause> {
+    let mut out = Vec::new();
+    let grace = spec.get("terminationGracePeriodSeconds").and_then(Value::as_i64);
+    if grace.is_none() {
+        out.push(field::required(&path.child("terminationGracePeriodSeconds"), ""));
+    }
+    let volume_names = volumes(&mut out, spec, &path.child("volumes"));
+    let claim_names: BTreeSet<String> =
+        list(spec, "resourceClaims").iter().map(|c| s(c, "name")).filter(|n| !n.is_empty()).map(String::from).collect();
+    resource_claims(&mut out, spec, &path.child("resourceClaims"));
+    let ctx = ContainerContext {
+        volumes: &volume_names,
+        claims: &claim_names,
+        grace,
+        os: spec.pointer("/os/name").and_then(Value::as_str),
+    };
+    containers(&mut out, spec, &ctx, &path.child("containers"));
+    init_containers(&mut out, spec, &ctx, &path.child("initContainers"));
+    ephemeral_containers(&mut out, spec, &ctx, &path.child("ephemeralContainers"));
+    pod_resources(&mut out, spec, &claim_names, path);
+    host_network_deps(&mut out, spec, opts.of, path);
+    restart_policy(&mut out, spec, &path.child("restartPolicy"));
+    dns_policy(&mut out, spec, &path.child("dnsPolicy"));
+    labels_at(&mut out, spec.get("nodeSelector"), &path.child("nodeSelector"));
+    if let Some(sc) = spec.get("securityContext").filter(|v| v.is_object()) {
+        pod_security_context(&mut out, sc, spec, opts.sysctls, &path.child("securityContext"));
+    }
+    share_process_namespace(&mut out, spec, path);
+    affinity(&mut out, spec, &path.child("affinity"));
+    dns_config(&mut out, spec, &path.child("dnsConfig"));
+    for (i, gate) in list(spec, "readinessGates").iter().enumerate() {
+        label_name(&mut out, s(gate, "conditionType"), &path.child("readinessGates").index(i).child("conditionType"));
+    }
+    // `validateSchedulingGates`: each name a qualified name and once, reported at the item.
+    let mut gates = BTreeSet::new();
+    for (i, g) in list(spec, "schedulingGates").iter().enumerate() {
+        let at = path.child("schedulingGates").index(i);
+        let name = s(g, "name");
+        for msg in label_key_errors(name) {
+            out.push(field::invalid(&at, name, &msg));
+        }
+        if !gates.insert(name) {
+            out.push(field::duplicate(&at, name));
+        }
+    }
+    topology_spread(&mut out, spec, &path.child("topologySpreadConstraints"));
+    host_users(&mut out, spec, path);
+    hostname_override(&mut out, spec, path);
+    for (key, value) in [("serviceAccountName", s(spec, "serviceAccountName")), ("nodeName", s(spec, "nodeName"))] {
+        if !value.is_empty() {
+            dns_subdomain(&mut out, &path.child(key), value);
+        }
     }
     if let Some(n) = spec.get("activeDeadlineSeconds").and_then(Value::as_i64)
         && !(1..=i64::from(i32::MAX)).contains(&n)
@@ -611,139 +517,99 @@ pub(crate) fn validate_pod_spec(spec: &Value, path: &Path, of: SpecOf) -> Vec<St
         }
     }
     tolerations(&mut out, spec, &path.child("tolerations"));
+    host_aliases(&mut out, spec, &path.child("hostAliases"));
     let pc = s(spec, "priorityClassName");
     if !pc.is_empty() {
         dns_subdomain(&mut out, &path.child("priorityClassName"), pc);
     }
-    // `validateSchedulingGates`: each name a qualified name and once, reported at the item.
-    let mut gates = std::collections::BTreeSet::new();
-    for (i, g) in list(spec, "schedulingGates").iter().enumerate() {
-        let at = path.child("schedulingGates").index(i);
-        let name = s(g, "name");
-        for msg in label_key_errors(name) {
-            out.push(field::invalid(&at, name, &msg));
-        }
-        if !gates.insert(name) {
-            out.push(field::duplicate(&at, name));
+    if let Some(rc) = spec.get("runtimeClassName").filter(|v| !v.is_null()) {
+        dns_subdomain(&mut out, &path.child("runtimeClassName"), rc.as_str().unwrap_or_default());
+    }
+    if let Some(p) = spec.get("preemptionPolicy").filter(|v| !v.is_null()) {
+        match p.as_str().unwrap_or_default() {
+            "PreemptLowerPriority" | "Never" => {}
+            "" => out.push(field::required(&path.child("preemptionPolicy"), "")),
+            other => out.push(field::not_supported(
+                &path.child("preemptionPolicy"),
+                other,
+                &["PreemptLowerPriority", "Never"],
+            )),
         }
     }
-    if let Some(sc) = spec.get("securityContext").filter(|v| v.is_object()) {
-        pod_security_context(&mut out, sc, &path.child("securityContext"));
-    }
-    let mut claim_names = BTreeSet::new();
-    for (i, c) in list(spec, "resourceClaims").iter().enumerate() {
-        let at = path.child("resourceClaims").index(i);
-        let name = s(c, "name");
-        if name.is_empty() {
-            out.push(field::required(&at.child("name"), ""));
-        } else {
-            dns_label(&mut out, &at.child("name"), name);
-            if !claim_names.insert(name.to_string()) {
-                out.push(field::duplicate(&at, name));
+    pod_os(&mut out, spec, path);
+    out
+}
+
+/// `validatePodMetadataAndSpec` and the create-only rules of `ValidatePodCreate` for a pod
+/// (`create`), or the part `ValidatePodUpdate` shares (`!create`). Object metadata is validated
+/// by the caller.
+pub(crate) fn validate_pod(pod: &Value, opts: SpecOptions, create: bool) -> Vec<StatusCause> {
+    let mut out = Vec::new();
+    let meta = pod.get("metadata").unwrap_or(&Value::Null);
+    let spec = pod.get("spec").unwrap_or(&Value::Null);
+    let spec_path = Path::root("spec");
+    pod_specific_annotations(&mut out, meta, spec, &Path::root("metadata").child("annotations"));
+    out.extend(validate_pod_spec_with(spec, &spec_path, opts));
+    // A projected service account token needs a service account to speak for.
+    if s(spec, "serviceAccountName").is_empty() {
+        for (vi, v) in list(spec, "volumes").iter().enumerate() {
+            let Some(projected) = v.get("projected").filter(|p| !p.is_null()) else { continue };
+            for (si, source) in list(projected, "sources").iter().enumerate() {
+                if source.get("serviceAccountToken").is_some_and(|t| !t.is_null()) {
+                    let at = spec_path
+                        .child("volumes")
+                        .index(vi)
+                        .child("projected")
+                        .child("sources")
+                        .index(si)
+                        .child("serviceAccountToken");
+                    out.push(field::forbidden(&at, "must not be specified when serviceAccountName is not set"));
+                }
             }
         }
-        let by_name = !s(c, "resourceClaimName").is_empty();
-        let by_template = !s(c, "resourceClaimTemplateName").is_empty();
-        if by_name == by_template {
-            out.push(field::invalid(
-                &at,
-                Bad::Raw(c.to_string()),
-                "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`",
+    }
+    if let Some(g) = spec.get("terminationGracePeriodSeconds").and_then(Value::as_i64)
+        && g < 0
+    {
+        out.push(field::invalid(
+            &spec_path.child("terminationGracePeriodSeconds"),
+            g,
+            "must be greater than or equal to 0",
+        ));
+    }
+    containers_only_for_pod(&mut out, spec, &spec_path);
+    if create {
+        if !list(spec, "ephemeralContainers").is_empty() {
+            out.push(field::forbidden(&spec_path.child("ephemeralContainers"), "cannot be set on create"));
+        }
+        if !s(spec, "nodeName").is_empty() && !list(spec, "schedulingGates").is_empty() {
+            out.push(field::forbidden(
+                &spec_path.child("nodeName"),
+                "cannot be set until all schedulingGates have been cleared",
             ));
         }
+        seccomp_annotations_match(&mut out, meta, spec, &spec_path);
+        apparmor_annotations_match(&mut out, meta, spec, &spec_path);
     }
     out
 }
 
-/// `ValidatePodTemplateSpec` of a workload (labels of the template, then its spec).
+/// `ValidatePodTemplateSpec` of a workload: the template's labels, its pod annotations, its
+/// spec, the annotations against the fields, and no ephemeral containers.
 pub(crate) fn validate_template(template: &Value, path: &Path) -> Vec<StatusCause> {
     let mut out = Vec::new();
-    labels_at(&mut out, template.get("metadata").and_then(|m| m.get("labels")), &path.child("labels"));
-    out.extend(validate_pod_spec(template.get("spec").unwrap_or(&Value::Null), &path.child("spec"), SpecOf::Template));
+    let meta = template.get("metadata").unwrap_or(&Value::Null);
+    let spec = template.get("spec").unwrap_or(&Value::Null);
+    labels_at(&mut out, meta.get("labels"), &path.child("labels"));
+    pod_specific_annotations(&mut out, meta, spec, &path.child("annotations"));
+    out.extend(validate_pod_spec(spec, &path.child("spec"), SpecOf::Template));
+    seccomp_annotations_match(&mut out, meta, spec, &path.child("spec"));
+    apparmor_annotations_match(&mut out, meta, spec, &path.child("spec"));
+    if !list(spec, "ephemeralContainers").is_empty() {
+        out.push(field::forbidden(
+            &path.child("spec").child("ephemeralContainers"),
+            "ephemeral containers not allowed in pod template",
+        ));
+    }
     out
-}
-
-/// `validatePodSpecSecurityContext` (pkg/apis/core/validation/validation.go, v1.37.2): user and
-/// group ids in `0..=2147483647` (`IsValidUserID`, `IsValidGroupID`), the policies' enums, and
-/// the seccomp and AppArmor profiles (a type, a localhost profile exactly for `Localhost`).
-fn pod_security_context(out: &mut Vec<StatusCause>, sc: &Value, path: &Path) {
-    const ID_RANGE: &str = "must be between 0 and 2147483647, inclusive";
-    let id_ok = |n: i64| (0..=i64::from(i32::MAX)).contains(&n);
-    for key in ["fsGroup", "runAsUser", "runAsGroup"] {
-        if let Some(n) = sc.get(key).and_then(Value::as_i64).filter(|n| !id_ok(*n)) {
-            out.push(field::invalid(&path.child(key), n, ID_RANGE));
-        }
-    }
-    for (i, g) in list(sc, "supplementalGroups").iter().enumerate() {
-        if let Some(n) = g.as_i64().filter(|n| !id_ok(*n)) {
-            out.push(field::invalid(&path.child("supplementalGroups").index(i), n, ID_RANGE));
-        }
-    }
-    let one_of = |out: &mut Vec<StatusCause>, key: &str, valid: &[&str]| {
-        if let Some(v) = sc.get(key).and_then(Value::as_str).filter(|v| !valid.contains(v)) {
-            out.push(field::not_supported(&path.child(key), v, valid));
-        }
-    };
-    one_of(out, "fsGroupChangePolicy", &["Always", "OnRootMismatch"]);
-    seccomp_profile(out, sc, &path.child("seccompProfile"));
-    apparmor_profile(out, sc, &path.child("appArmorProfile"));
-    one_of(out, "supplementalGroupsPolicy", &["Merge", "Strict"]);
-}
-
-/// `validateSeccompProfileField` of `holder.seccompProfile`.
-fn seccomp_profile(out: &mut Vec<StatusCause>, holder: &Value, path: &Path) {
-    let Some(sp) = holder.get("seccompProfile").filter(|v| v.is_object()) else { return };
-    let kind = s(sp, "type");
-    match kind {
-        "Localhost" | "RuntimeDefault" | "Unconfined" => {}
-        "" => out.push(field::required(&path.child("type"), "type is required when seccompProfile is set")),
-        other => {
-            out.push(field::not_supported(&path.child("type"), other, &["Localhost", "RuntimeDefault", "Unconfined"]))
-        }
-    }
-    let localhost = sp.get("localhostProfile").filter(|v| !v.is_null());
-    match (kind, localhost) {
-        ("Localhost", None) => {
-            out.push(field::required(&path.child("localhostProfile"), "must be set when seccomp type is Localhost"));
-        }
-        ("Localhost", Some(_)) => {}
-        (_, Some(_)) => out.push(field::invalid(
-            &path.child("localhostProfile"),
-            Bad::Raw(sp.to_string()),
-            "can only be set when seccomp type is Localhost",
-        )),
-        _ => {}
-    }
-}
-
-/// `ValidateAppArmorProfileField` of `holder.appArmorProfile`.
-fn apparmor_profile(out: &mut Vec<StatusCause>, holder: &Value, path: &Path) {
-    let Some(p) = holder.get("appArmorProfile").filter(|v| v.is_object()) else { return };
-    let localhost = p.get("localhostProfile").and_then(Value::as_str);
-    match s(p, "type") {
-        "Localhost" => match localhost {
-            None => out
-                .push(field::required(&path.child("localhostProfile"), "must be set when AppArmor type is Localhost")),
-            Some(l) if l.trim() != l => {
-                out.push(field::invalid(&path.child("localhostProfile"), l, "must not be padded with whitespace"))
-            }
-            Some("") => out
-                .push(field::required(&path.child("localhostProfile"), "must be set when AppArmor type is Localhost")),
-            Some(l) if l.len() > 4095 => out.push(field::too_long(&path.child("localhostProfile"), 4095)),
-            Some(_) => {}
-        },
-        "RuntimeDefault" | "Unconfined" => {
-            if let Some(l) = localhost {
-                out.push(field::invalid(
-                    &path.child("localhostProfile"),
-                    l,
-                    "can only be set when AppArmor type is Localhost",
-                ));
-            }
-        }
-        "" => out.push(field::required(&path.child("type"), "type is required when appArmorProfile is set")),
-        other => {
-            out.push(field::not_supported(&path.child("type"), other, &["Localhost", "RuntimeDefault", "Unconfined"]))
-        }
-    }
 }

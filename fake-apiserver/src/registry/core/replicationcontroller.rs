@@ -5,7 +5,7 @@
 //! (`pkg/apis/core/v1/defaults.go`, `pkg/apis/core/validation/validation.go`).
 
 use crate::error::StatusCause;
-use crate::registry::apps::workload::{nonnegative, status_counters};
+use crate::registry::apps::workload::{go_labels_json, nonnegative, status_counters};
 use crate::registry::core::pod_spec::{default_template, validate_template};
 use crate::registry::field::{self, Bad, Path};
 use crate::registry::{ResourceType, Strategy};
@@ -78,7 +78,7 @@ fn validate_spec(obj: &Value) -> Vec<StatusCause> {
     {
         out.push(field::invalid(
             &at.child("metadata").child("labels"),
-            Bad::Raw(labels.map_or("null".into(), Value::to_string)),
+            labels.map_or(Bad::Null, |l| Bad::Raw(go_labels_json(l))),
             "`selector` does not match template `labels`",
         ));
     }

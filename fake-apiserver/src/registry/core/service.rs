@@ -1,132 +1,125 @@
-//! Services: names are DNS-1035 labels; defaults (`SetDefaults_Service`), a cluster IP
-//! allocated on create, validation (`ValidateService`, update, status); kubectl's columns.
+//! Services: names are DNS-1123 labels (RelaxedServiceNameValidation is GA in 1.37); defaults
+//! (`SetDefaults_Service`), allocation before validation (`service_alloc`), the type change
+//! clean-up of `PrepareForUpdate`, validation (`service_validation`, status here); kubectl's
+//! columns.
 
-use super::pod_spec::{labels_at, port_name_errors};
-use crate::error::StatusCause;
+use super::service_alloc;
+use super::service_status::load_balancer_status_causes;
+use super::service_traffic::externally_accessible;
+use super::service_validation::{validate_service, validate_service_update};
+use crate::error::{ApiResult, StatusCause};
 use crate::registry::NameRule;
-use crate::registry::field::{self, Bad, Path};
 use crate::registry::printers::{age_col, col, format_map, int, name_col, or_none, since};
+use crate::registry::store::UpdateMode;
 use crate::registry::{ResourceType, Strategy};
-use apimachinery::validation::dns1123_label_errors;
 use jiff::Timestamp;
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
 
 /// core/v1 Service.
 #[derive(Debug)]
 pub(crate) struct ServiceStrategy;
 
-const SERVICE_TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
-
-fn is_ip(s: &str) -> bool {
-    s.parse::<std::net::IpAddr>().is_ok()
+/// `SetDefaults_Service` (kubernetes v1.37.2 pkg/apis/core/v1/defaults.go).
+fn set_defaults(spec: &mut serde_json::Map<String, Value>) {
+    // A null string field decodes as "", which defaulting fills.
+    for (key, default) in [("sessionAffinity", "None"), ("type", "ClusterIP")] {
+        if spec.get(key).is_none_or(|v| v.is_null() || *v == "") {
+            spec.insert(key.into(), json!(default));
+        }
+    }
+    let affinity = spec["sessionAffinity"].as_str().unwrap_or_default().to_string();
+    if affinity == "None" {
+        spec.remove("sessionAffinityConfig");
+    }
+    if affinity == "ClientIP" {
+        let timeout = spec.get("sessionAffinityConfig").map(|c| &c["clientIP"]["timeoutSeconds"]);
+        if timeout.is_none_or(Value::is_null) {
+            spec.insert("sessionAffinityConfig".into(), json!({"clientIP": {"timeoutSeconds": 10800}}));
+        }
+    }
+    for p in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+        let Some(p) = p.as_object_mut() else { continue };
+        if p.get("protocol").is_none_or(|v| v.is_null() || *v == "") {
+            p.insert("protocol".into(), json!("TCP"));
+        }
+        let unset = matches!(p.get("targetPort"), None | Some(Value::Null))
+            || p.get("targetPort") == Some(&json!(0))
+            || p.get("targetPort") == Some(&json!(""));
+        if unset {
+            p.insert("targetPort".into(), p.get("port").cloned().unwrap_or(json!(0)));
+        }
+    }
+    let ty = spec.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
+    let policy_unset = spec.get("externalTrafficPolicy").and_then(Value::as_str).unwrap_or_default().is_empty();
+    if externally_accessible(&Value::Object(spec.clone())) && policy_unset {
+        spec.insert("externalTrafficPolicy".into(), json!("Cluster"));
+    }
+    if ["NodePort", "LoadBalancer", "ClusterIP"].contains(&ty.as_str()) {
+        spec.entry("internalTrafficPolicy").or_insert(json!("Cluster"));
+    }
+    if ty == "LoadBalancer" && spec.get("allocateLoadBalancerNodePorts").is_none_or(Value::is_null) {
+        spec.insert("allocateLoadBalancerNodePorts".into(), json!(true));
+    }
 }
 
-fn validate_service(obj: &Value) -> Vec<StatusCause> {
-    let mut out = Vec::new();
-    let spec = obj.get("spec").unwrap_or(&Value::Null);
-    let path = Path::root("spec");
-    let ty = spec.get("type").and_then(Value::as_str).unwrap_or("ClusterIP");
-    if !SERVICE_TYPES.contains(&ty) {
-        out.push(field::not_supported(&path.child("type"), ty, SERVICE_TYPES));
-    }
-    let ports = spec.get("ports").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    // A headless service may have no ports (ValidateService: `isHeadlessService`, exactly one
-    // clusterIPs entry, `None`; defaulting has copied `clusterIP` there).
-    let headless = match spec.get("clusterIPs").and_then(Value::as_array) {
-        Some(ips) => ips.len() == 1 && ips[0].as_str() == Some("None"),
-        None => spec.get("clusterIP").and_then(Value::as_str) == Some("None"),
+/// strategy.go `dropTypeDependentFields`: a type change clears what the old type had
+/// allocated or set and the new one does not use, when the client left it as it was.
+fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
+    let (o, n) = (&old["spec"], &new["spec"]);
+    let unset = |v: &Value| v.is_null() || *v == json!("") || *v == json!(0);
+    let same = |key: &str| o[key] == n[key] || (unset(&o[key]) && unset(&n[key]));
+    let needs_cluster_ip = |s: &Value| s["type"] != "ExternalName";
+    let needs_node_port = |s: &Value| s["type"] == "NodePort" || s["type"] == "LoadBalancer";
+    let needs_hc = |s: &Value| s["type"] == "LoadBalancer" && s["externalTrafficPolicy"] == "Local";
+    let node_ports = |s: &Value| -> Vec<i64> {
+        s["ports"].as_array().into_iter().flatten().filter_map(|p| p["nodePort"].as_i64()).filter(|n| *n != 0).collect()
     };
-    if ports.is_empty() && ty != "ExternalName" && !headless {
-        out.push(field::required(&path.child("ports"), ""));
-    }
-    let mut names = BTreeSet::new();
-    for (i, p) in ports.iter().enumerate() {
-        let at = path.child("ports").index(i);
-        let name = p.get("name").and_then(Value::as_str).unwrap_or_default();
-        if name.is_empty() {
-            if ports.len() > 1 {
-                out.push(field::required(&at.child("name"), ""));
-            }
-        } else {
-            for msg in dns1123_label_errors(name) {
-                out.push(field::invalid(&at.child("name"), name, &msg));
-            }
-            if !names.insert(name.to_string()) {
-                out.push(field::duplicate(&at.child("name"), name));
-            }
+    let mut remove = Vec::new();
+    if needs_cluster_ip(o) && !needs_cluster_ip(n) {
+        if same("clusterIP") && same("clusterIPs") {
+            remove.extend(["clusterIP", "clusterIPs"]);
         }
-        let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
-        if !(1..=65535).contains(&port) {
-            out.push(field::invalid(&at.child("port"), port, "must be between 1 and 65535, inclusive"));
+        if same("ipFamilies") {
+            remove.push("ipFamilies");
         }
-        match p.get("protocol").and_then(Value::as_str).unwrap_or_default() {
-            "" => out.push(field::required(&at.child("protocol"), "")),
-            "TCP" | "UDP" | "SCTP" => {}
-            other => out.push(field::not_supported(&at.child("protocol"), other, &["SCTP", "TCP", "UDP"])),
-        }
-        match p.get("targetPort") {
-            Some(Value::Number(n)) => {
-                let n = n.as_i64().unwrap_or(0);
-                if !(1..=65535).contains(&n) {
-                    out.push(field::invalid(&at.child("targetPort"), n, "must be between 1 and 65535, inclusive"));
-                }
-            }
-            Some(Value::String(name)) => {
-                for msg in port_name_errors(name) {
-                    out.push(field::invalid(&at.child("targetPort"), name.as_str(), msg));
-                }
-            }
-            _ => {}
-        }
-        if ty == "ClusterIP" && p.get("nodePort").and_then(Value::as_i64).is_some_and(|n| n != 0) {
-            out.push(field::forbidden(&at.child("nodePort"), "may not be used when `type` is 'ClusterIP'"));
+        if same("ipFamilyPolicy") {
+            remove.push("ipFamilyPolicy");
         }
     }
-    let affinity = spec.get("sessionAffinity").and_then(Value::as_str).unwrap_or("None");
-    if !["ClientIP", "None"].contains(&affinity) {
-        out.push(field::not_supported(&path.child("sessionAffinity"), affinity, &["ClientIP", "None"]));
+    let drop_node_ports =
+        needs_node_port(o) && !needs_node_port(n) && node_ports(n).iter().all(|p| node_ports(o).contains(p));
+    if needs_hc(o) && !needs_hc(n) && same("healthCheckNodePort") {
+        remove.push("healthCheckNodePort");
     }
-    labels_at(&mut out, spec.get("selector"), &path.child("selector"));
-    let cluster_ip = spec.get("clusterIP").and_then(Value::as_str).unwrap_or_default();
-    if !cluster_ip.is_empty() && cluster_ip != "None" && !is_ip(cluster_ip) {
-        out.push(field::invalid(
-            &path.child("clusterIPs").index(0),
-            cluster_ip,
-            "must be empty, 'None', or a valid IP address",
-        ));
-    }
-    if ty == "ExternalName" && spec.get("externalName").and_then(Value::as_str).unwrap_or_default().is_empty() {
-        out.push(field::required(&path.child("externalName"), ""));
-    }
-    if spec.get("externalTrafficPolicy").and_then(Value::as_str).is_some_and(|p| !p.is_empty())
-        && !["NodePort", "LoadBalancer"].contains(&ty)
+    if o["type"] == "LoadBalancer"
+        && n["type"] != "LoadBalancer"
+        && o["allocateLoadBalancerNodePorts"].is_boolean()
+        && same("allocateLoadBalancerNodePorts")
     {
-        out.push(field::invalid(
-            &path.child("externalTrafficPolicy"),
-            spec["externalTrafficPolicy"].as_str().unwrap_or_default(),
-            "may only be set when `type` is 'NodePort' or 'LoadBalancer'",
-        ));
+        remove.push("allocateLoadBalancerNodePorts");
     }
-    for (i, f) in spec.get("ipFamilies").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let f = f.as_str().unwrap_or_default();
-        if !["IPv4", "IPv6"].contains(&f) {
-            out.push(field::not_supported(&path.child("ipFamilies").index(i), f, &["IPv4", "IPv6"]));
+    if o["type"] == "LoadBalancer" && n["type"] != "LoadBalancer" && same("loadBalancerClass") {
+        remove.push("loadBalancerClass");
+    }
+    if externally_accessible(o) && !externally_accessible(n) && same("externalTrafficPolicy") {
+        remove.push("externalTrafficPolicy");
+    }
+    let not_load_balancer = n["type"] != "LoadBalancer";
+    if let Some(spec) = new["spec"].as_object_mut() {
+        for key in remove {
+            spec.remove(key);
+        }
+        if drop_node_ports {
+            for p in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(p) = p.as_object_mut() {
+                    p.remove("nodePort");
+                }
+            }
         }
     }
-    out
-}
-
-/// A cluster IP for a new service in 10.96.0.0/16, derived from its namespace and name (the
-/// fake has no allocator to keep in step; upstream allocates at random).
-fn cluster_ip(obj: &Value) -> String {
-    let key = format!(
-        "{}/{}",
-        obj["metadata"]["namespace"].as_str().unwrap_or_default(),
-        obj["metadata"]["name"].as_str().unwrap_or_default()
-    );
-    let h = key.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619));
-    format!("10.96.{}.{}", (h >> 8) % 256, (h % 254) + 1)
+    if not_load_balancer && new.get("status").is_some() {
+        new["status"]["loadBalancer"] = json!({});
+    }
 }
 
 impl Strategy for ServiceStrategy {
@@ -136,108 +129,49 @@ impl Strategy for ServiceStrategy {
     }
 
     fn name_rule(&self) -> NameRule {
-        NameRule::Rfc1035Label
+        NameRule::Label
     }
 
     fn default(&self, _rt: &ResourceType, obj: &mut Value) {
-        let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else { return };
-        spec.entry("type").or_insert(json!("ClusterIP"));
-        spec.entry("sessionAffinity").or_insert(json!("None"));
-        let ty = spec.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
-        if ty != "ExternalName" {
-            spec.entry("internalTrafficPolicy").or_insert(json!("Cluster"));
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            set_defaults(spec);
         }
-        if ty == "NodePort" || ty == "LoadBalancer" {
-            spec.entry("externalTrafficPolicy").or_insert(json!("Cluster"));
-        }
-        for p in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
-            let Some(p) = p.as_object_mut() else { continue };
-            p.entry("protocol").or_insert(json!("TCP"));
-            let unset = matches!(p.get("targetPort"), None | Some(Value::Null))
-                || p.get("targetPort") == Some(&json!(0))
-                || p.get("targetPort") == Some(&json!(""));
-            if unset && let Some(port) = p.get("port").cloned() {
-                p.insert("targetPort".into(), port);
+        // A LoadBalancer's ingress with an IP and no ipMode is a VIP.
+        if obj["spec"]["type"] == "LoadBalancer" {
+            let ingress = obj.pointer_mut("/status/loadBalancer/ingress").and_then(Value::as_array_mut);
+            for ing in ingress.into_iter().flatten() {
+                let has_ip = ing["ip"].as_str().is_some_and(|ip| !ip.is_empty());
+                if has_ip && ing.get("ipMode").is_none_or(Value::is_null) {
+                    ing["ipMode"] = json!("VIP");
+                }
             }
         }
     }
 
-    fn prepare_for_create(&self, _rt: &ResourceType, obj: &mut Value, _now: &str) {
-        let ty = obj["spec"]["type"].as_str().unwrap_or("ClusterIP").to_string();
-        if ty == "ExternalName" || !obj["spec"].is_object() {
-            return;
-        }
-        let ip = match obj["spec"]["clusterIP"].as_str() {
-            Some(ip) if !ip.is_empty() => ip.to_string(),
-            _ => cluster_ip(obj),
-        };
-        obj["spec"]["clusterIP"] = json!(ip);
-        if !obj["spec"]["clusterIPs"].is_array() {
-            obj["spec"]["clusterIPs"] = json!([ip]);
-        }
-        if ip != "None" {
-            if !obj["spec"]["ipFamilies"].is_array() {
-                obj["spec"]["ipFamilies"] = json!(["IPv4"]);
-            }
-            if obj["spec"]["ipFamilyPolicy"].is_null() {
-                obj["spec"]["ipFamilyPolicy"] = json!("SingleStack");
-            }
-        }
+    fn begin_create(&self, _rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+        service_alloc::begin_create(obj)
     }
 
-    /// An update that leaves out the allocated IPs keeps them (the REST storage does).
-    fn prepare_for_update(
-        &self,
-        _rt: &ResourceType,
-        new: &mut Value,
-        old: &Value,
-        _mode: crate::registry::store::UpdateMode,
-    ) {
-        if !new["spec"].is_object() {
-            return;
-        }
-        for key in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
-            let missing = new["spec"].get(key).is_none_or(|v| v.is_null() || v == "");
-            if missing && let Some(v) = old["spec"].get(key) {
-                new["spec"][key] = v.clone();
-            }
+    fn begin_update(&self, _rt: &ResourceType, new: &mut Value, old: &Value) -> ApiResult<()> {
+        service_alloc::begin_update(new, old)
+    }
+
+    fn prepare_for_update(&self, _rt: &ResourceType, new: &mut Value, old: &Value, mode: UpdateMode) {
+        if mode == UpdateMode::Main && new["spec"].is_object() {
+            drop_type_dependent_fields(new, old);
         }
     }
 
     fn validate(&self, _rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
-        validate_service(obj)
+        validate_service(obj, None)
     }
 
     fn validate_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
-        let mut out = validate_service(obj);
-        let (new_ip, old_ip) = (&obj["spec"]["clusterIP"], &old["spec"]["clusterIP"]);
-        if old_ip.as_str().is_some_and(|s| !s.is_empty()) && new_ip != old_ip && obj["spec"]["type"] != "ExternalName" {
-            out.push(field::invalid(
-                &Path::root("spec").child("clusterIPs").index(0),
-                Bad::Raw(format!("[]string{{{new_ip}}}")),
-                "may not change once set",
-            ));
-        }
-        out
+        validate_service_update(obj, old)
     }
 
-    fn validate_status_update(&self, _rt: &ResourceType, obj: &Value, _old: &Value) -> Vec<StatusCause> {
-        let mut out = Vec::new();
-        let ingress = obj["status"]["loadBalancer"]["ingress"].as_array().cloned().unwrap_or_default();
-        // ValidateLoadBalancerStatus (AllowServiceLBStatusOnNonLB off): ingress only on a
-        // LoadBalancer service, and then each entry is checked.
-        if obj["spec"]["type"].as_str() != Some("LoadBalancer") && !ingress.is_empty() {
-            let at = Path::root("status").child("loadBalancer").child("ingress");
-            return vec![field::forbidden(&at, "may only be used when `spec.type` is 'LoadBalancer'")];
-        }
-        for (i, ing) in ingress.iter().enumerate() {
-            let ip = ing.get("ip").and_then(Value::as_str).unwrap_or_default();
-            if !ip.is_empty() && !is_ip(ip) {
-                let at = Path::root("status").child("loadBalancer").child("ingress").index(i).child("ip");
-                out.push(field::invalid(&at, ip, "must be a valid IP address"));
-            }
-        }
-        out
+    fn validate_status_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
+        load_balancer_status_causes(obj, old)
     }
 
     fn table_columns(&self, _rt: &ResourceType) -> Vec<Value> {
@@ -313,12 +247,11 @@ mod tests {
 
     fn port_errors(spec: serde_json::Value) -> usize {
         let svc = json!({"metadata": {"name": "s"}, "spec": spec});
-        validate_service(&svc).iter().filter(|c| c.field == "spec.ports").count()
+        validate_service(&svc, None).iter().filter(|c| c.field == "spec.ports").count()
     }
 
     #[test]
     fn only_a_headless_or_external_name_service_may_have_no_ports() {
-        assert_eq!(port_errors(json!({"clusterIP": "None"})), 0, "headless, before defaulting");
         assert_eq!(port_errors(json!({"clusterIP": "None", "clusterIPs": ["None"]})), 0, "headless");
         assert_eq!(port_errors(json!({"type": "ExternalName", "externalName": "a.b"})), 0);
         assert_eq!(port_errors(json!({})), 1, "a ClusterIP service needs ports");

@@ -8,7 +8,7 @@
 use crate::error::StatusCause;
 use crate::registry::features::FeatureGate;
 use crate::registry::field::{self, Bad, Path};
-use crate::registry::meta::add_finalizer;
+use crate::registry::meta::{add_finalizer, condition_causes};
 use crate::registry::{ResourceType, Strategy};
 use apimachinery::validation::{dns1123_label_errors, dns1123_subdomain_errors};
 use serde_json::Value;
@@ -115,6 +115,16 @@ fn podgroup_spec(obj: &Value) -> Vec<StatusCause> {
 }
 
 impl Strategy for PodGroupStrategy {
+    /// `disruptionMode` defaults to `{single: {}}` (its `+default` tag; v1.37.2
+    /// pkg/apis/scheduling/v1beta1/zz_generated.defaults.go SetObjectDefaults_PodGroup).
+    fn default(&self, _rt: &ResourceType, obj: &mut Value) {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut)
+            && spec.get("disruptionMode").is_none_or(Value::is_null)
+        {
+            spec.insert("disruptionMode".into(), serde_json::json!({"single": {}}));
+        }
+    }
+
     fn prepare_for_create(&self, rt: &ResourceType, obj: &mut Value, _now: &str) {
         drop_claims_unless_enabled(rt, obj.get_mut("spec"));
         add_finalizer(obj, PODGROUP_PROTECTION_FINALIZER);
@@ -132,13 +142,22 @@ impl Strategy for PodGroupStrategy {
         out
     }
 
+    /// `ValidatePodGroupStatusUpdate` (pkg/apis/scheduling/validation/validation.go at
+    /// v1.37.2): the conditions (`metav1validation.ValidateConditions`), and claim statuses
+    /// that name claims of the spec.
     fn validate_status_update(&self, _rt: &ResourceType, obj: &Value, _old: &Value) -> Vec<StatusCause> {
-        let mut out = Vec::new();
-        for (i, c) in list(obj.get("status").unwrap_or(&Value::Null), "conditions").iter().enumerate() {
-            let at = Path::root("status").child("conditions").index(i);
-            let st = text(c, "status");
-            if !["True", "False", "Unknown"].contains(&st) {
-                out.push(field::not_supported(&at.child("status"), st, &["False", "True", "Unknown"]));
+        let status = obj.get("status").unwrap_or(&Value::Null);
+        let path = Path::root("status");
+        let mut out = condition_causes(list(status, "conditions"), &path.child("conditions"));
+        let claims = list(&obj["spec"], "resourceClaims");
+        for (i, s) in list(status, "resourceClaimStatuses").iter().enumerate() {
+            let name = text(s, "name");
+            if !claims.iter().any(|c| text(c, "name") == name) {
+                out.push(field::invalid(
+                    &path.child("resourceClaimStatuses").index(i).child("name"),
+                    name,
+                    "must match the name of an entry in `spec.resourceClaims`",
+                ));
             }
         }
         out
