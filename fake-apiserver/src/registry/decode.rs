@@ -18,10 +18,12 @@ pub(crate) fn parse_object(body: &[u8], yaml: bool) -> ApiResult<Value> {
         serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?
     };
-    if !v.is_object() {
-        return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+    match v {
+        // Go decodes a JSON `null` into the empty object of the URL's type.
+        Value::Null if !yaml => Ok(Value::Object(serde_json::Map::new())),
+        Value::Object(_) => Ok(v),
+        _ => Err(ApiError::bad_request("the body of the request must be a JSON object")),
     }
-    Ok(v)
 }
 
 /// Go's name for the JSON type of a value, as `encoding/json` words its unmarshal errors.
@@ -78,6 +80,16 @@ pub(crate) fn check_type_meta(rt: &ResourceType, obj: &mut Value) -> ApiResult<(
         _ => {
             o.insert("apiVersion".into(), Value::String(api_version.to_string()));
         }
+    }
+    // The unstructured decoder of a custom resource needs the kind in the data (a built-in's
+    // takes the URL's).
+    if rt.custom && o.get("kind").and_then(Value::as_str).is_none_or(str::is_empty) {
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version \"{}\" cannot be handled as a {kind}: Object 'Kind' is missing in '{}'",
+            rt.version,
+            serde_json::to_string(&*o).unwrap_or_default(),
+            kind = rt.kind
+        )));
     }
     match o.get("kind").and_then(Value::as_str) {
         // A custom resource is decoded whatever its kind: its validation refuses another one

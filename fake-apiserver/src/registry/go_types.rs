@@ -176,6 +176,10 @@ fn shape_below(v: &mut Value, kind: Kind, elem: &str, depth: usize) {
         (Kind::Struct | Kind::Ptr, Value::Object(m)) => shape_struct(m, elem, depth),
         (Kind::Slice, Value::Array(items)) => {
             for x in items {
+                // A null element of a slice of structs decodes as the zero struct.
+                if x.is_null() {
+                    *x = Value::Object(Map::new());
+                }
                 if let Value::Object(m) = x {
                     shape_struct(m, elem, depth);
                 }

@@ -70,16 +70,36 @@ pub(crate) fn object_meta_causes(meta: &Map<String, Value>, _namespaced: bool) -
     }
     if let Some(Value::Array(refs)) = meta.get("ownerReferences") {
         let at = path.child("ownerReferences");
+        // validateOwnerReference (apimachinery v0.37.2 pkg/api/validation/objectmeta.go).
         for (i, r) in refs.iter().enumerate() {
             let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
-            let version = text("apiVersion").rsplit('/').next().unwrap_or_default();
-            if version.is_empty() {
+            let api_version = text("apiVersion");
+            // schema.ParseGroupVersion: `<version>` or `<group>/<version>`, nothing more.
+            let version = match api_version.split('/').collect::<Vec<_>>()[..] {
+                [v] | [_, v] => Some(v),
+                _ => None,
+            };
+            if api_version.is_empty() {
                 causes.push(field::required(&at.index(i).child("apiVersion"), "must not be empty"));
+            } else if version.is_none_or(str::is_empty) {
+                causes.push(field::invalid(
+                    &at.index(i).child("apiVersion"),
+                    api_version,
+                    "must be <group>/<version> or <version>",
+                ));
             }
             for k in ["kind", "name", "uid"] {
                 if text(k).is_empty() {
                     causes.push(field::required(&at.index(i).child(k), "must not be empty"));
                 }
+            }
+            // BannedOwners: a core Event owns nothing.
+            if api_version == "v1" && text("kind") == "Event" {
+                causes.push(field::invalid(
+                    &at.index(i),
+                    field::Bad::Raw(go_owner_reference(r).to_string()),
+                    "/v1, Kind=Event is disallowed from being an owner",
+                ));
             }
             causes.extend(second_controller(refs, i, &at));
         }
@@ -107,6 +127,21 @@ pub(crate) fn object_meta_causes(meta: &Map<String, Value>, _namespaced: bool) -
 /// `ValidateOwnerReferences`' rule that at most one owner is the controller: the reference at
 /// `i`, when it is a controller after the first, is reported with the whole list (printed as
 /// Go encodes `[]metav1.OwnerReference`).
+/// An owner reference as Go encodes `metav1.OwnerReference` (its fields in order, the pointers
+/// left out when nil).
+fn go_owner_reference(r: &Value) -> Value {
+    let mut m = Map::new();
+    for k in ["apiVersion", "kind", "name", "uid"] {
+        m.insert(k.into(), r.get(k).cloned().unwrap_or_else(|| json!("")));
+    }
+    for k in ["controller", "blockOwnerDeletion"] {
+        if let Some(v) = r.get(k).filter(|v| !v.is_null()) {
+            m.insert(k.into(), v.clone());
+        }
+    }
+    Value::Object(m)
+}
+
 fn second_controller(refs: &[Value], i: usize, at: &Path) -> Option<StatusCause> {
     let is_controller = |r: &Value| r.get("controller") == Some(&Value::Bool(true));
     let name = |r: &Value| {
@@ -117,18 +152,7 @@ fn second_controller(refs: &[Value], i: usize, at: &Path) -> Option<StatusCause>
     if !is_controller(&refs[i]) {
         return None;
     }
-    let go_order = refs.iter().map(|r| {
-        let mut m = Map::new();
-        for k in ["apiVersion", "kind", "name", "uid"] {
-            m.insert(k.into(), r.get(k).cloned().unwrap_or_else(|| json!("")));
-        }
-        for k in ["controller", "blockOwnerDeletion"] {
-            if let Some(v) = r.get(k).filter(|v| !v.is_null()) {
-                m.insert(k.into(), v.clone());
-            }
-        }
-        Value::Object(m)
-    });
+    let go_order = refs.iter().map(go_owner_reference);
     Some(field::invalid(
         at,
         field::Bad::Raw(Value::Array(go_order.collect()).to_string()),

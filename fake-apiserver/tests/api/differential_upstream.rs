@@ -416,3 +416,35 @@ async fn a_list_may_not_ask_for_initial_events_and_a_pointer_needs_its_slash() {
     .await;
     assert_eq!((code, reason(&v)), (StatusCode::UNPROCESSABLE_ENTITY, "Invalid"), "{v}");
 }
+
+#[tokio::test]
+async fn owner_references_name_a_group_version_and_no_event_and_updates_check_generate_name() {
+    let server = ApiServer::default();
+    let sa = |owner: Value| json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "s", "ownerReferences": [owner]}});
+    let sas = "/api/v1/namespaces/default/serviceaccounts";
+    let (code, v) = post(&server, sas, &sa(json!({"apiVersion": "a/b/c", "kind": "K", "name": "n", "uid": "1"}))).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(causes(&v), [("metadata.ownerReferences[0].apiVersion".to_string(), "FieldValueInvalid".to_string())]);
+    let (code, v) =
+        post(&server, sas, &sa(json!({"apiVersion": "v1", "kind": "Event", "name": "name", "uid": "1"}))).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(
+        v["message"],
+        r#"ServiceAccount "s" is invalid: metadata.ownerReferences[0]: Invalid value: {"apiVersion":"v1","kind":"Event","name":"name","uid":"1"}: /v1, Kind=Event is disallowed from being an owner"#
+    );
+    configmap(&server, "c").await;
+    let (code, v) = raw(
+        &server,
+        Method::PATCH,
+        &format!("{CMS}/c"),
+        MERGE,
+        r#"{"metadata":{"generateName":"Not_A.Name "}}"#.to_string(),
+    )
+    .await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(causes(&v), [("metadata.generateName".to_string(), "FieldValueInvalid".to_string())]);
+    // A null body is the empty object of the URL's kind.
+    let (code, v) = raw(&server, Method::POST, CMS, JSON, "null".to_string()).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(causes(&v), [("metadata.name".to_string(), "FieldValueRequired".to_string())]);
+}

@@ -176,6 +176,8 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
             Some(old) => {
                 let served = try_served_value(rt, &old)?;
                 let mut merged = apply(rt, Some(&served), &applied, &req)?;
+                // Converted to its Go type: nulls of structs in lists are zero structs there.
+                crate::registry::go_types::go_shape(rt, &mut merged);
                 typed(&merged)?;
                 keep_resource_version(rt, &mut merged, &old);
                 let obj = store::update(st, rt, &target.namespace, name, merged, mode, &w)?;
@@ -183,7 +185,8 @@ fn server_side_apply(call: &Call, body: &[u8], mode: UpdateMode, dry_run: bool) 
             }
             None if mode == UpdateMode::Status => Err(ApiError::not_found(&rt.group, &rt.plural, name)),
             None => {
-                let obj = apply(rt, None, &applied, &req)?;
+                let mut obj = apply(rt, None, &applied, &req)?;
+                crate::registry::go_types::go_shape(rt, &mut obj);
                 // The patcher's checkName: the applied object must name itself, as the URL does.
                 match obj["metadata"]["name"].as_str().unwrap_or_default() {
                     "" => {

@@ -66,7 +66,8 @@ fn set_defaults(spec: &mut serde_json::Map<String, Value>) {
 /// allocated or set and the new one does not use, when the client left it as it was.
 fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
     let (o, n) = (&old["spec"], &new["spec"]);
-    let unset = |v: &Value| v.is_null() || *v == json!("") || *v == json!(0);
+    // Go's zero values: absent, null, "", 0 and an empty list are all unset.
+    let unset = |v: &Value| v.is_null() || *v == json!("") || *v == json!(0) || *v == json!([]);
     let same = |key: &str| o[key] == n[key] || (unset(&o[key]) && unset(&n[key]));
     let needs_cluster_ip = |s: &Value| s["type"] != "ExternalName";
     let needs_node_port = |s: &Value| s["type"] == "NodePort" || s["type"] == "LoadBalancer";

@@ -169,3 +169,75 @@ fn session_affinity_causes(spec: &Value) -> Vec<StatusCause> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::validate_service;
+    use rstest::rstest;
+    use serde_json::{Value, json};
+
+    /// A defaulted, allocated ClusterIP service (as validation sees it), with `spec` merged in.
+    fn svc(spec: Value) -> Value {
+        let mut base = json!({
+            "type": "ClusterIP", "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
+            "selector": {"app": "web"}, "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"],
+            "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
+            "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]
+        });
+        for (k, v) in spec.as_object().expect("object") {
+            base[k] = v.clone();
+        }
+        json!({"metadata": {"name": "s"}, "spec": base})
+    }
+
+    // Cases of kubernetes v1.37.2 pkg/apis/core/validation/validation_test.go
+    // TestValidateServiceCreate, with the causes validateService gives them.
+    #[rstest]
+    #[case::valid(json!({}), &[])]
+    #[case::port_zero(
+        json!({"ports": [{"name": "a", "port": 0, "protocol": "TCP", "targetPort": 1}]}),
+        &[("spec.ports[0].port", "FieldValueInvalid")]
+    )]
+    #[case::duplicate_port_names(
+        json!({"ports": [{"name": "a", "port": 1, "protocol": "TCP", "targetPort": 1}, {"name": "a", "port": 2, "protocol": "TCP", "targetPort": 2}]}),
+        &[("spec.ports[1].name", "FieldValueDuplicate")]
+    )]
+    #[case::loopback_external_ip(
+        json!({"externalIPs": ["127.0.0.1"], "externalTrafficPolicy": "Cluster"}),
+        &[("spec.externalIPs[0]", "FieldValueInvalid")]
+    )]
+    #[case::affinity_timeout(
+        json!({"sessionAffinity": "ClientIP", "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 0}}}),
+        &[("spec.sessionAffinityConfig.clientIP.timeoutSeconds", "FieldValueInvalid")]
+    )]
+    #[case::two_ipv4_cluster_ips(
+        json!({"clusterIPs": ["10.0.0.1", "10.0.0.2"], "ipFamilyPolicy": "RequireDualStack"}),
+        &[("spec.clusterIPs", "FieldValueInvalid")]
+    )]
+    #[case::none_not_alone(
+        json!({"clusterIP": "None", "clusterIPs": ["None", "10.0.0.1"]}),
+        &[("spec.clusterIPs", "FieldValueInvalid")]
+    )]
+    #[case::external_name_with_families(
+        json!({"type": "ExternalName", "externalName": "a.b", "clusterIP": "", "clusterIPs": [], "ipFamilyPolicy": null}),
+        &[("spec.ipFamilies", "FieldValueForbidden")]
+    )]
+    #[case::padded_source_range(
+        json!({"type": "LoadBalancer", "allocateLoadBalancerNodePorts": true, "externalTrafficPolicy": "Cluster",
+               "loadBalancerSourceRanges": [" 1.2.3.0/24 "]}),
+        &[]
+    )]
+    #[case::internal_traffic_policy(
+        json!({"internalTrafficPolicy": "Foo"}),
+        &[("spec.internalTrafficPolicy", "FieldValueNotSupported")]
+    )]
+    #[case::node_port_on_cluster_ip(
+        json!({"ports": [{"name": "a", "port": 1, "protocol": "TCP", "targetPort": 1, "nodePort": 30001}]}),
+        &[("spec.ports[0].nodePort", "FieldValueForbidden")]
+    )]
+    fn upstream_create_cases(#[case] spec: Value, #[case] want: &[(&str, &str)]) {
+        let got = validate_service(&svc(spec), None);
+        let got: Vec<(&str, &str)> = got.iter().map(|c| (c.field.as_str(), c.reason.as_str())).collect();
+        assert_eq!(got, want);
+    }
+}

@@ -729,7 +729,22 @@ pub(crate) fn update(
     super::go_types::go_shape(rt, &mut merged);
     let mut causes = meta_update_causes;
     causes.extend(match merged["metadata"].as_object() {
-        Some(meta) => custom_meta_causes(rt, object_meta_causes(meta, rt.namespaced), true),
+        Some(meta) => {
+            // ValidateObjectMeta of the new object: a generateName first, as on create.
+            let generate = meta.get("generateName").and_then(Value::as_str).unwrap_or_default();
+            let mut meta_causes: Vec<StatusCause> = Vec::new();
+            if !generate.is_empty() && rt.strategy.validates_generate_name() {
+                meta_causes.extend(rt.strategy.name_rule().prefix_errors(generate).into_iter().map(|msg| {
+                    StatusCause::field(
+                        "FieldValueInvalid",
+                        "metadata.generateName",
+                        format!("Invalid value: {}: {msg}", quote(generate)),
+                    )
+                }));
+            }
+            meta_causes.extend(object_meta_causes(meta, rt.namespaced));
+            custom_meta_causes(rt, meta_causes, true)
+        }
         None => Vec::new(),
     });
     causes.extend(match mode {
