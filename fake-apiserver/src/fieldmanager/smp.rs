@@ -143,14 +143,24 @@ fn merge_list(orig: &mut Vec<Value>, patch: &[Value], shape: Shape<'_>) -> Resul
         return Ok(());
     }
     let Some(key) = shape.patch_merge_key() else {
-        // A merge list of scalars: a union, in the original order then the patch's.
+        // A merge list of scalars: a union.
+        let original = orig.clone();
         for x in patch {
             if !orig.contains(x) {
                 orig.push(x.clone());
             }
         }
+        *orig = go_element_order(std::mem::take(orig), patch, &original, None);
         return Ok(());
     };
+    // Deletions come first, so the order below sees the original without them.
+    for x in patch {
+        if let (Some(kv), Some("delete")) = (x.get(key), x.get("$patch").and_then(Value::as_str)) {
+            orig.retain(|o| o.get(key) != Some(kv));
+        }
+    }
+    let original = orig.clone();
+    let mut order = Vec::new();
     for x in patch {
         let Value::Object(pm) = x else {
             return Err(SmpError::MissingMergeKey { item: go_value(x), key: key.to_string() });
@@ -164,7 +174,7 @@ fn merge_list(orig: &mut Vec<Value>, patch: &[Value], shape: Shape<'_>) -> Resul
                 orig.retain(|o| o.get(key) != Some(kv));
                 continue;
             }
-            Some("merge") | None => {}
+            Some("merge") | None => order.push(x.clone()),
             Some(other) => {
                 return Err(SmpError::UnknownPatchType { kind: other.to_string(), map: go_map(pm) });
             }
@@ -180,7 +190,38 @@ fn merge_list(orig: &mut Vec<Value>, patch: &[Value], shape: Shape<'_>) -> Resul
             None => orig.push(cleaned(x, shape.item())?),
         }
     }
+    *orig = go_element_order(std::mem::take(orig), &order, &original, Some(key));
     Ok(())
+}
+
+/// The order `mergeSlice` leaves a merged list in (`normalizeElementOrder`): the items the
+/// patch names in the patch's order, the others in the original's, interleaved by their
+/// places in the original; an item the original lacks goes before the server-only item it
+/// meets (so a new item is not simply appended).
+fn go_element_order(merged: Vec<Value>, patch: &[Value], original: &[Value], key: Option<&str>) -> Vec<Value> {
+    let id = |v: &Value| -> Value {
+        match key {
+            Some(k) => v.get(k).cloned().unwrap_or(Value::Null),
+            None => v.clone(),
+        }
+    };
+    let place = |list: &[Value], v: &Value| list.iter().position(|o| id(o) == id(v));
+    let (mut named, server_only): (Vec<Value>, Vec<Value>) =
+        merged.into_iter().partition(|v| place(patch, v).is_some());
+    named.sort_by_key(|v| place(patch, v));
+    let mut out = Vec::with_capacity(named.len() + server_only.len());
+    let (mut left, mut right) = (server_only.into_iter().peekable(), named.into_iter().peekable());
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (Some(l), Some(r)) => matches!((place(original, l), place(original, r)), (Some(a), Some(b)) if a < b),
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let next = if take_left { left.next() } else { right.next() };
+        out.extend(next);
+    }
+    out
 }
 
 /// A patch value with its directives resolved against nothing (for new keys and replaced lists).
@@ -275,7 +316,8 @@ mod tests {
                    "spec": {"containers": [{"name": "a", "$patch": "delete"}],
                             "nodeSelector": {"$patch": "replace", "y": "2"}}}),
         );
-        assert_eq!(out["metadata"]["finalizers"], json!(["b", "c"]));
+        // The new `c` goes before the server-only `b` (Go's `mergeSortedSlice`).
+        assert_eq!(out["metadata"]["finalizers"], json!(["c", "b"]));
         assert_eq!(out["spec"]["containers"], json!([{"name": "b", "image": "b:1"}]));
         assert_eq!(out["spec"]["nodeSelector"], json!({"y": "2"}));
         let out = pod_smp(orig, json!({"spec": {"containers": [{"$patch": "replace"}, {"name": "c", "image": "c"}]}}));

@@ -479,6 +479,71 @@ async fn template_config_with_null_parameters() {
     );
 }
 
+/// An update validates the new template as a create does, then the spec's immutability: the
+/// handwritten errors of the spec come before the immutable `spec`, the declarative ones after.
+#[tokio::test]
+async fn template_update_validates_the_new_spec_too() {
+    let exactly = "/spec/spec/devices/requests/0/exactly";
+    let too_many: Vec<Value> = (0..33)
+        .map(|i| json!({"name": format!("r{i}"), "exactly": {"deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}))
+        .collect();
+    let cases: Vec<(Value, Vec<(String, String)>)> = vec![
+        (
+            json!({"spec": {"spec": {"devices": {"requests": [request(json!({"allocationMode": "Some"}))]}}}}),
+            expect(&[
+                ("spec", "FieldValueInvalid"),
+                (&format!("{}.allocationMode", dotted(exactly)), "FieldValueNotSupported"),
+            ]),
+        ),
+        (
+            json!({"spec": {"spec": {"devices": {"requests": too_many}}}}),
+            expect(&[("spec", "FieldValueInvalid"), ("spec.spec.devices.requests", "FieldValueTooMany")]),
+        ),
+        (
+            json!({"spec": {"spec": {"devices": {"requests": [request(json!({"deviceClassName": ""}))]}}}}),
+            expect(&[
+                (&format!("{}.deviceClassName", dotted(exactly)), "FieldValueRequired"),
+                ("spec", "FieldValueInvalid"),
+            ]),
+        ),
+        (
+            json!({"spec": {"spec": {"devices": {"config": [{"requests": ["nope"], "opaque": {"driver": "gpu.example.com", "parameters": {"a": 1}}}]}}}}),
+            expect(&[("spec.spec.devices.config[0].requests[0]", "FieldValueInvalid"), ("spec", "FieldValueInvalid")]),
+        ),
+        (
+            json!({"spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}, "firstAvailable": [{"name": "a", "deviceClassName": "gpu.example.com"}]}]}}}}),
+            expect(&[("spec.spec.devices.requests[0]", "FieldValueInvalid"), ("spec", "FieldValueInvalid")]),
+        ),
+        (
+            json!({"spec": {"spec": {"devices": {"requests": [request(json!({"allocationMode": "All"}))]}}}}),
+            expect(&[(&format!("{}.count", dotted(exactly)), "FieldValueInvalid"), ("spec", "FieldValueInvalid")]),
+        ),
+    ];
+    for (patch, want) in cases {
+        let server = server();
+        let (code, v) = post(&server, TEMPLATES, &template()).await;
+        assert_eq!(code, StatusCode::CREATED, "{v}");
+        let (code, v) = raw(&server, Method::PATCH, &format!("{TEMPLATES}/t"), MERGE, patch.to_string()).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{patch}: {v}");
+        assert_eq!((v["reason"].as_str(), causes(&v)), (Some("Invalid"), want), "{patch}");
+    }
+}
+
+/// The template's request with `exactly` changed by the fields of `edit` (a merge patch
+/// replaces the whole list).
+fn request(edit: Value) -> Value {
+    let mut exactly = json!({"deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1});
+    for (k, v) in edit.as_object().expect("object") {
+        exactly[k] = v.clone();
+    }
+    json!({"name": "gpu", "exactly": exactly})
+}
+
+/// `/spec/spec/devices/requests/0/exactly` as a field path.
+fn dotted(pointer: &str) -> String {
+    pointer.trim_start_matches('/').replace("/requests/0/", ".requests[0].").replace('/', ".")
+}
+
 // ---- DeviceClass ----
 
 #[tokio::test]
@@ -652,4 +717,73 @@ async fn slice_taints_get_the_time_they_were_added() {
     for t in v["spec"]["devices"][0]["taints"].as_array().expect("taints") {
         assert_eq!(t["timeAdded"], v["metadata"]["creationTimestamp"], "{t}");
     }
+}
+
+// ---- Updates of the scheduling kinds (the first corpus) ----
+
+/// `wl-template-name-missing` as a JSON patch: renaming the one template adds an item and
+/// removes one, and either short-circuits the list, so the empty name goes unreported.
+#[tokio::test]
+async fn workload_template_renamed_is_an_item_added_and_one_removed() {
+    let server = server();
+    let (code, v) = post(&server, WORKLOADS, &workload()).await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+    let patch = json!([{"op": "replace", "path": "/spec/podGroupTemplates/0/name", "value": ""}]);
+    let (code, v) =
+        raw(&server, Method::PATCH, &format!("{WORKLOADS}/w"), Some("application/json-patch+json"), patch.to_string())
+            .await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(
+        invalid(&v),
+        (
+            "Invalid",
+            expect(&[
+                ("spec.podGroupTemplates[0]", "FieldValueForbidden"),
+                ("spec.podGroupTemplates", "FieldValueForbidden")
+            ]),
+            "Workload.scheduling.k8s.io \"w\" is invalid: [spec.podGroupTemplates[0]: Forbidden: item may not be added, spec.podGroupTemplates: Forbidden: item may not be removed]"
+        )
+    );
+}
+
+/// `pg-workload-ref-invalid` as an update: the workload reference is immutable, which
+/// short-circuits the checks of its members.
+#[tokio::test]
+async fn podgroup_workload_ref_set_on_update_is_immutable() {
+    let server = server();
+    let (code, created) = post(&server, PODGROUPS, &podgroup()).await;
+    assert_eq!(code, StatusCode::CREATED, "{created}");
+    let put = with(created, &[("/spec/workloadRef", json!({"workloadName": "Bad_Name", "templateName": "t"}))]);
+    let (code, v) = raw(&server, Method::PUT, &format!("{PODGROUPS}/pg"), JSON, put.to_string()).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(
+        invalid(&v),
+        (
+            "Invalid",
+            expect(&[("spec.workloadRef", "FieldValueInvalid")]),
+            "PodGroup.scheduling.k8s.io \"pg\" is invalid: spec.workloadRef: Invalid value: null: field is immutable"
+        )
+    );
+}
+
+/// `pg-claims-too-many` as a merge patch: the claims are immutable and at most 4, two
+/// short-circuit checks that both report.
+#[tokio::test]
+async fn podgroup_claims_set_on_update_are_immutable_and_too_many() {
+    let server = server();
+    let (code, v) = post(&server, PODGROUPS, &podgroup()).await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+    let claims: Vec<Value> =
+        (0..5).map(|i| json!({"name": format!("c{i}"), "resourceClaimName": format!("claim-{i}")})).collect();
+    let patch = json!({"spec": {"resourceClaims": claims}});
+    let (code, v) = raw(&server, Method::PATCH, &format!("{PODGROUPS}/pg"), MERGE, patch.to_string()).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(
+        invalid(&v),
+        (
+            "Invalid",
+            expect(&[("spec.resourceClaims", "FieldValueInvalid"), ("spec.resourceClaims", "FieldValueTooMany")]),
+            "PodGroup.scheduling.k8s.io \"pg\" is invalid: [spec.resourceClaims: Invalid value: null: field is immutable, spec.resourceClaims: Too many: 5: must have at most 4 items]"
+        )
+    );
 }

@@ -608,3 +608,51 @@ async fn match_label_keys_are_merged_into_the_selectors_of_a_new_pod() {
     );
     assert_eq!(v["spec"]["topologySpreadConstraints"][0]["labelSelector"]["matchExpressions"], want);
 }
+
+/// The first corpus's `toleration-exists-with-value` as a strategic merge patch: a bad new
+/// toleration is reported once, though `validateOnlyAddedTolerations` validates the new
+/// tolerations again after the spec's own validation did.
+#[tokio::test]
+async fn a_bad_added_toleration_is_reported_once() {
+    let server = ApiServer::default();
+    let (code, v) = post(&server, PODS, &valid_pod()).await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+    let patch = json!({"spec": {"tolerations": [{"key": "k", "operator": "Exists", "value": "v"}]}});
+    let (code, v) = raw(&server, Method::PATCH, &format!("{PODS}/p"), STRATEGIC, patch.to_string()).await;
+    assert_invalid(
+        code,
+        &v,
+        r#"Pod "p""#,
+        &[("FieldValueInvalid", "spec.tolerations[0].operator")],
+        &["spec.tolerations[0].operator: Invalid value: \"v\": value must be empty when `operator` is 'Exists'"],
+    );
+}
+
+/// The first corpus's `container-port-zero` as a strategic merge patch (the merge patch of the
+/// change: the whole container list): ports merge on `containerPort`, and the new port 0 goes
+/// before the old 8080 (`mergeSortedSlice`), so it is `ports[0]` that lacks its port and
+/// `ports[1]` whose name repeats.
+#[tokio::test]
+async fn a_port_added_by_a_strategic_patch_goes_first() {
+    let server = ApiServer::default();
+    let (code, v) = post(&server, PODS, &valid_pod()).await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+    let containers = edited(valid_spec(), json!({"/containers/0/ports/0/containerPort": 0}))["containers"].clone();
+    let patch = json!({"spec": {"containers": containers}});
+    let (code, v) = raw(&server, Method::PATCH, &format!("{PODS}/p"), STRATEGIC, patch.to_string()).await;
+    assert_invalid(
+        code,
+        &v,
+        r#"Pod "p""#,
+        &[
+            ("FieldValueRequired", "spec.containers[0].ports[0].containerPort"),
+            ("FieldValueDuplicate", "spec.containers[0].ports[1].name"),
+            ("FieldValueForbidden", "spec"),
+        ],
+        &[
+            "spec.containers[0].ports[0].containerPort: Required value",
+            "spec.containers[0].ports[1].name: Duplicate value: \"http\"",
+            SPEC_FORBIDDEN,
+        ],
+    );
+}

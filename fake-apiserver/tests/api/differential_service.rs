@@ -433,3 +433,20 @@ async fn fqdn_addresses_may_end_with_a_dot() {
     );
     created(&server, SLICES, &body).await;
 }
+
+/// The first corpus's `eps-address-type-unsupported` as a strategic merge patch: on update the
+/// declarative rules report the type immutable (short-circuiting their enum check), so the
+/// handwritten unsupported type, covered only by that enum check, stays and comes first.
+#[tokio::test]
+async fn an_unsupported_address_type_on_update_is_reported_with_the_immutable_one() {
+    let server = ApiServer::default();
+    created(&server, SLICES, &slice("e")).await;
+    let patch = json!({"addressType": "IPv5"});
+    let (code, v) = raw(&server, Method::PATCH, &format!("{SLICES}/e"), STRATEGIC, patch.to_string()).await;
+    assert_invalid(
+        code,
+        &v,
+        &[("addressType", "FieldValueNotSupported"), ("addressType", "FieldValueInvalid")],
+        r#"EndpointSlice.discovery.k8s.io "e" is invalid: [addressType: Unsupported value: "IPv5": supported values: "FQDN", "IPv4", "IPv6", addressType: Invalid value: null: field is immutable]"#,
+    );
+}

@@ -448,3 +448,74 @@ async fn owner_references_name_a_group_version_and_no_event_and_updates_check_ge
     assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
     assert_eq!(causes(&v), [("metadata.name".to_string(), "FieldValueRequired".to_string())]);
 }
+
+/// A custom resource of another kind than its CRD's is neither pruned nor defaulted (the schema
+/// coercer and the defaulter pass other kinds by) but still validated: the kind's cause, then
+/// the schema's, here CEL rules that meet the unset defaulted `group` (`create-kind-mismatch`
+/// of the first corpus, on the Gateway API's HTTPRoute).
+#[tokio::test]
+async fn a_custom_resource_of_the_wrong_kind_is_validated_undefaulted() {
+    let server = ApiServer::default();
+    let crd = include_str!("../fixtures/crds/gateway.networking.k8s.io_httproutes.yaml");
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let (code, v) = raw(&server, Method::POST, crds, Some("application/yaml"), crd.to_string()).await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+    let route = json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Bogus", "metadata": {"name": "r"},
+        "spec": {"parentRefs": [{"name": "gw"}], "hostnames": ["web.example.com"],
+            "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/"}}], "backendRefs": [{"name": "web", "port": 80}]}]}});
+    let (code, v) = post(&server, "/apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes", &route).await;
+    assert_eq!((code, reason(&v)), (StatusCode::UNPROCESSABLE_ENTITY, "Invalid"), "{v}");
+    // The real server answered `kind`, `spec.rules[0].backendRefs[0]`, then the two
+    // `spec.parentRefs`; the CEL validator walks a schema's properties in Go's map order,
+    // which varies, so after the kind the causes are compared as a set.
+    let got = causes(&v);
+    assert_eq!(got[0], ("kind".to_string(), "FieldValueInvalid".to_string()), "{v}");
+    let mut rest = got[1..].to_vec();
+    rest.sort();
+    let want = [
+        ("spec.parentRefs", "FieldValueInvalid"),
+        ("spec.parentRefs", "FieldValueInvalid"),
+        ("spec.rules[0].backendRefs[0]", "FieldValueInvalid"),
+    ];
+    let want: Vec<(String, String)> = want.iter().map(|(f, t)| (f.to_string(), t.to_string())).collect();
+    assert_eq!(rest, want, "{v}");
+}
+
+/// The first corpus's `webhook-match-condition-unnamed` as a strategic merge patch (the merge
+/// patch of the change: the whole webhook list): match conditions merge on `name`, and the
+/// new unnamed one goes before the old one (`mergeSortedSlice`), so it is `matchConditions[0]`.
+#[tokio::test]
+async fn a_match_condition_added_by_a_strategic_patch_goes_first() {
+    let server = ApiServer::default();
+    let uri = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+    let webhook = |conditions: Value| {
+        json!({"name": "vpod.example.com", "clientConfig": {"url": "https://127.0.0.1:1/validate", "caBundle": "Y2E="},
+            "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods", "pods/status"]}],
+            "objectSelector": {"matchLabels": {"kproof.dev/differential-never": "true"}},
+            "sideEffects": "None", "admissionReviewVersions": ["v1"], "matchConditions": conditions})
+    };
+    let config = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "v"},
+        "webhooks": [webhook(json!([{"name": "not-system", "expression": "!object.metadata.name.startsWith('system-')"}]))]});
+    let (code, v) = post(&server, uri, &config).await;
+    assert_eq!(code, StatusCode::CREATED, "{v}");
+    let patch = json!({"webhooks": [webhook(json!([{"name": "", "expression": "true"}]))]});
+    let (code, v) = raw(
+        &server,
+        Method::PATCH,
+        &format!("{uri}/v"),
+        Some("application/strategic-merge-patch+json"),
+        patch.to_string(),
+    )
+    .await;
+    assert_eq!((code, reason(&v)), (StatusCode::UNPROCESSABLE_ENTITY, "Invalid"), "{v}");
+    assert_eq!(
+        causes(&v),
+        [("webhooks[0].matchConditions[0].name".to_string(), "FieldValueRequired".to_string())],
+        "{v}"
+    );
+    assert_eq!(
+        v["message"],
+        "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"v\" is invalid: webhooks[0].matchConditions[0].name: Required value"
+    );
+}

@@ -145,6 +145,14 @@ fn assert_invalid(code: StatusCode, v: &Value, kind: &str, want: &[(&str, &str)]
     &[("FieldValueInvalid", "spec.serviceName")],
     &[r#"spec.serviceName: Invalid value: "Invalid.Name": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"#]
 )]
+// The first corpus's `template-labels-invalid`: one cause, though the set's template rules
+// check the labels twice.
+#[case::sts_template_labels_invalid(
+    "StatefulSet",
+    json!({"/spec/template/metadata/labels/bad key": "x"}),
+    &[("FieldValueInvalid", "spec.template.labels")],
+    &[r#"spec.template.labels: Invalid value: "bad key": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"#]
+)]
 #[case::deploy_max_surge_bad_percent(
     "Deployment",
     json!({"/spec/strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "20Percent"}}}),

@@ -75,18 +75,21 @@ async fn lists_merge_by_their_patch_merge_key_and_others_are_replaced() {
     assert_eq!(main["image"], "nginx:2");
     // args is atomic: replaced.
     assert_eq!(main["args"], json!(["c"]));
-    // ports merge by containerPort, env by name, volumeMounts by mountPath.
+    // ports merge by containerPort, env by name, volumeMounts by mountPath. An item the
+    // original lacks goes before the server-only items it meets (`mergeSortedSlice`).
     let ports: Vec<&Value> = main["ports"].as_array().unwrap().iter().map(|p| &p["containerPort"]).collect();
-    assert_eq!(ports, [&json!(80), &json!(443), &json!(8080)]);
+    assert_eq!(ports, [&json!(8080), &json!(80), &json!(443)]);
     assert_eq!(
         main["env"],
         json!([{"name": "A", "value": "1"}, {"name": "B", "value": "two"}, {"name": "C", "value": "3"}])
     );
     assert_eq!(main["volumeMounts"], json!([{"name": "data", "mountPath": "/data", "readOnly": true}]));
-    // containers merge by name: the untouched sidecar stays, the new one is appended.
+    // containers merge by name: the untouched sidecar stays, after the patch's main and the
+    // new container (the patch's items in its order, a server-only item placed after them as
+    // it cannot be ordered against the new one).
     let names: Vec<&Value> =
         d["spec"]["template"]["spec"]["containers"].as_array().unwrap().iter().map(|c| &c["name"]).collect();
-    assert_eq!(names, [&json!("main"), &json!("sidecar"), &json!("new")]);
+    assert_eq!(names, [&json!("main"), &json!("new"), &json!("sidecar")]);
     // tolerations have no strategy: replaced.
     assert_eq!(d["spec"]["template"]["spec"]["tolerations"], json!([{"key": "other", "operator": "Exists"}]));
 }
@@ -98,7 +101,9 @@ async fn null_deletes_and_finalizers_merge_as_a_set() {
     )
     .await;
     assert_eq!(d["metadata"]["labels"], json!({"app": "web"}));
-    assert_eq!(d["metadata"]["finalizers"], json!(["a.example/x", "b.example/y", "c.example/z"]));
+    // A union in `normalizeElementOrder`'s order: the patch's items in the patch's order, the
+    // server-only `b` placed after `a`, which the original has before it.
+    assert_eq!(d["metadata"]["finalizers"], json!(["c.example/z", "a.example/x", "b.example/y"]));
 }
 
 #[tokio::test]

@@ -190,6 +190,17 @@ pub fn normalise_object(v: &Value) -> Value {
         spec.insert("clusterIP".into(), json!("<allocated>"));
         spec.insert("clusterIPs".into(), json!(["<allocated>"]));
     }
+    // Node ports are allocated at random too (where the request named none).
+    if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut) {
+        if spec.get("healthCheckNodePort").is_some_and(Value::is_number) {
+            spec.insert("healthCheckNodePort".into(), json!("<allocated>"));
+        }
+        for port in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(p) = port.as_object_mut().filter(|p| p.get("nodePort").is_some_and(Value::is_number)) {
+                p.insert("nodePort".into(), json!("<allocated>"));
+            }
+        }
+    }
     if pod && let Some(spec) = v.get_mut("spec") {
         strip_pod_admission(spec);
     }

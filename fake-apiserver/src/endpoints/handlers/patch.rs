@@ -269,16 +269,14 @@ pub(super) fn apply_patch(kind: PatchKind, old: &Value, body: &[u8], shape: Shap
                     Some(format!("{kind} operation failed to decode path: operation missing path field: missing value"))
                 } else if matches!(kind, "move" | "copy") && !op.get("from").is_some_and(Value::is_string) {
                     Some(format!("{kind} operation failed to decode from: operation missing from field: missing value"))
-                } else if let Some(p) = ["path", "from"]
-                    .iter()
-                    .filter_map(|k| op.get(*k).and_then(Value::as_str))
-                    .find(|p| !p.is_empty() && !p.starts_with('/'))
-                {
-                    // v4 splits such a pointer as if its first token were the empty root one:
-                    // what it names is not in the document.
-                    Some(format!("{kind} operation does not apply: doc is missing path: {p:?}: missing value"))
                 } else {
-                    None
+                    // v4 splits a pointer without its leading slash as if its first token were
+                    // the empty root one: what it names is not in the document.
+                    ["path", "from"]
+                        .iter()
+                        .filter_map(|k| op.get(*k).and_then(Value::as_str))
+                        .find(|p| !p.is_empty() && !p.starts_with('/'))
+                        .map(|p| format!("{kind} operation does not apply: doc is missing path: {p:?}: missing value"))
                 };
                 if let Some(why) = why {
                     return Err(ApiError::unprocessable(format!(

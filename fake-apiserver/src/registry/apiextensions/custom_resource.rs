@@ -18,6 +18,11 @@ impl Strategy for CustomResourceStrategy {
         if rt.defective(ServerDefect::CrdSchemaNotCanonicalized) {
             return;
         }
+        // The schema coercer and the defaulter only touch bodies of the CRD's own kind: one of
+        // another kind is validated (and refused) as it came.
+        if obj["kind"].as_str().is_some_and(|k| k != rt.kind) {
+            return;
+        }
         if let Some(schema) = &rt.schema {
             schema.prune(obj);
             schema.apply_defaults(obj);

@@ -76,7 +76,8 @@ pub(crate) struct TemplateRules {
     /// The kind in "activeDeadlineSeconds in <kind> is not Supported".
     pub deadline_kind: &'static str,
     /// StatefulSets (`ValidatePodTemplateSpecForStatefulSet`): the template's labels are
-    /// validated once more, and the restart policy is checked whatever the selector.
+    /// validated even when the template is skipped, and the restart policy is checked
+    /// whatever the selector.
     pub statefulset: bool,
     /// `SkipValidatePodTemplateSpec`: an update of a StatefulSet whose old spec was invalid.
     pub skip_template: bool,
@@ -154,7 +155,11 @@ pub(crate) fn selector_and_template(out: &mut Vec<StatusCause>, spec: &Value, ru
             out.extend(validate_template(template, &tpath));
         }
         if rules.statefulset {
-            labels_at(out, labels, &tpath.child("labels"));
+            // The set's own check of the template labels repeats the template's; the real
+            // server reports a bad label once, so it only shows when the template is skipped.
+            if rules.skip_template {
+                labels_at(out, labels, &tpath.child("labels"));
+            }
         } else {
             restart_and_deadline(out);
         }

@@ -33,14 +33,34 @@ fn items(v: &Value) -> &[Value] {
 /// change.
 pub(crate) fn validate_slice(obj: &Value, old: Option<&Value>) -> Vec<StatusCause> {
     let ty = obj["addressType"].as_str().unwrap_or_default();
-    let mut out = port_causes(&obj["ports"]);
+    let declared = declarative_causes(obj, old);
+    // The handwritten address type check is covered: it is dropped only where a declarative
+    // error stands in for it (an update reports the immutable type instead, so an unsupported
+    // type is still reported here).
+    let mut out: Vec<StatusCause> = handwritten_address_type(ty)
+        .into_iter()
+        .filter(|c| !declared.iter().any(|d| d.reason == c.reason && d.field == c.field))
+        .collect();
+    out.extend(port_causes(&obj["ports"]));
     let endpoint_errors = endpoint_causes(&obj["endpoints"], ty);
     let unchanged = old.is_some_and(|o| semantically_equal(&o["endpoints"], &obj["endpoints"]));
     if !unchanged {
         out.extend(endpoint_errors);
     }
-    out.extend(declarative_causes(obj, old));
+    out.extend(declared);
     out
+}
+
+/// `validateAddressType`: required, and one of the known types.
+fn handwritten_address_type(ty: &str) -> Option<StatusCause> {
+    let at = Path::root("addressType");
+    if ty.is_empty() {
+        Some(field::required(&at, ""))
+    } else if !ADDRESS_TYPES.contains(&ty) {
+        Some(field::not_supported(&at, ty, ADDRESS_TYPES))
+    } else {
+        None
+    }
 }
 
 /// The declarative rules: the address type required, unchanged on update, one of the known
@@ -51,11 +71,14 @@ fn declarative_causes(obj: &Value, old: Option<&Value>) -> Vec<StatusCause> {
     let ty = obj["addressType"].as_str().unwrap_or_default();
     let old_ty = old.map(|o| o["addressType"].as_str().unwrap_or_default());
     if old_ty != Some(ty) {
+        // `required` and `immutable` both short-circuit the enum check, and both report.
         if ty.is_empty() {
             out.push(field::required(&at, ""));
-        } else if old.is_some() {
+        }
+        if old.is_some() {
             out.push(field::invalid(&at, Bad::Null, field::FIELD_IMMUTABLE));
-        } else if !ADDRESS_TYPES.contains(&ty) {
+        }
+        if !ty.is_empty() && old.is_none() && !ADDRESS_TYPES.contains(&ty) {
             out.push(field::not_supported(&at, ty, ADDRESS_TYPES));
         }
     }

@@ -1,8 +1,9 @@
 //! ResourceClaimTemplates (`ValidateResourceClaimTemplate`,
 //! `ValidateResourceClaimTemplateUpdate` of pkg/apis/resource/validation/validation.go at
 //! k8s.io/kubernetes v1.37.2): the claim metadata of the template (labels and annotations
-//! only, `corevalidation.ValidateTemplateObjectMeta`) and a claim spec; on update only the
-//! spec's immutability is checked.
+//! only, `corevalidation.ValidateTemplateObjectMeta`) and a claim spec. An update validates
+//! the new object as a create does and then the spec's immutability (the strategy's
+//! `ValidateUpdate`), so a changed invalid spec reports both.
 
 use super::causes::Causes;
 use super::default_requests;
@@ -60,21 +61,29 @@ impl Strategy for ResourceClaimTemplateStrategy {
     }
 
     fn validate(&self, _rt: &ResourceType, obj: &Value) -> Vec<StatusCause> {
-        let spec = obj.get("spec").unwrap_or(&Value::Null);
-        let path = Path::root("spec");
-        let mut out = Causes::default();
-        out.extend(template_meta(spec.get("metadata").unwrap_or(&Value::Null), &path.child("metadata")));
-        out.append(claim_spec(spec.get("spec").unwrap_or(&Value::Null), &path.child("spec")));
-        out.into_vec()
+        template_causes(obj).into_vec()
     }
 
+    /// The immutability error is handwritten: it follows the new object's handwritten errors
+    /// and precedes its declarative ones.
     fn validate_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
+        let mut out = template_causes(obj);
         let (new, was) = (obj.get("spec").unwrap_or(&Value::Null), old.get("spec").unwrap_or(&Value::Null));
-        if apimachinery::json::semantically_equal(new, was) {
-            return Vec::new();
+        if !apimachinery::json::semantically_equal(new, was) {
+            out.push(field::invalid(&Path::root("spec"), Bad::Raw(new.to_string()), field::FIELD_IMMUTABLE));
         }
-        vec![field::invalid(&Path::root("spec"), Bad::Raw(new.to_string()), field::FIELD_IMMUTABLE)]
+        out.into_vec()
     }
+}
+
+/// `ValidateResourceClaimTemplate`'s spec part: the template's metadata, then its claim spec.
+fn template_causes(obj: &Value) -> Causes {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let path = Path::root("spec");
+    let mut out = Causes::default();
+    out.extend(template_meta(spec.get("metadata").unwrap_or(&Value::Null), &path.child("metadata")));
+    out.append(claim_spec(spec.get("spec").unwrap_or(&Value::Null), &path.child("spec")));
+    out
 }
 
 /// `ValidateTemplateObjectMeta`: annotations, labels, and nothing else set.

@@ -51,8 +51,10 @@ fn policy(out: &mut Vec<StatusCause>, p: Option<&Value>, path: &Path) {
 }
 
 fn claims(out: &mut Vec<StatusCause>, items: &[Value], path: &Path) {
+    // `maxItems` short-circuits: the items of a list too long go unvalidated.
     if items.len() > MAX_RESOURCE_CLAIMS {
         out.push(field::too_many(path, items.len(), MAX_RESOURCE_CLAIMS));
+        return;
     }
     let mut names = BTreeSet::new();
     for (i, c) in items.iter().enumerate() {
@@ -136,6 +138,7 @@ impl Strategy for PodGroupStrategy {
 
     fn validate_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
         let mut out = podgroup_spec(obj);
+        immutable_short_circuit(&mut out, obj, old, "workloadRef");
         immutable_short_circuit(&mut out, obj, old, "resourceClaims");
         let path = Path::root("spec").child("schedulingPolicy");
         policy_members_update(&mut out, &obj["spec"]["schedulingPolicy"], &old["spec"]["schedulingPolicy"], &path);
@@ -225,12 +228,28 @@ impl Strategy for WorkloadStrategy {
     fn validate_update(&self, _rt: &ResourceType, obj: &Value, old: &Value) -> Vec<StatusCause> {
         let mut out = workload_spec(obj);
         immutable_short_circuit(&mut out, obj, old, "controllerRef");
-        // podGroupTemplates is a list-map keyed by name: entries may not be removed, and an
+        // podGroupTemplates is a list-map keyed by name whose entries may be neither added nor
+        // removed; either short-circuits the list (its items go unvalidated). Otherwise an
         // entry's scheduling policy members follow the old entry of the same name.
         let path = Path::root("spec").child("podGroupTemplates");
         let (new_t, old_t) = (list(&obj["spec"], "podGroupTemplates"), list(&old["spec"], "podGroupTemplates"));
-        if old_t.iter().any(|o| !new_t.iter().any(|n| text(n, "name") == text(o, "name"))) {
-            out.push(field::forbidden(&path, "item may not be removed"));
+        let named = |items: &[Value], t: &Value| items.iter().any(|o| text(o, "name") == text(t, "name"));
+        let added: Vec<usize> = (0..new_t.len()).filter(|&i| !named(old_t, &new_t[i])).collect();
+        let removed = old_t.iter().filter(|o| !named(new_t, o)).count();
+        if !added.is_empty() || removed > 0 {
+            let under = path.to_string();
+            out.retain(|c| {
+                !(c.field == under
+                    || c.field.starts_with(&format!("{under}["))
+                    || c.field.starts_with(&format!("{under}.")))
+            });
+            for i in added {
+                out.push(field::forbidden(&path.index(i), "item may not be added"));
+            }
+            for _ in 0..removed {
+                out.push(field::forbidden(&path, "item may not be removed"));
+            }
+            return out;
         }
         for (i, n) in new_t.iter().enumerate() {
             if let Some(o) = old_t.iter().find(|o| text(o, "name") == text(n, "name")) {
@@ -242,20 +261,23 @@ impl Strategy for WorkloadStrategy {
     }
 }
 
-/// Declarative validation's `+k8s:immutable` on `spec.<key>`: a change is reported alone (the
-/// other errors under it are short-circuited), with the value printed as null.
+/// Declarative validation's `+k8s:immutable` on `spec.<key>`: a change is reported with the
+/// value printed as null, and short-circuits the errors under the field; a list's `maxItems`,
+/// a short-circuit check of its own, is still reported after it.
 fn immutable_short_circuit(out: &mut Vec<StatusCause>, obj: &Value, old: &Value, key: &str) {
     let (n, o) = (obj["spec"].get(key).unwrap_or(&Value::Null), old["spec"].get(key).unwrap_or(&Value::Null));
     if n == o {
         return;
     }
     let field_name = format!("spec.{key}");
-    out.retain(|c| {
-        !(c.field == field_name
+    let (under, kept): (Vec<StatusCause>, Vec<StatusCause>) = std::mem::take(out).into_iter().partition(|c| {
+        c.field == field_name
             || c.field.starts_with(&format!("{field_name}."))
-            || c.field.starts_with(&format!("{field_name}[")))
+            || c.field.starts_with(&format!("{field_name}["))
     });
+    *out = kept;
     out.push(field::invalid(&Path::root("spec").child(key), Bad::Null, field::FIELD_IMMUTABLE));
+    out.extend(under.into_iter().filter(|c| c.field == field_name && c.reason == "FieldValueTooMany"));
 }
 
 /// The members of a scheduling policy (`basic`, `gang`) may not be set or cleared on update.
