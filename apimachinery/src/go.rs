@@ -104,26 +104,6 @@ pub(crate) fn json_quote(s: &str) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rstest::rstest;
-
-    #[rstest]
-    #[case::escapes_quotes_and_backslashes("a\"b\\c", "\"a\\\"b\\\\c\"")]
-    #[case::control_characters("\u{7}\u{8}\u{c}\n\r\t\u{b}\u{0}\u{7f}", "\"\\a\\b\\f\\n\\r\\t\\v\\x00\\x7f\"")]
-    #[case::unicode("é\u{a0}\u{200b}\u{1F600}\u{10FFFD}", "\"é\\u00a0\\u200b\u{1F600}\\U0010fffd\"")]
-    #[case::mixed("a\"b\\c\n\u{1}é", "\"a\\\"b\\\\c\\n\\x01é\"")]
-    fn quotes_like_strconv(#[case] input: &str, #[case] quoted: &str) {
-        assert_eq!(quote(input), quoted);
-    }
-
-    #[test]
-    fn json_quoting_is_html_safe_like_encoding_json() {
-        assert_eq!(json_quote("<&>\u{1}\u{2028}é\""), "\"\\u003c\\u0026\\u003e\\u0001\\u2028é\\\"\"");
-    }
-}
-
 /// Go's `%v` of a float64 (`strconv.FormatFloat(f, 'g', -1, 64)`).
 pub fn go_float(f: f64) -> String {
     if f.is_nan() {
@@ -144,4 +124,24 @@ pub fn go_float(f: f64) -> String {
     }
     let sign = if exp < 0 { '-' } else { '+' };
     format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::escapes_quotes_and_backslashes("a\"b\\c", "\"a\\\"b\\\\c\"")]
+    #[case::control_characters("\u{7}\u{8}\u{c}\n\r\t\u{b}\u{0}\u{7f}", "\"\\a\\b\\f\\n\\r\\t\\v\\x00\\x7f\"")]
+    #[case::unicode("é\u{a0}\u{200b}\u{1F600}\u{10FFFD}", "\"é\\u00a0\\u200b\u{1F600}\\U0010fffd\"")]
+    #[case::mixed("a\"b\\c\n\u{1}é", "\"a\\\"b\\\\c\\n\\x01é\"")]
+    fn quotes_like_strconv(#[case] input: &str, #[case] quoted: &str) {
+        assert_eq!(quote(input), quoted);
+    }
+
+    #[test]
+    fn json_quoting_is_html_safe_like_encoding_json() {
+        assert_eq!(json_quote("<&>\u{1}\u{2028}é\""), "\"\\u003c\\u0026\\u003e\\u0001\\u2028é\\\"\"");
+    }
 }

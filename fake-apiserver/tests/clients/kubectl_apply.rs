@@ -98,7 +98,9 @@ fn kubectl_133_server_side_apply_conflicts_force_and_strategic_patch() {
         k(&["get", "deploy", "web", "-o", "jsonpath={.metadata.managedFields[?(@.manager==\"ops\")].fieldsV1}"]);
     assert!(ok && out.contains("f:replicas"), "{out}");
 
-    // Strategic merge patch: a container is added by name, the existing one stays.
+    // Strategic merge patch: a container is added by name, the existing one stays; the new one
+    // comes first (mergeSlice's normalizeElementOrder puts patch items before server-only items
+    // it cannot order against them, apimachinery v0.37.2 strategicpatch/patch.go).
     let (ok, out) = k(&[
         "patch",
         "deploy",
@@ -110,7 +112,7 @@ fn kubectl_133_server_side_apply_conflicts_force_and_strategic_patch() {
     ]);
     assert!(ok && out.contains("deployment.apps/web patched"), "{out}");
     let (ok, out) = k(&["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[*].name}"]);
-    assert!(ok && out.trim() == "main side", "{out}");
+    assert!(ok && out.trim() == "side main", "{out}");
     let (ok, out) = k(&["get", "deploy", "web", "-o", "jsonpath={.metadata.managedFields[*].manager}"]);
     assert!(ok && out.contains("kubectl-patch"), "{out}");
 

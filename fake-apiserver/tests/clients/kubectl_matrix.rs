@@ -368,10 +368,11 @@ fn patch_json(c: &Ctx) -> Outcome {
 
 fn patch_strategic(c: &Ctx) -> Outcome {
     outcome((|| {
-        // Containers merge by name: the patch adds one and keeps the other.
+        // Containers merge by name: the patch adds one and keeps the other, the new one first
+        // (strategicpatch's normalizeElementOrder).
         let p = r#"{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox"}]}}}}"#;
         c.expect(&["patch", "deploy", "web", "--type", "strategic", "-p", p], "patched")?;
-        c.expect_jsonpath(&["deploy", "web"], "{.spec.template.spec.containers[*].name}", "c sidecar")
+        c.expect_jsonpath(&["deploy", "web"], "{.spec.template.spec.containers[*].name}", "sidecar c")
     })())
 }
 

@@ -427,7 +427,9 @@ pub(crate) fn prepare_create(
         // gives the status the strategy cleared its defaults (a Gateway's "Waiting for
         // controller" conditions) in the create's answer and every read.
         let mut obj = obj;
-        if let Some(schema) = rt.schema.as_ref().filter(|_| rt.custom) {
+        if let Some(schema) =
+            rt.schema.as_ref().filter(|_| rt.custom && !rt.defective(ServerDefect::CrdSchemaNotCanonicalized))
+        {
             schema.apply_defaults(&mut obj);
         }
         let obj = to_storage(rt, obj)?;
