@@ -65,6 +65,7 @@ mod formats;
 mod go_values;
 mod prune;
 mod schema;
+pub(crate) use schema::OBJECT_META_FIELDS;
 #[cfg(test)]
 mod test_schemas;
 mod validation;

@@ -256,7 +256,7 @@ pub(super) const SUPPORTED_FORMATS: &[&str] = &[
 ];
 
 /// The JSON fields of ObjectMeta: all an embedded resource's `metadata` may keep.
-pub(super) const OBJECT_META_FIELDS: &[&str] = &[
+pub(crate) const OBJECT_META_FIELDS: &[&str] = &[
     "name",
     "generateName",
     "namespace",

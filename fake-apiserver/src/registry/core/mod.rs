@@ -8,6 +8,7 @@ pub(crate) mod event;
 pub(crate) mod limitrange;
 pub(crate) mod namespace;
 pub(crate) mod node;
+pub(crate) mod node_selector;
 pub(crate) mod pod;
 mod pod_affinity;
 mod pod_annotations;

@@ -5,11 +5,12 @@
 //! `validatePodAffinityTerm(s)`, `validateWeightedPodAffinityTerms` and
 //! `ValidateMatchLabelKeysAndMismatchLabelKeys`.
 
+use super::node_selector::{node_selector, node_selector_term};
 use super::pod_spec::{list, s};
 use crate::error::StatusCause;
 use crate::registry::field::{self, Path};
 use crate::registry::meta::validate_label_selector;
-use apimachinery::validation::{dns1123_label_errors, dns1123_subdomain_errors, label_key_errors, label_value_errors};
+use apimachinery::validation::{dns1123_label_errors, label_key_errors};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -57,99 +58,6 @@ fn node_affinity(out: &mut Vec<StatusCause>, na: &Value, path: &Path) {
         }
         // Preferred terms may match no node, so their label values are not checked.
         node_selector_term(out, term.get("preference").unwrap_or(&Value::Null), false, &at.child("preference"));
-    }
-}
-
-/// `ValidateNodeSelector`: at least one term, each term valid.
-fn node_selector(out: &mut Vec<StatusCause>, sel: &Value, path: &Path) {
-    let terms = list(sel, "nodeSelectorTerms");
-    let tpath = path.child("nodeSelectorTerms");
-    if terms.is_empty() {
-        out.push(field::required(&tpath, "must have at least one node selector term"));
-        return;
-    }
-    for (i, term) in terms.iter().enumerate() {
-        node_selector_term(out, term, true, &tpath.index(i));
-    }
-}
-
-/// `ValidateNodeSelectorTerm`: its label expressions, then its field expressions.
-fn node_selector_term(out: &mut Vec<StatusCause>, term: &Value, check_values: bool, path: &Path) {
-    for (j, req) in list(term, "matchExpressions").iter().enumerate() {
-        node_selector_requirement(out, req, check_values, &path.child("matchExpressions").index(j));
-    }
-    for (j, req) in list(term, "matchFields").iter().enumerate() {
-        node_field_requirement(out, req, &path.child("matchFields").index(j));
-    }
-}
-
-/// `ValidateNodeSelectorRequirement`: values as the operator needs them, the key a label name,
-/// the values label values (for required terms).
-fn node_selector_requirement(out: &mut Vec<StatusCause>, req: &Value, check_values: bool, path: &Path) {
-    let values = strings(req, "values");
-    let op = s(req, "operator");
-    match op {
-        "In" | "NotIn" => {
-            if values.is_empty() {
-                out.push(field::required(
-                    &path.child("values"),
-                    "must be specified when `operator` is 'In' or 'NotIn'",
-                ));
-            }
-        }
-        "Exists" | "DoesNotExist" => {
-            if !values.is_empty() {
-                out.push(field::forbidden(
-                    &path.child("values"),
-                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                ));
-            }
-        }
-        "Gt" | "Lt" => {
-            if values.len() != 1 {
-                out.push(field::required(
-                    &path.child("values"),
-                    "must be specified single value when `operator` is 'Lt' or 'Gt'",
-                ));
-            }
-        }
-        other => out.push(field::invalid(&path.child("operator"), other, "not a valid selector operator")),
-    }
-    label_name(out, s(req, "key"), &path.child("key"));
-    if check_values {
-        for (i, v) in values.iter().enumerate() {
-            for msg in label_value_errors(v) {
-                out.push(field::invalid(&path.child("values").index(i), v.as_str(), &msg));
-            }
-        }
-    }
-}
-
-/// `ValidateNodeFieldSelectorRequirement`: one value for `In`/`NotIn` (no other operator), and
-/// `metadata.name` the only key, its values node names.
-fn node_field_requirement(out: &mut Vec<StatusCause>, req: &Value, path: &Path) {
-    let values = strings(req, "values");
-    let op = s(req, "operator");
-    match op {
-        "In" | "NotIn" => {
-            if values.len() != 1 {
-                out.push(field::required(
-                    &path.child("values"),
-                    "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
-                ));
-            }
-        }
-        other => out.push(field::invalid(&path.child("operator"), other, "not a valid selector operator")),
-    }
-    let key = s(req, "key");
-    if key != "metadata.name" {
-        out.push(field::invalid(&path.child("key"), key, "not a valid field selector key"));
-        return;
-    }
-    for (i, v) in values.iter().enumerate() {
-        for msg in dns1123_subdomain_errors(v) {
-            out.push(field::invalid(&path.child("values").index(i), v.as_str(), &msg));
-        }
     }
 }
 

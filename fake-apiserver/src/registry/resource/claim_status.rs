@@ -13,7 +13,6 @@ use super::names::{
     RequestNames, dns_label, driver_name, driver_name_declared, pool_name, pool_name_declared, request_ref,
     uuid_declared,
 };
-use super::node_selector::node_selector;
 use super::taints::tolerations;
 use super::{list, text};
 use crate::error::StatusCause;
@@ -216,7 +215,7 @@ fn allocation_result(out: &mut Causes, a: &Value, path: &Path, names: &RequestNa
         }
     }
     if let Some(sel) = present(a, "nodeSelector") {
-        out.extend(node_selector(sel, &path.child("nodeSelector")));
+        out.extend(crate::registry::core::node_selector::node_selector_causes(sel, &path.child("nodeSelector")));
     }
 }
 

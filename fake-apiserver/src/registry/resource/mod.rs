@@ -12,7 +12,6 @@ mod device_claim;
 mod device_class;
 mod disabled_fields;
 mod names;
-mod node_selector;
 mod resource_claim;
 mod slice;
 mod taints;

@@ -13,7 +13,6 @@ use super::causes::Causes;
 use super::device_claim::unique_items_declared;
 use super::disabled_fields::drop_slice_fields;
 use super::names::{dns_label, driver_name, pool_name, qualified_name};
-use super::node_selector::node_selector;
 use super::taints::{taint, taint_effect_declared};
 use super::{list, text};
 use crate::error::StatusCause;
@@ -176,7 +175,7 @@ fn node_selection(out: &mut Causes, spec: &Value, path: &Path) {
     }
     if let Some(sel) = present(spec, "nodeSelector") {
         set.push("`nodeSelector`");
-        out.extend(node_selector(sel, &path.child("nodeSelector")));
+        out.extend(crate::registry::core::node_selector::node_selector_causes(sel, &path.child("nodeSelector")));
         let terms_path = path.child("nodeSelector").child("nodeSelectorTerms");
         let terms = sel.get("nodeSelectorTerms").filter(|t| !t.is_null());
         if terms.and_then(Value::as_array).map_or(0, Vec::len) != 1 {
@@ -456,7 +455,7 @@ fn device_node_selection(out: &mut Causes, d: &Value, path: &Path, per_device: b
     }
     if let Some(sel) = selector {
         set.push("`nodeSelector`");
-        out.extend(node_selector(sel, &path.child("nodeSelector")));
+        out.extend(crate::registry::core::node_selector::node_selector_causes(sel, &path.child("nodeSelector")));
     }
     if let Some(all) = all {
         if all.as_bool() == Some(true) {

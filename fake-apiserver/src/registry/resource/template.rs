@@ -9,30 +9,13 @@ use super::causes::Causes;
 use super::default_requests;
 use super::device_claim::claim_spec;
 use super::disabled_fields::drop_claim_spec_fields;
+use crate::apiextensions::OBJECT_META_FIELDS;
 use crate::error::StatusCause;
 use crate::registry::field::{self, Bad, Path};
 use crate::registry::store::UpdateMode;
 use crate::registry::{ResourceType, Strategy};
 use apimachinery::validation::{label_key_errors, label_value_errors};
 use serde_json::Value;
-
-/// The fields of ObjectMeta besides labels and annotations, in Go's field order: a template
-/// may not set them.
-const NOT_IN_TEMPLATES: [&str; 13] = [
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
 
 /// `TotalAnnotationSizeLimitB`.
 const ANNOTATIONS_MAX: usize = 256 * 1024;
@@ -108,7 +91,9 @@ fn template_meta(meta: &Value, path: &Path) -> Vec<StatusCause> {
             out.extend(label_value_errors(v).iter().map(|m| field::invalid(&lpath, v, m)));
         }
     }
-    for key in NOT_IN_TEMPLATES {
+    // The fields of ObjectMeta besides labels and annotations, in Go's field order: a template
+    // may not set them.
+    for &key in OBJECT_META_FIELDS.iter().filter(|f| !matches!(**f, "labels" | "annotations")) {
         let set = match meta.get(key) {
             None | Some(Value::Null) => false,
             Some(Value::String(s)) => !s.is_empty(),
